@@ -1,0 +1,492 @@
+//! The token ring of the ACH model (spec section 1).
+
+use serde::{Deserialize, Serialize};
+
+/// Identifier of a node (a server) of the cluster.
+///
+/// Node ids are dense: a cluster of `n` nodes uses ids `0..n`. Ids are never reused; a removed
+/// node keeps its id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct NodeId(pub u32);
+
+impl NodeId {
+    /// The id as an index into per-node vectors.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl std::fmt::Display for NodeId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "node {}", self.0)
+    }
+}
+
+/// One owner change: token `token` passes from node `from` to node `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenMove {
+    /// Index of the token (into the sorted positions).
+    pub token: usize,
+    /// Owner before the move.
+    pub from: NodeId,
+    /// Owner after the move.
+    pub to: NodeId,
+}
+
+/// Why a ring could not be built or a change could not be applied.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum RingError {
+    /// A ring needs at least one token.
+    #[error("a ring needs at least one token")]
+    NoTokens,
+    /// A ring needs at least one node.
+    #[error("a ring needs at least one node")]
+    NoNodes,
+    /// A position is not a finite number in `[0, 1)`.
+    #[error("position {index} = {value} is not in [0, 1)")]
+    PositionOutOfRange {
+        /// Index of the position.
+        index: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// Positions must be strictly increasing (every arc > 0).
+    #[error("positions must be strictly increasing: position {index} = {value} follows {previous}")]
+    PositionsNotIncreasing {
+        /// Index of the position that is not greater than its predecessor.
+        index: usize,
+        /// Its value.
+        value: f64,
+        /// The value of its predecessor.
+        previous: f64,
+    },
+    /// There must be exactly one owner per token.
+    #[error("{owners} owners given for {tokens} tokens")]
+    OwnerCountMismatch {
+        /// Number of tokens (positions).
+        tokens: usize,
+        /// Number of owners given.
+        owners: usize,
+    },
+    /// A move names a token the ring does not have.
+    #[error("move names token {token}, but the ring has {tokens} tokens")]
+    TokenOutOfRange {
+        /// The token named by the move.
+        token: usize,
+        /// Number of tokens of the ring.
+        tokens: usize,
+    },
+    /// A move says the token comes from a node that does not own it.
+    #[error("move of token {token} says it comes from {claimed}, but {actual} owns it")]
+    WrongSource {
+        /// The token named by the move.
+        token: usize,
+        /// The owner the move claims.
+        claimed: NodeId,
+        /// The actual owner.
+        actual: NodeId,
+    },
+}
+
+/// One broken correctness invariant (spec section 1), as returned by
+/// [`TokenRing::check_invariants`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum InvariantViolation {
+    /// Invariant 1: the arcs do not sum to 1 (within 1e-9).
+    ArcSum {
+        /// The sum of the arcs.
+        sum: f64,
+    },
+    /// Invariant 2: a live node owns fewer than `v_min` tokens.
+    TooFewTokens {
+        /// The node.
+        node: NodeId,
+        /// How many tokens it owns.
+        count: usize,
+        /// The minimum.
+        v_min: usize,
+    },
+    /// Invariant 3: a token is owned by an id that is not a node of the cluster.
+    InvalidOwner {
+        /// The token.
+        token: usize,
+        /// Its owner.
+        owner: NodeId,
+        /// Number of nodes of the cluster (valid ids are `0..n_nodes`).
+        n_nodes: usize,
+    },
+    /// Invariant 4: positions are not sorted.
+    Unsorted {
+        /// Index of the first position smaller than its predecessor.
+        index: usize,
+    },
+    /// Invariant 5: an arc is not positive.
+    EmptyArc {
+        /// The token whose arc is not positive.
+        token: usize,
+        /// Its length.
+        length: f64,
+    },
+}
+
+/// What [`TokenRing::check_invariants`] needs to know about the cluster.
+#[derive(Clone, Copy, Debug)]
+pub struct InvariantCheck<'a> {
+    /// Number of nodes; valid owner ids are `0..n_nodes`.
+    pub n_nodes: usize,
+    /// `live[i]` is true when node `i` is a member of the cluster (not removed). Only live nodes
+    /// must own `v_min` tokens. Must have `n_nodes` entries.
+    pub live: &'a [bool],
+    /// Minimum number of tokens every live node owns.
+    pub v_min: usize,
+}
+
+/// The token ring: fixed sorted positions on the unit circle and one owner per token.
+///
+/// Token `s` owns the arc that ends at its position: a key with hash `h` belongs to the first
+/// token whose position is `>= h`, or to token 0 when there is none (wrap-around).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenRing {
+    positions: Vec<f64>,
+    arcs: Vec<f64>,
+    owners: Vec<NodeId>,
+}
+
+impl TokenRing {
+    /// Builds a ring from strictly increasing positions in `[0, 1)` and one owner per token.
+    pub fn new(positions: Vec<f64>, owners: Vec<NodeId>) -> Result<Self, RingError> {
+        if positions.is_empty() {
+            return Err(RingError::NoTokens);
+        }
+        if owners.len() != positions.len() {
+            return Err(RingError::OwnerCountMismatch {
+                tokens: positions.len(),
+                owners: owners.len(),
+            });
+        }
+        for (index, &value) in positions.iter().enumerate() {
+            if !(0.0..1.0).contains(&value) {
+                return Err(RingError::PositionOutOfRange { index, value });
+            }
+            if index > 0 && value <= positions[index - 1] {
+                return Err(RingError::PositionsNotIncreasing {
+                    index,
+                    value,
+                    previous: positions[index - 1],
+                });
+            }
+        }
+        let arcs = arc_lengths(&positions);
+        Ok(TokenRing {
+            positions,
+            arcs,
+            owners,
+        })
+    }
+
+    /// Builds a ring with round-robin owners: token `s` goes to node `s mod n_nodes`.
+    pub fn round_robin(positions: Vec<f64>, n_nodes: usize) -> Result<Self, RingError> {
+        if n_nodes == 0 {
+            return Err(RingError::NoNodes);
+        }
+        let owners = (0..positions.len())
+            .map(|s| NodeId((s % n_nodes) as u32))
+            .collect();
+        TokenRing::new(positions, owners)
+    }
+
+    /// Number of tokens `V`.
+    pub fn len(&self) -> usize {
+        self.positions.len()
+    }
+
+    /// Always false: a ring has at least one token.
+    pub fn is_empty(&self) -> bool {
+        self.positions.is_empty()
+    }
+
+    /// The sorted token positions.
+    pub fn positions(&self) -> &[f64] {
+        &self.positions
+    }
+
+    /// Arc lengths: `L[s] = pos[s] - pos[s-1]`, `L[0] = pos[0] - pos[V-1] + 1`.
+    pub fn arcs(&self) -> &[f64] {
+        &self.arcs
+    }
+
+    /// The owner of every token.
+    pub fn owners(&self) -> &[NodeId] {
+        &self.owners
+    }
+
+    /// The owner of token `token`. Panics if `token >= len()`.
+    pub fn owner(&self, token: usize) -> NodeId {
+        self.owners[token]
+    }
+
+    /// The longest arc.
+    pub fn max_arc(&self) -> f64 {
+        self.arcs.iter().copied().fold(0.0, f64::max)
+    }
+
+    /// The token that owns hash `h` in `[0, 1)`: the first token at or after `h`, wrapping
+    /// around to token 0. Binary search, `O(log V)`.
+    pub fn lookup(&self, h: f64) -> usize {
+        let s = self.positions.partition_point(|&p| p < h);
+        if s == self.positions.len() { 0 } else { s }
+    }
+
+    /// Number of tokens owned by each of the nodes `0..n_nodes`. Owners outside that range are
+    /// not counted (they break invariant 3).
+    pub fn counts(&self, n_nodes: usize) -> Vec<usize> {
+        let mut counts = vec![0; n_nodes];
+        for owner in &self.owners {
+            if let Some(c) = counts.get_mut(owner.index()) {
+                *c += 1;
+            }
+        }
+        counts
+    }
+
+    /// Number of tokens owned by `node`.
+    pub fn count(&self, node: NodeId) -> usize {
+        self.owners.iter().filter(|&&o| o == node).count()
+    }
+
+    /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs).
+    pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
+        let mut shares = vec![0.0; n_nodes];
+        for (owner, arc) in self.owners.iter().zip(&self.arcs) {
+            if let Some(s) = shares.get_mut(owner.index()) {
+                *s += arc;
+            }
+        }
+        shares
+    }
+
+    /// Share of the key space owned by `node`.
+    pub fn share(&self, node: NodeId) -> f64 {
+        self.owners
+            .iter()
+            .zip(&self.arcs)
+            .filter(|&(&o, _)| o == node)
+            .map(|(_, a)| a)
+            .sum()
+    }
+
+    /// The tokens owned by `node`, in increasing index order.
+    pub fn tokens_of(&self, node: NodeId) -> Vec<usize> {
+        (0..self.owners.len())
+            .filter(|&s| self.owners[s] == node)
+            .collect()
+    }
+
+    /// Applies a set of owner changes in order and returns their `M_keys`: the sum of the arcs
+    /// of the tokens whose owner at the end differs from their owner at the start. A token moved
+    /// away and back costs nothing.
+    ///
+    /// Fails, leaving the ring unchanged, if a move names a token out of range or a `from` that
+    /// does not own the token at that point of the sequence.
+    pub fn apply(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
+        let mut before: Vec<(usize, NodeId)> = Vec::with_capacity(moves.len());
+        for (k, mv) in moves.iter().enumerate() {
+            let error = if mv.token >= self.owners.len() {
+                Some(RingError::TokenOutOfRange {
+                    token: mv.token,
+                    tokens: self.owners.len(),
+                })
+            } else if self.owners[mv.token] != mv.from {
+                Some(RingError::WrongSource {
+                    token: mv.token,
+                    claimed: mv.from,
+                    actual: self.owners[mv.token],
+                })
+            } else {
+                None
+            };
+            if let Some(error) = error {
+                // Undo in reverse order so that a token moved twice gets its first owner back.
+                for (token, owner) in before.iter().rev() {
+                    self.owners[*token] = *owner;
+                }
+                debug_assert_eq!(before.len(), k);
+                return Err(error);
+            }
+            before.push((mv.token, mv.from));
+            self.owners[mv.token] = mv.to;
+        }
+        // The first recorded owner of a token is its owner at the start.
+        before.sort_by_key(|&(token, _)| token);
+        before.dedup_by_key(|&mut (token, _)| token);
+        let m_keys = before
+            .iter()
+            .filter(|&&(token, owner)| self.owners[token] != owner)
+            .map(|&(token, _)| self.arcs[token])
+            .sum();
+        Ok(m_keys)
+    }
+
+    /// `M_keys` of changing the owners of this ring to `other`: the sum of the arcs of the tokens
+    /// whose owners differ. Panics if `other` does not have one owner per token.
+    pub fn m_keys_to(&self, other: &[NodeId]) -> f64 {
+        assert_eq!(other.len(), self.owners.len(), "one owner per token");
+        self.owners
+            .iter()
+            .zip(other)
+            .zip(&self.arcs)
+            .filter(|((a, b), _)| a != b)
+            .map(|(_, arc)| arc)
+            .sum()
+    }
+
+    /// Checks the five correctness invariants of spec section 1 and returns every violation
+    /// found (an empty vector when the ring is sound).
+    pub fn check_invariants(&self, check: &InvariantCheck<'_>) -> Vec<InvariantViolation> {
+        let mut violations = Vec::new();
+        let sum: f64 = self.arcs.iter().sum();
+        if (sum - 1.0).abs() >= 1e-9 {
+            violations.push(InvariantViolation::ArcSum { sum });
+        }
+        let counts = self.counts(check.n_nodes);
+        for (i, &count) in counts.iter().enumerate() {
+            let live = check.live.get(i).copied().unwrap_or(true);
+            if live && count < check.v_min {
+                violations.push(InvariantViolation::TooFewTokens {
+                    node: NodeId(i as u32),
+                    count,
+                    v_min: check.v_min,
+                });
+            }
+        }
+        for (token, &owner) in self.owners.iter().enumerate() {
+            if owner.index() >= check.n_nodes {
+                violations.push(InvariantViolation::InvalidOwner {
+                    token,
+                    owner,
+                    n_nodes: check.n_nodes,
+                });
+            }
+        }
+        if let Some(index) =
+            (1..self.positions.len()).find(|&s| self.positions[s] < self.positions[s - 1])
+        {
+            violations.push(InvariantViolation::Unsorted { index });
+        }
+        for (token, &length) in self.arcs.iter().enumerate() {
+            if length.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                violations.push(InvariantViolation::EmptyArc { token, length });
+            }
+        }
+        violations
+    }
+}
+
+/// Arc lengths of sorted positions on the unit circle.
+fn arc_lengths(positions: &[f64]) -> Vec<f64> {
+    let v = positions.len();
+    (0..v)
+        .map(|s| {
+            if s == 0 {
+                positions[0] - positions[v - 1] + 1.0
+            } else {
+                positions[s] - positions[s - 1]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> TokenRing {
+        TokenRing::round_robin(vec![0.1, 0.4, 0.6, 0.9], 2).unwrap()
+    }
+
+    #[test]
+    fn arcs_sum_to_one_and_wrap() {
+        let r = ring();
+        let expected = [0.2, 0.3, 0.2, 0.3];
+        for (a, e) in r.arcs().iter().zip(expected) {
+            assert!((a - e).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn lookup_is_first_token_at_or_after() {
+        let r = ring();
+        assert_eq!(r.lookup(0.0), 0);
+        assert_eq!(r.lookup(0.1), 0);
+        assert_eq!(r.lookup(0.100001), 1);
+        assert_eq!(r.lookup(0.9), 3);
+        assert_eq!(r.lookup(0.95), 0);
+    }
+
+    #[test]
+    fn apply_counts_net_changes_and_rolls_back_on_error() {
+        let mut r = ring();
+        let there = TokenMove {
+            token: 1,
+            from: NodeId(1),
+            to: NodeId(0),
+        };
+        let back = TokenMove {
+            token: 1,
+            from: NodeId(0),
+            to: NodeId(1),
+        };
+        assert_eq!(r.apply(&[there, back]).unwrap(), 0.0);
+        let bad = TokenMove {
+            token: 2,
+            from: NodeId(1),
+            to: NodeId(0),
+        };
+        let before = r.clone();
+        assert!(matches!(
+            r.apply(&[there, bad]),
+            Err(RingError::WrongSource { token: 2, .. })
+        ));
+        assert_eq!(r, before);
+    }
+
+    #[test]
+    fn invariants_report_every_violation() {
+        let r = TokenRing::new(vec![0.1, 0.4], vec![NodeId(0), NodeId(5)]).unwrap();
+        let live = [true, true];
+        let v = r.check_invariants(&InvariantCheck {
+            n_nodes: 2,
+            live: &live,
+            v_min: 1,
+        });
+        assert_eq!(
+            v,
+            vec![
+                InvariantViolation::TooFewTokens {
+                    node: NodeId(1),
+                    count: 0,
+                    v_min: 1
+                },
+                InvariantViolation::InvalidOwner {
+                    token: 1,
+                    owner: NodeId(5),
+                    n_nodes: 2
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn construction_rejects_bad_positions() {
+        assert!(matches!(
+            TokenRing::round_robin(vec![0.2, 0.2], 1),
+            Err(RingError::PositionsNotIncreasing { index: 1, .. })
+        ));
+        assert!(matches!(
+            TokenRing::round_robin(vec![1.0], 1),
+            Err(RingError::PositionOutOfRange { index: 0, .. })
+        ));
+        assert_eq!(TokenRing::round_robin(vec![], 1), Err(RingError::NoTokens));
+    }
+}

@@ -1,0 +1,39 @@
+//! `xtask`: the command line of the ACH toolkit (`cargo xtask ...`).
+//!
+//! This is the edge of the workspace: it parses arguments, reads and writes files, renders
+//! tables and figures, and reports progress. The model crates it calls do none of that.
+
+mod stats;
+mod verify_trace;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "cargo xtask",
+    about = "ACH toolkit: experiments, trace verification, statistics"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Replay recorded controller and telemetry traces (gzipped JSON) through this project's
+    /// code and report, per file, a match or the first divergence.
+    VerifyTrace(verify_trace::Args),
+    /// Paired statistics of two columns of a CSV file: Wilcoxon (scipy and R conventions),
+    /// Cliff's delta with its CI, mean and CI of each column.
+    Stats(stats::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::VerifyTrace(args) => verify_trace::run(args),
+        Command::Stats(args) => stats::run(args),
+    }
+}
