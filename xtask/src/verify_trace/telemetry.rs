@@ -1,0 +1,1 @@
+//! Replay of recorded telemetry traces. Not built yet.
