@@ -146,11 +146,65 @@ pub struct InvariantCheck<'a> {
 ///
 /// Token `s` owns the arc that ends at its position: a key with hash `h` belongs to the first
 /// token whose position is `>= h`, or to token 0 when there is none (wrap-around).
+///
+/// Lookup ([`TokenRing::lookup`]) is `O(1)` expected: a bucket index over the circle, built once
+/// in [`TokenRing::new`], narrows the search to the few positions that fall in the bucket of `h`.
+/// [`TokenRing::lookup_binary_search`] is the plain binary search it is tested against.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenRing {
     positions: Vec<f64>,
     arcs: Vec<f64>,
     owners: Vec<NodeId>,
+    bucket_index: BucketIndex,
+}
+
+/// A bucket index over the unit circle, in front of the sorted positions.
+///
+/// The circle is cut into `B = 2^k` equal buckets (`B >= 2 V`). Bucket `b` covers
+/// `[b / B, (b + 1) / B)` and `starts[b]` is the index of the first position `>= b / B`
+/// (`starts[B] = V`). Because `B` is a power of two, `h * B` and `b / B` are exact in `f64`, so the
+/// answer for any `h` in bucket `b` lies in `starts[b]..=starts[b + 1]` without rounding doubt.
+///
+/// The index depends only on the positions, which never change, so comparing two indexes adds
+/// nothing to comparing the positions; it is compared anyway by the derived `PartialEq`.
+#[derive(Clone, PartialEq)]
+struct BucketIndex {
+    /// `B` as an `f64`, to scale a hash into a bucket number.
+    bucket_count_f64: f64,
+    /// `starts[b]`: index of the first position `>= b / B`; `B + 1` entries.
+    starts: Vec<usize>,
+}
+
+impl std::fmt::Debug for BucketIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The starts are derived from the positions; printing them would only bury the positions.
+        f.debug_struct("BucketIndex")
+            .field("buckets", &(self.starts.len() - 1))
+            .finish_non_exhaustive()
+    }
+}
+
+impl BucketIndex {
+    /// Builds the index of sorted positions in `[0, 1)`.
+    fn new(positions: &[f64]) -> Self {
+        let bucket_count = (2 * positions.len()).next_power_of_two();
+        let bucket_count_f64 = bucket_count as f64;
+        let mut starts = Vec::with_capacity(bucket_count + 1);
+        let mut first = 0;
+        for bucket in 0..bucket_count {
+            // Exact: dividing an integer below 2^53 by a power of two.
+            let bucket_start = bucket as f64 / bucket_count_f64;
+            while first < positions.len() && positions[first] < bucket_start {
+                first += 1;
+            }
+            starts.push(first);
+        }
+        starts.push(positions.len());
+        BucketIndex {
+            bucket_count_f64,
+            starts,
+        }
+    }
 }
 
 impl TokenRing {
@@ -178,10 +232,12 @@ impl TokenRing {
             }
         }
         let arcs = arc_lengths(&positions);
+        let bucket_index = BucketIndex::new(&positions);
         Ok(TokenRing {
             positions,
             arcs,
             owners,
+            bucket_index,
         })
     }
 
@@ -231,9 +287,44 @@ impl TokenRing {
         self.arcs.iter().copied().fold(0.0, f64::max)
     }
 
-    /// The token that owns hash `h` in `[0, 1)`: the first token at or after `h`, wrapping
-    /// around to token 0. Binary search, `O(log V)`.
+    /// The token that owns hash `h`: the first token whose position is `>= h`, wrapping around
+    /// to token 0 when there is none. A hash exactly equal to a position belongs to that token.
+    ///
+    /// `O(1)` expected for positions spread over the circle (a bucket index narrows the search
+    /// to one bucket, about half a token on average), `O(log V)` in the worst case. Returns the
+    /// same token as [`TokenRing::lookup_binary_search`] for every `f64`, and never panics:
+    ///
+    /// * `h` in `[0, pos[0]]` (including `-0.0`) and `h > pos[V-1]`: token 0;
+    /// * `h < 0`, including `-inf`: token 0 (every position is `>= h`, the first is token 0);
+    /// * `h >= 1`, including `+inf`: token 0 (no position is `>= h`: wrap-around);
+    /// * `NaN`: token 0 (no position compares below `NaN`, as in the binary search).
+    #[inline]
     pub fn lookup(&self, h: f64) -> usize {
+        // Every input outside the open interval (0, 1), NaN included, belongs to token 0 (see
+        // above); inside it, `h * B` is exact (B is a power of two) and below B.
+        if !(h > 0.0 && h < 1.0) {
+            return 0;
+        }
+        let index = &self.bucket_index;
+        let bucket = (h * index.bucket_count_f64) as usize;
+        let (Some(&first), Some(&end)) = (index.starts.get(bucket), index.starts.get(bucket + 1))
+        else {
+            // Unreachable for h in (0, 1); answer like the reference rather than panic.
+            return self.lookup_binary_search(h);
+        };
+        let candidates = self.positions.get(first..end).unwrap_or(&[]);
+        let token = first + candidates.partition_point(|&p| p < h);
+        if token == self.positions.len() {
+            0
+        } else {
+            token
+        }
+    }
+
+    /// The reference lookup: the same answer as [`TokenRing::lookup`] for every `f64` (see there
+    /// for inputs outside `[0, 1)` and `NaN`), found by a plain binary search over all positions,
+    /// `O(log V)`. Obviously correct; the tests compare the fast lookup with it.
+    pub fn lookup_binary_search(&self, h: f64) -> usize {
         let s = self.positions.partition_point(|&p| p < h);
         if s == self.positions.len() { 0 } else { s }
     }
