@@ -1,3 +1,51 @@
-//! `ach-baselines`: the baseline algorithms A0-A3 of the ACH paper.
+//! `ach-baselines`: the baseline algorithms A0-A3 the ACH paper compares against.
 //!
-//! Skeleton: built by the controller/telemetry issue. Depends on `ach-ring` and `ach-control`.
+//! All four implement [`ach_control::Balancer`] and work on the same [`ach_ring::TokenRing`]
+//! and observations as ACH (spec section 5). Every mover keeps at least `v_min` tokens per
+//! node. Ties in any ordering (equal fractional parts, loads or arcs) go to the lower node id
+//! or token index first.
+//!
+//! | algorithm | type | what it does |
+//! |---|---|---|
+//! | A0 | [`StaticW`] | round-robin owners, never changes |
+//! | A1 | [`StaticWt`] | owners proportional to capacity on the first step, then never changes |
+//! | A2 | [`DynamicR`] | dynamic reweighting: 5 % of each overloaded node's share per step, no budget |
+//! | A3 | [`BoundedLoads`] | the published simulation's token-moving heuristic named after bounded loads |
+//!
+//! The crate depends on `ach-ring` and `ach-control` only. It does no I/O, reads no clock and
+//! draws no random numbers.
+//!
+//! # Example
+//!
+//! ```
+//! use ach_baselines::DynamicR;
+//! use ach_control::{Balancer, Observation, commit};
+//! use ach_ring::TokenRing;
+//!
+//! let positions: Vec<f64> = (0..40).map(|s| (s as f64 + 0.5) / 40.0).collect();
+//! let mut ring = TokenRing::round_robin(positions, 2).unwrap();
+//! let mut a2 = DynamicR::paper();
+//! let loads = [0.80, 0.50];
+//! let observation = Observation { step: 0, loads: &loads, total_load: 0.7, live: &[true, true] };
+//! let plan = a2.plan(&ring, &observation);
+//! commit(&mut ring, &plan).unwrap();
+//! // Node 0 gave its shortest tokens until it had given 5 % of its share (0.025 of the key
+//! // space); the arcs are 1/40 up to rounding, so that took two tokens.
+//! assert_eq!(ring.counts(2), vec![18, 22]);
+//! ```
+
+mod bounded_loads;
+mod dynamic_r;
+mod static_w;
+
+pub use bounded_loads::BoundedLoads;
+pub use dynamic_r::DynamicR;
+pub use static_w::{StaticW, StaticWt};
+
+/// Minimum tokens per node kept by every mover (spec section 5).
+pub const V_MIN: usize = 3;
+
+/// Live nodes whose load satisfies `keep`, in increasing id order.
+fn nodes_where(obs: &ach_control::Observation<'_>, keep: impl Fn(f64) -> bool) -> Vec<usize> {
+    obs.live_nodes().filter(|&i| keep(obs.loads[i])).collect()
+}

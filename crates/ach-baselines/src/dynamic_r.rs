@@ -1,0 +1,92 @@
+//! A2 Dynamic-R: dynamic reweighting without a budget.
+
+use ach_control::apportion::round_half_even_fixed_total;
+use ach_control::{Balancer, Observation, Plan};
+use ach_ring::{NodeId, TokenMove, TokenRing};
+
+use crate::{V_MIN, nodes_where};
+
+/// A2 Dynamic-R (spec section 5): every overloaded node gives `rate` of its share of key space
+/// per step, shortest tokens first, to the underloaded nodes in proportion to their need.
+///
+/// `O = {l_i > l* + dead_band}`, `U = {l_j < l* - dead_band}`; nothing if either is empty.
+/// Receiver weights `r_j = max(l* - l_j, 0)` normalised (nothing if their sum is < 1e-12). For
+/// each source (increasing id) the target is `rate * share(i)`; its tokens are taken shortest
+/// arc first while the arc taken is below the target and it keeps more than `v_min`. The `n`
+/// taken tokens are split by `round(n * r_j)` (half to even), the total fixed to `n` by largest
+/// (or smallest) fractional part, and handed out walking `U` in id order.
+#[derive(Clone, Debug)]
+pub struct DynamicR {
+    /// Target load `l*`.
+    pub target: f64,
+    /// Dead band around the target.
+    pub dead_band: f64,
+    /// Fraction of its share a source gives per step.
+    pub rate: f64,
+}
+
+impl DynamicR {
+    /// The published parameters: `l* = 0.65`, dead band 0.03, rate 0.05.
+    pub fn paper() -> DynamicR {
+        DynamicR {
+            target: 0.65,
+            dead_band: 0.03,
+            rate: 0.05,
+        }
+    }
+}
+
+impl Balancer for DynamicR {
+    fn name(&self) -> &'static str {
+        "Dynamic-R"
+    }
+
+    fn plan(&mut self, ring: &TokenRing, obs: &Observation<'_>) -> Plan {
+        let sources = nodes_where(obs, |l| l > self.target + self.dead_band);
+        let receivers = nodes_where(obs, |l| l < self.target - self.dead_band);
+        if sources.is_empty() || receivers.is_empty() {
+            return Plan::none();
+        }
+        let needs: Vec<f64> = receivers
+            .iter()
+            .map(|&j| (self.target - obs.loads[j]).max(0.0))
+            .collect();
+        let need_sum: f64 = needs.iter().sum();
+        if need_sum < 1e-12 {
+            return Plan::none();
+        }
+        let arcs = ring.arcs();
+        let mut pool = Vec::new();
+        for &i in &sources {
+            let node = NodeId(i as u32);
+            let mut tokens = ring.tokens_of(node);
+            let target = self.rate * tokens.iter().map(|&s| arcs[s]).sum::<f64>();
+            tokens.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+            let mut taken = 0.0;
+            let mut kept = tokens.len();
+            for token in tokens {
+                if !(taken < target && kept > V_MIN) {
+                    break;
+                }
+                taken += arcs[token];
+                kept -= 1;
+                pool.push((token, node));
+            }
+        }
+        let n = pool.len();
+        let raw: Vec<f64> = needs.iter().map(|r| n as f64 * (r / need_sum)).collect();
+        let quota = round_half_even_fixed_total(n, &raw);
+        let mut moves = Vec::with_capacity(n);
+        let mut next = pool.into_iter();
+        for (&j, &q) in receivers.iter().zip(&quota) {
+            for (token, from) in next.by_ref().take(q.max(0) as usize) {
+                moves.push(TokenMove {
+                    token,
+                    from,
+                    to: NodeId(j as u32),
+                });
+            }
+        }
+        Plan::from_moves(ring, moves)
+    }
+}

@@ -1,0 +1,92 @@
+//! The interface every balancing algorithm implements.
+
+use ach_ring::{RingError, TokenMove, TokenRing};
+
+/// What a balancing algorithm observes at one control step.
+#[derive(Clone, Copy, Debug)]
+pub struct Observation<'a> {
+    /// Step index `t`, from 0.
+    pub step: u64,
+    /// Load `l_i` of every node `0..n`; `n = loads.len()` is the number of nodes.
+    pub loads: &'a [f64],
+    /// The cluster's total load (`alpha * mean(l) + (1 - alpha) * max(l)`).
+    pub total_load: f64,
+    /// `live[i]` is true when the algorithm may use node `i` (as a source or a receiver of
+    /// tokens). Same length as `loads`. A node that is not live is ignored entirely.
+    pub live: &'a [bool],
+}
+
+impl Observation<'_> {
+    /// Number of nodes.
+    pub fn n_nodes(&self) -> usize {
+        self.loads.len()
+    }
+
+    /// The live nodes in increasing id order.
+    pub fn live_nodes(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.loads.len()).filter(|&i| self.live.get(i).copied().unwrap_or(true))
+    }
+}
+
+/// The owner changes an algorithm decided at one step.
+///
+/// A plan is data: nothing has changed yet. The caller commits it with [`commit`] (or
+/// [`TokenRing::apply`]) once the keys of the moved ranges have migrated; in the simulation that
+/// is at once. Plans must be committed in the order they were made, before the next call to
+/// [`Balancer::plan`], since every plan is computed against the ring it was given.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// The moves, at most one per token, sorted by token index.
+    pub moves: Vec<TokenMove>,
+    /// `M_keys` of the plan: the sum of the arcs of the moved tokens.
+    pub m_keys: f64,
+    /// For budgeted algorithms, the bound the plan must respect: `M_keys <= bound + 1e-9`
+    /// (the budget invariant of ACH, `m + |O| * max_s L[s]`). `None` for unbudgeted ones.
+    pub budget_bound: Option<f64>,
+}
+
+impl Plan {
+    /// A plan that moves nothing.
+    pub fn none() -> Plan {
+        Plan::default()
+    }
+
+    /// Builds a plan from moves (one per token), sorting them by token and summing their arcs.
+    pub fn from_moves(ring: &TokenRing, mut moves: Vec<TokenMove>) -> Plan {
+        moves.sort_by_key(|mv| mv.token);
+        let m_keys = moves
+            .iter()
+            .filter(|mv| mv.from != mv.to)
+            .map(|mv| ring.arcs()[mv.token])
+            .sum();
+        Plan {
+            moves,
+            m_keys,
+            budget_bound: None,
+        }
+    }
+
+    /// True when the plan respects its budget bound (always true without one).
+    pub fn within_budget(&self) -> bool {
+        self.budget_bound
+            .is_none_or(|bound| self.m_keys <= bound + BUDGET_SLACK)
+    }
+}
+
+/// Slack of the budget invariant, for floating-point rounding.
+pub const BUDGET_SLACK: f64 = 1e-9;
+
+/// A load-balancing algorithm over a [`TokenRing`].
+pub trait Balancer {
+    /// Short name, as used in the paper's tables (for example `ACH`, `Static-W`).
+    fn name(&self) -> &'static str;
+
+    /// Observes one step and plans the owner changes. Must not panic for any observation whose
+    /// vectors have one entry per node and any ring whose owners are nodes `0..n`.
+    fn plan(&mut self, ring: &TokenRing, observation: &Observation<'_>) -> Plan;
+}
+
+/// Commits a plan to the ring and returns its `M_keys` as measured by the ring.
+pub fn commit(ring: &mut TokenRing, plan: &Plan) -> Result<f64, RingError> {
+    ring.apply(&plan.moves)
+}
