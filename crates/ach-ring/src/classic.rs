@@ -243,12 +243,23 @@ struct NodeEntry {
 /// `starts[b]` is the index of the first position `>= b << shift` and `starts[2^bits]` is the
 /// number of positions, so the virtual node of any hash in bucket `b` has an index in
 /// `starts[b]..=starts[b + 1]`.
-#[derive(Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct HashBucketIndex {
     /// `64 - bits`.
     shift: u32,
     /// `2^bits + 1` entries; empty for an empty ring.
     starts: Vec<u32>,
+}
+
+impl Default for HashBucketIndex {
+    /// The index of an empty ring: no bucket. The shift keeps `hash >> shift` at most 1, so that
+    /// a lookup computes a valid (absent) bucket number without overflow.
+    fn default() -> Self {
+        HashBucketIndex {
+            shift: 63,
+            starts: Vec::new(),
+        }
+    }
 }
 
 impl HashBucketIndex {
@@ -759,3 +770,6 @@ fn merge_sorted(
     }
     merged
 }
+
+#[cfg(test)]
+mod tests;

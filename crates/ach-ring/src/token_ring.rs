@@ -580,4 +580,202 @@ mod tests {
         ));
         assert_eq!(TokenRing::round_robin(vec![], 1), Err(RingError::NoTokens));
     }
+
+    /// The next `f64` above `x` (finite `x >= 0`), without `f64::next_up` (Rust 1.86).
+    fn next_up(x: f64) -> f64 {
+        if x == 0.0 {
+            f64::from_bits(1)
+        } else {
+            f64::from_bits(x.to_bits() + 1)
+        }
+    }
+
+    /// The next `f64` below `x` (finite `x > 0`).
+    fn next_down(x: f64) -> f64 {
+        f64::from_bits(x.to_bits() - 1)
+    }
+
+    /// Inputs on and around every boundary the lookup has: each position and its neighbours,
+    /// the ends of the circle, values outside `[0, 1)`, infinities and NaN.
+    fn edge_inputs(positions: &[f64]) -> Vec<f64> {
+        let mut inputs = vec![
+            0.0,
+            -0.0,
+            f64::from_bits(1),
+            f64::MIN_POSITIVE,
+            -f64::MIN_POSITIVE,
+            -1.0,
+            -0.5,
+            next_down(1.0),
+            1.0,
+            next_up(1.0),
+            1.5,
+            f64::MAX,
+            f64::MIN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -f64::NAN,
+        ];
+        for &p in positions {
+            inputs.push(p);
+            inputs.push(next_up(p));
+            if p > 0.0 {
+                inputs.push(next_down(p));
+            }
+        }
+        inputs
+    }
+
+    /// A deterministic, well spread point of `[0, 1)`: the top 53 bits of XXH3 of `k`.
+    fn sample_point(k: u64) -> f64 {
+        (crate::classic::key_hash(&k.to_le_bytes()) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    fn assert_fast_equals_binary_search(ring: &TokenRing, extra: &[f64]) {
+        for h in edge_inputs(ring.positions())
+            .into_iter()
+            .chain(extra.iter().copied())
+        {
+            assert_eq!(
+                ring.lookup(h),
+                ring.lookup_binary_search(h),
+                "h = {h:e} ({:#x})",
+                h.to_bits()
+            );
+        }
+    }
+
+    #[test]
+    fn lookup_outside_the_circle_and_nan_is_token_zero() {
+        let r = ring();
+        for h in [
+            -0.0,
+            -1.0,
+            1.0,
+            7.0,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+        ] {
+            assert_eq!(r.lookup(h), 0, "h = {h}");
+            assert_eq!(r.lookup_binary_search(h), 0, "h = {h}");
+        }
+        assert_fast_equals_binary_search(&r, &[]);
+    }
+
+    #[test]
+    fn lookup_of_exact_positions_and_neighbours() {
+        let r = ring();
+        for (token, &p) in r.positions().iter().enumerate() {
+            assert_eq!(r.lookup(p), token);
+            assert_eq!(r.lookup(next_down(p)), token);
+            assert_eq!(r.lookup(next_up(p)), (token + 1) % r.len());
+        }
+    }
+
+    #[test]
+    fn lookup_with_clustered_positions_and_position_zero() {
+        // All tokens in one bucket, plus one at exactly 0 and one just below 1.
+        let mut positions = vec![0.0];
+        positions.extend((0..500).map(|k| 0.25 + k as f64 * 1e-12));
+        positions.push(next_down(1.0));
+        let r = TokenRing::round_robin(positions, 3).unwrap();
+        let extra: Vec<f64> = (0..10_000).map(sample_point).collect();
+        assert_fast_equals_binary_search(&r, &extra);
+        assert_eq!(r.lookup(0.0), 0);
+        assert_eq!(r.lookup(next_up(0.0)), 1);
+        assert_eq!(r.lookup(next_down(1.0)), 501);
+    }
+
+    #[test]
+    fn single_token_owns_everything() {
+        let r = TokenRing::round_robin(vec![0.3], 1).unwrap();
+        assert_eq!(r.arcs(), &[1.0]);
+        assert_fast_equals_binary_search(&r, &[0.1, 0.3, 0.9]);
+    }
+
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Number of sample keys for measuring the fraction of key space that moved.
+        const SAMPLE_KEYS: u64 = 200_000;
+
+        fn ring_strategy() -> impl Strategy<Value = TokenRing> {
+            (proptest::collection::vec(0.0f64..1.0, 1..400), 1usize..8).prop_map(
+                |(mut positions, n_nodes)| {
+                    positions.sort_by(f64::total_cmp);
+                    positions.dedup();
+                    TokenRing::round_robin(positions, n_nodes).unwrap()
+                },
+            )
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+            #[test]
+            fn fast_lookup_equals_binary_search(
+                ring in ring_strategy(),
+                hashes in proptest::collection::vec(proptest::num::f64::ANY, 0..500),
+                unit_hashes in proptest::collection::vec(0.0f64..1.0, 0..2000),
+            ) {
+                let extra: Vec<f64> = hashes.into_iter().chain(unit_hashes).collect();
+                assert_fast_equals_binary_search(&ring, &extra);
+            }
+
+            #[test]
+            fn m_keys_is_the_arcs_of_changed_tokens_and_the_measured_fraction(
+                mut ring in ring_strategy(),
+                n_nodes in 1u32..8,
+                raw_moves in proptest::collection::vec((any::<usize>(), 0u32..8), 0..60),
+            ) {
+                let before = ring.clone();
+                let moves: Vec<TokenMove> = {
+                    let mut owners = ring.owners().to_vec();
+                    raw_moves
+                        .into_iter()
+                        .map(|(token, to)| {
+                            let token = token % owners.len();
+                            let to = NodeId(to % n_nodes);
+                            let mv = TokenMove { token, from: owners[token], to };
+                            owners[token] = to;
+                            mv
+                        })
+                        .collect()
+                };
+                let m_keys = ring.apply(&moves).unwrap();
+
+                // Exact: the arcs of the tokens whose owner differs, summed in token order.
+                let changed_arcs: f64 = (0..ring.len())
+                    .filter(|&s| before.owner(s) != ring.owner(s))
+                    .map(|s| ring.arcs()[s])
+                    .sum();
+                prop_assert_eq!(m_keys, changed_arcs);
+                prop_assert_eq!(m_keys, before.m_keys_to(ring.owners()));
+
+                // Sampled: the fraction of deterministic pseudo-random keys whose owner changed,
+                // within 5 binomial standard errors (plus one key of slack for tiny fractions).
+                let moved = (0..SAMPLE_KEYS)
+                    .map(sample_point)
+                    .filter(|&h| before.owner(before.lookup(h)) != ring.owner(ring.lookup(h)))
+                    .count();
+                let measured = moved as f64 / SAMPLE_KEYS as f64;
+                let keys = SAMPLE_KEYS as f64;
+                let tolerance = 5.0 * (m_keys * (1.0 - m_keys) / keys).sqrt() + 1.0 / keys;
+                prop_assert!(
+                    (measured - m_keys).abs() <= tolerance,
+                    "measured {} vs M_keys {} (tolerance {})", measured, m_keys, tolerance
+                );
+
+                // The invariants other than v_min hold whatever the owners.
+                let n = n_nodes.max(8) as usize;
+                let live = vec![true; n];
+                let violations = ring.check_invariants(&InvariantCheck { n_nodes: n, live: &live, v_min: 0 });
+                prop_assert!(violations.is_empty(), "{:?}", violations);
+                assert_fast_equals_binary_search(&ring, &[]);
+            }
+        }
+    }
 }
