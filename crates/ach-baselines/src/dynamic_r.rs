@@ -13,8 +13,11 @@ use crate::{V_MIN, nodes_where};
 /// Receiver weights `r_j = max(l* - l_j, 0)` normalised (nothing if their sum is < 1e-12). For
 /// each source (increasing id) the target is `rate * share(i)`; its tokens are taken shortest
 /// arc first while the arc taken is below the target and it keeps more than `v_min`. The `n`
-/// taken tokens are split by `round(n * r_j)` (half to even), the total fixed to `n` by largest
-/// (or smallest) fractional part, and handed out walking `U` in id order.
+/// tokens taken from one source are split by `round(n * r_j)` (half to even), the total fixed
+/// to `n` by largest (or smallest) fractional part, and handed out walking `U` in id order.
+/// The split is per source, as in the recorded traces of the published simulation (the spec's
+/// wording, "split the n taken tokens over U", reads as one pooled split; the traces show one
+/// split per source).
 #[derive(Clone, Debug)]
 pub struct DynamicR {
     /// Target load `l*`.
@@ -56,35 +59,35 @@ impl Balancer for DynamicR {
             return Plan::none();
         }
         let arcs = ring.arcs();
-        let mut pool = Vec::new();
+        let mut moves = Vec::new();
         for &i in &sources {
             let node = NodeId(i as u32);
             let mut tokens = ring.tokens_of(node);
             let target = self.rate * tokens.iter().map(|&s| arcs[s]).sum::<f64>();
             tokens.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
-            let mut taken = 0.0;
-            let mut kept = tokens.len();
-            for token in tokens {
-                if !(taken < target && kept > V_MIN) {
+            let mut taken_arc = 0.0;
+            let mut taken = Vec::new();
+            for &token in &tokens {
+                if !(taken_arc < target && tokens.len() - taken.len() > V_MIN) {
                     break;
                 }
-                taken += arcs[token];
-                kept -= 1;
-                pool.push((token, node));
+                taken_arc += arcs[token];
+                taken.push(token);
             }
-        }
-        let n = pool.len();
-        let raw: Vec<f64> = needs.iter().map(|r| n as f64 * (r / need_sum)).collect();
-        let quota = round_half_even_fixed_total(n, &raw);
-        let mut moves = Vec::with_capacity(n);
-        let mut next = pool.into_iter();
-        for (&j, &q) in receivers.iter().zip(&quota) {
-            for (token, from) in next.by_ref().take(q.max(0) as usize) {
-                moves.push(TokenMove {
-                    token,
-                    from,
-                    to: NodeId(j as u32),
-                });
+            // Each source's tokens are split among the receivers on their own (this is what the
+            // published simulation does; pooling them first would round differently).
+            let n = taken.len();
+            let raw: Vec<f64> = needs.iter().map(|r| n as f64 * (r / need_sum)).collect();
+            let quota = round_half_even_fixed_total(n, &raw);
+            let mut next = taken.into_iter();
+            for (&j, &q) in receivers.iter().zip(&quota) {
+                for token in next.by_ref().take(q.max(0) as usize) {
+                    moves.push(TokenMove {
+                        token,
+                        from: node,
+                        to: NodeId(j as u32),
+                    });
+                }
             }
         }
         Plan::from_moves(ring, moves)

@@ -12,7 +12,8 @@ pub fn floor_largest_remainder(n: usize, weights: &[f64]) -> Vec<usize> {
     let mut counts: Vec<usize> = raw.iter().map(|x| x.floor() as usize).collect();
     let given: usize = counts.iter().sum();
     let remaining = n.saturating_sub(given);
-    for j in order_by_fraction(&raw, Order::LargestFirst)
+    let fractions: Vec<f64> = raw.iter().map(|x| x - x.floor()).collect();
+    for j in order_by(&fractions, Order::LargestFirst)
         .into_iter()
         .take(remaining)
     {
@@ -22,21 +23,27 @@ pub fn floor_largest_remainder(n: usize, weights: &[f64]) -> Vec<usize> {
 }
 
 /// Round half to even, then fix the total (A1, A2): `n_j = round(raw_j)`; if the counts sum
-/// to less than `total`, add one to the largest fractional parts of `raw`; if to more, remove
-/// one from the smallest. Fractional part means `raw_j - floor(raw_j)`.
+/// to less than `total`, add one to the receivers with the largest rounding residuals
+/// `raw_j - n_j`; if to more, remove one from those with the smallest.
+///
+/// The residual, not `raw_j - floor(raw_j)`, is what the published simulation ranks by: the
+/// recorded A2 traces tell the two apart (a count rounded up has a negative residual but a large
+/// fractional part).
 pub fn round_half_even_fixed_total(total: usize, raw: &[f64]) -> Vec<i64> {
-    let mut counts: Vec<i64> = raw.iter().map(|x| x.round_ties_even() as i64).collect();
+    let rounded: Vec<f64> = raw.iter().map(|x| x.round_ties_even()).collect();
+    let residuals: Vec<f64> = raw.iter().zip(&rounded).map(|(x, r)| x - r).collect();
+    let mut counts: Vec<i64> = rounded.iter().map(|&r| r as i64).collect();
     let sum: i64 = counts.iter().sum();
     let diff = total as i64 - sum;
     if diff > 0 {
-        for j in order_by_fraction(raw, Order::LargestFirst)
+        for j in order_by(&residuals, Order::LargestFirst)
             .into_iter()
             .take(diff as usize)
         {
             counts[j] += 1;
         }
     } else if diff < 0 {
-        for j in order_by_fraction(raw, Order::SmallestFirst)
+        for j in order_by(&residuals, Order::SmallestFirst)
             .into_iter()
             .take((-diff) as usize)
         {
@@ -52,12 +59,11 @@ enum Order {
     SmallestFirst,
 }
 
-/// Indices ordered by fractional part; a stable sort keeps ties in increasing index order.
-fn order_by_fraction(raw: &[f64], order: Order) -> Vec<usize> {
-    let frac: Vec<f64> = raw.iter().map(|x| x - x.floor()).collect();
-    let mut idx: Vec<usize> = (0..raw.len()).collect();
+/// Indices ordered by key; a stable sort keeps ties in increasing index order.
+fn order_by(keys: &[f64], order: Order) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..keys.len()).collect();
     idx.sort_by(|&a, &b| {
-        let ord = frac[a].total_cmp(&frac[b]);
+        let ord = keys[a].total_cmp(&keys[b]);
         match order {
             Order::LargestFirst => ord.reverse(),
             Order::SmallestFirst => ord,
@@ -98,11 +104,18 @@ mod tests {
     }
 
     #[test]
-    fn rounds_half_to_even_and_removes_from_smallest_fraction() {
+    fn rounds_half_to_even_and_fixes_the_total_by_residual() {
         assert_eq!(round_half_even_fixed_total(4, &[2.5, 1.5]), vec![2, 2]);
+        // Rounded [1, 2, 1] is one too many; residuals [0.2, -0.4, -0.3]: index 1 gives one.
         assert_eq!(
             round_half_even_fixed_total(3, &[1.2, 1.6, 0.7]),
-            vec![0, 2, 1]
+            vec![1, 1, 1]
+        );
+        // Rounded [1, 1, 0, 0] is one short; residuals [0.07, -0.1, 0.26, 0.33]: index 3 gets it
+        // (ranking by `raw - floor(raw)` would pick index 1, as the A2 traces rule out).
+        assert_eq!(
+            round_half_even_fixed_total(3, &[1.07, 0.9, 0.26, 0.33]),
+            vec![1, 1, 0, 1]
         );
     }
 }
