@@ -46,7 +46,7 @@ impl Summary {
     /// ```
     /// let summary = ach_stats::Summary::of(&[1.0, 2.0, 3.0, 4.0])?;
     /// assert_eq!(summary.mean, 2.5);
-    /// assert!((summary.ci95_half_width - 2.0542728).abs() < 1e-6);
+    /// assert!((summary.ci95_half_width - 2.0542603).abs() < 1e-6);
     /// # Ok::<(), ach_stats::StatsError>(())
     /// ```
     pub fn of(values: &[f64]) -> Result<Self, StatsError> {

@@ -29,7 +29,8 @@ struct Checker {
 
 impl Checker {
     fn close(&mut self, context: &str, field: &str, got: f64, want: f64, tolerance: f64) {
-        if !((got - want).abs() <= tolerance) {
+        let within = (got - want).abs() <= tolerance;
+        if !within {
             self.mismatches.push(format!(
                 "{context}: {field} = {got:e}, want {want:e} (diff {:e}, tolerance {tolerance:e})",
                 got - want
@@ -168,7 +169,8 @@ fn check_scipy_entries(checker: &mut Checker, case: &Value, x: &[f64], y: &[f64]
         if let Some(text) = entry.get("pvalue_exact_rational").and_then(Value::as_str) {
             let want = rational(text);
             let relative = ((result.pvalue - want) / want).abs();
-            if !(relative <= 1e-15) {
+            let within = relative <= 1e-15;
+            if !within {
                 checker.mismatches.push(format!(
                     "{context}: pvalue {:e} differs from {text} by {relative:e} relative",
                     result.pvalue
