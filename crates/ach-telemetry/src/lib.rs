@@ -24,6 +24,14 @@
 //! The paper's values are [`TelemetryConfig::paper`]: `beta = 0.3`,
 //! `w = (0.40, 0.25, 0.35)`, `p = 4`, `alpha = 0.5`.
 //!
+//! # Joins and removals
+//!
+//! [`TelemetryPipeline::resize`] grows every per-node vector for joining nodes: the smoothing
+//! state starts at zero, and every stored lag-buffer slot and the remembered previous
+//! observation are extended with zeros, so a new node is observed as zeros until its own raw
+//! telemetry leaves the lag buffer. Removed nodes stay in the vectors (their service rate is
+//! 0, so they report utilisation 0 when they receive nothing).
+//!
 //! # What it must not do
 //!
 //! The crate depends on no other `ach-*` crate, does no I/O, reads no clock and draws no
