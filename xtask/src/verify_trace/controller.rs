@@ -123,7 +123,8 @@ fn algorithm(trace: &ControllerTrace) -> Result<Algorithm, Divergence> {
                 v_min: a.v_min,
                 v_max: None,
             };
-            let ach = Ach::new(config).map_err(|e| setup_error("params.config.ach", e.to_string()))?;
+            let ach =
+                Ach::new(config).map_err(|e| setup_error("params.config.ach", e.to_string()))?;
             Algorithm::Ach(Box::new(ach))
         }
         "Static-W" => Algorithm::Other(Box::new(StaticW)),
@@ -138,7 +139,11 @@ fn algorithm(trace: &ControllerTrace) -> Result<Algorithm, Divergence> {
 
 /// Replays the trace through this project's algorithm and ring.
 pub fn replay(trace: &ControllerTrace) -> Verdict {
-    let owners = trace.initial_assignment.iter().map(|&o| NodeId(o)).collect();
+    let owners = trace
+        .initial_assignment
+        .iter()
+        .map(|&o| NodeId(o))
+        .collect();
     let mut ring = TokenRing::new(trace.positions.clone(), owners).map_err(|e| Divergence {
         step: 0,
         what: "positions / initial_assignment".to_string(),

@@ -110,7 +110,6 @@ pub struct TraceStep {
 
 impl TelemetryTrace {
     /// One-line description of the trace, e.g. `telemetry C4c seed 42`.
-    #[allow(dead_code)] // Used by `mod.rs` when it reports a file.
     pub fn describe(&self) -> String {
         format!("telemetry {} seed {}", self.params.series, self.params.seed)
     }
@@ -138,7 +137,6 @@ impl TraceConfig {
 }
 
 /// Parses a telemetry trace from its (decompressed) JSON text.
-#[allow(dead_code)] // Wired into `cargo xtask verify-trace` by `mod.rs`.
 pub fn parse(json: &str) -> Result<TelemetryTrace, serde_json::Error> {
     serde_json::from_str(json)
 }
@@ -150,7 +148,6 @@ pub fn parse(json: &str) -> Result<TelemetryTrace, serde_json::Error> {
 /// `capacity * mu_base`), `raw`, `noisy`, `ell`, `total_load`. The values computed by this
 /// project, not the recorded ones, are fed to the next stage. A trace with fewer or more
 /// steps than its `T` diverges at the end, at step `steps.len()`.
-#[allow(dead_code)] // Wired into `cargo xtask verify-trace` by `mod.rs`.
 pub fn replay(trace: &TelemetryTrace) -> Verdict {
     let config = &trace.params.config;
     let initial_node_count = trace.steps.first().map_or(0, |step| step.requests.len());
