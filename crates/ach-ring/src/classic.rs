@@ -68,6 +68,16 @@ pub const STATE_FORMAT_VERSION: u32 = 1;
 /// The number of hashes on the ring, `2^64`.
 pub const HASH_SPACE_SIZE: u128 = 1 << 64;
 
+/// The most virtual nodes a ring holds, `2^31 - 1` (the lookup index stores virtual-node
+/// indices in 31 bits).
+pub const MAX_VNODES: u32 = (1 << 31) - 1;
+
+/// Marks an entry of the lookup index that holds an owner slot rather than a virtual-node index.
+const SINGLE_OWNER_FLAG: u32 = 1 << 31;
+
+/// How many positions a lookup compares one by one before it falls back to a binary search.
+const LINEAR_SCAN_LIMIT: usize = 8;
+
 /// Base-2 logarithm of the number of buckets of the lookup index per virtual node, rounded up:
 /// with 1, there are between 2 and 4 buckets per virtual node.
 const BUCKETS_PER_VNODE_LOG2: u32 = 1;
@@ -122,8 +132,8 @@ pub enum ClassicRingError {
         /// The name.
         name: String,
     },
-    /// The ring would hold more than `u32::MAX` virtual nodes.
-    #[error("the ring would hold {total} virtual nodes, more than {}", u32::MAX)]
+    /// The ring would hold more than [`MAX_VNODES`] virtual nodes.
+    #[error("the ring would hold {total} virtual nodes, more than {MAX_VNODES}")]
     TooManyVirtualNodes {
         /// The total weight the change would give.
         total: u64,
@@ -240,15 +250,19 @@ struct NodeEntry {
 /// A bucket index over `[0, 2^64)` in front of the sorted virtual-node positions.
 ///
 /// The hash space is cut into `2^bits` equal buckets, addressed by the top `bits` bits of a hash.
-/// `starts[b]` is the index of the first position `>= b << shift` and `starts[2^bits]` is the
-/// number of positions, so the virtual node of any hash in bucket `b` has an index in
-/// `starts[b]..=starts[b + 1]`.
+/// Entry `b` describes bucket `b`, the hashes `[b << shift, (b + 1) << shift)`:
+///
+/// * when every hash of the bucket has the same owner (always the case when no virtual node sits
+///   inside the bucket), the entry is `SINGLE_OWNER_FLAG | slot`: the lookup is one memory
+///   access;
+/// * otherwise it is the index of the first position `>= b << shift`, from which the lookup
+///   scans forward.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct HashBucketIndex {
     /// `64 - bits`.
     shift: u32,
-    /// `2^bits + 1` entries; empty for an empty ring.
-    starts: Vec<u32>,
+    /// `2^bits` entries; empty for an empty ring.
+    entries: Vec<u32>,
 }
 
 impl Default for HashBucketIndex {
@@ -257,14 +271,14 @@ impl Default for HashBucketIndex {
     fn default() -> Self {
         HashBucketIndex {
             shift: 63,
-            starts: Vec::new(),
+            entries: Vec::new(),
         }
     }
 }
 
 impl HashBucketIndex {
-    /// Builds the index of sorted positions.
-    fn new(positions: &[u64]) -> Self {
+    /// Builds the index of sorted positions and their owner slots (at most [`MAX_VNODES`]).
+    fn new(positions: &[u64], owners: &[u32]) -> Self {
         if positions.is_empty() {
             return HashBucketIndex::default();
         }
@@ -272,18 +286,30 @@ impl HashBucketIndex {
         let bits = (vnode_bits + BUCKETS_PER_VNODE_LOG2).clamp(1, MAX_BUCKET_BITS);
         let shift = 64 - bits;
         let bucket_count = 1usize << bits;
-        let mut starts = Vec::with_capacity(bucket_count + 1);
+        let mut entries = Vec::with_capacity(bucket_count);
+        // `first` is the first position `>= ` the start of the bucket, `next` the first position
+        // `>=` the start of the next bucket.
         let mut first = 0usize;
         for bucket in 0..bucket_count {
-            let bucket_start = (bucket as u64) << shift;
-            while first < positions.len() && positions[first] < bucket_start {
-                first += 1;
+            let bucket_end = (bucket as u128 + 1) << shift;
+            let mut next = first;
+            while next < positions.len() && u128::from(positions[next]) < bucket_end {
+                next += 1;
             }
-            // The ring holds at most u32::MAX virtual nodes (checked on every change).
-            starts.push(first as u32);
+            // The hashes of the bucket are owned by the virtual nodes `first..=next` (index
+            // `positions.len()` wrapping around to 0).
+            let owner_of = |index: usize| owners[if index == positions.len() { 0 } else { index }];
+            let single_owner = owner_of(first);
+            let entry = if (first..=next).all(|index| owner_of(index) == single_owner) {
+                SINGLE_OWNER_FLAG | single_owner
+            } else {
+                // Below 2^31: the ring holds at most MAX_VNODES virtual nodes.
+                first as u32
+            };
+            entries.push(entry);
+            first = next;
         }
-        starts.push(positions.len() as u32);
-        HashBucketIndex { shift, starts }
+        HashBucketIndex { shift, entries }
     }
 }
 
@@ -397,7 +423,7 @@ impl ClassicRing {
 
     /// Adds a node with `weight` virtual nodes and returns the key ranges that moved (all of them
     /// to the new node). Fails, leaving the ring unchanged, if the name is already on the ring,
-    /// the weight is 0 or the ring would exceed `u32::MAX` virtual nodes.
+    /// the weight is 0 or the ring would exceed [`MAX_VNODES`] virtual nodes.
     pub fn add_node(&mut self, name: &str, weight: u32) -> Result<RingChange, ClassicRingError> {
         if weight == 0 {
             return Err(ClassicRingError::ZeroWeight {
@@ -530,8 +556,10 @@ impl ClassicRing {
     /// empty. `O(1)` expected; the same answer as [`ClassicRing::lookup_hash_binary_search`].
     #[inline]
     pub fn lookup_hash(&self, hash: u64) -> Option<&str> {
-        let vnode = self.vnode_of_hash(hash)?;
-        self.owner_name_of_vnode(vnode)
+        let slot = self.owner_slot_of_hash(hash)?;
+        self.nodes
+            .get(slot as usize)
+            .map(|entry| entry.name.as_str())
     }
 
     /// The reference lookup: the node that owns `hash`, found by a plain binary search over all
@@ -560,8 +588,14 @@ impl ClassicRing {
     pub fn lookup_n_hash(&self, hash: u64, n: usize) -> Vec<&str> {
         let wanted = n.min(self.nodes.len());
         let mut result = Vec::with_capacity(wanted);
-        let Some(first) = self.vnode_of_hash(hash) else {
+        if self.positions.is_empty() {
             return result;
+        }
+        let index = self.positions.partition_point(|&p| p < hash);
+        let first = if index == self.positions.len() {
+            0
+        } else {
+            index
         };
         let mut listed = vec![false; self.nodes.len()];
         let vnode_count = self.positions.len();
@@ -640,9 +674,9 @@ impl ClassicRing {
     /// (position, slot, index).
     fn from_parts(nodes: Vec<NodeEntry>, vnodes: Vec<(u64, u32, u32)>) -> Self {
         let positions: Vec<u64> = vnodes.iter().map(|v| v.0).collect();
-        let owners = vnodes.iter().map(|v| v.1).collect();
+        let owners: Vec<u32> = vnodes.iter().map(|v| v.1).collect();
         let vnode_indices = vnodes.iter().map(|v| v.2).collect();
-        let bucket_index = HashBucketIndex::new(&positions);
+        let bucket_index = HashBucketIndex::new(&positions, &owners);
         ClassicRing {
             nodes,
             positions,
@@ -667,23 +701,30 @@ impl ClassicRing {
             .binary_search_by(|entry| entry.name.as_str().cmp(name))
     }
 
-    /// The index of the virtual node that owns `hash`, through the bucket index.
+    /// The slot of the node that owns `hash`, through the bucket index.
     #[inline]
-    fn vnode_of_hash(&self, hash: u64) -> Option<usize> {
-        let starts = &self.bucket_index.starts;
+    fn owner_slot_of_hash(&self, hash: u64) -> Option<u32> {
         let bucket = (hash >> self.bucket_index.shift) as usize;
-        let (Some(&first), Some(&end)) = (starts.get(bucket), starts.get(bucket + 1)) else {
-            // Only an empty ring has no bucket.
-            return None;
+        // Only an empty ring has no bucket.
+        let entry = *self.bucket_index.entries.get(bucket)?;
+        if entry & SINGLE_OWNER_FLAG != 0 {
+            return Some(entry & !SINGLE_OWNER_FLAG);
+        }
+        // Positions from `first` on are sorted and the first of them `>= hash` is the answer; it
+        // is usually within a step or two, so scan, and fall back to a binary search if not.
+        let first = entry as usize;
+        let tail = self.positions.get(first..).unwrap_or(&[]);
+        let offset = match tail.iter().take(LINEAR_SCAN_LIMIT).position(|&p| p >= hash) {
+            Some(offset) => offset,
+            None => tail.partition_point(|&p| p < hash),
         };
-        let (first, end) = (first as usize, end as usize);
-        let candidates = self.positions.get(first..end).unwrap_or(&[]);
-        let index = first + candidates.partition_point(|&p| p < hash);
-        Some(if index == self.positions.len() {
+        let index = first + offset;
+        let vnode = if index == self.positions.len() {
             0
         } else {
             index
-        })
+        };
+        self.owners.get(vnode).copied()
     }
 
     /// The name of the owner of virtual node `vnode`.
@@ -741,9 +782,9 @@ impl From<ClassicRing> for RingState {
     }
 }
 
-/// Fails if a ring of `total` virtual nodes would be too large to index with `u32`.
+/// Fails if a ring of `total` virtual nodes would be too large for the lookup index.
 fn check_total_weight(total: u64) -> Result<(), ClassicRingError> {
-    if total > u64::from(u32::MAX) {
+    if total > u64::from(MAX_VNODES) {
         return Err(ClassicRingError::TooManyVirtualNodes { total });
     }
     Ok(())

@@ -9,10 +9,22 @@
 //! * The classic consistent-hash ring (module [`classic`]): string keys hashed with a stable,
 //!   documented 64-bit hash, nodes added and removed by name with a weight (virtual nodes).
 //!
-//! The crate depends on no other `ach-*` crate. It does no I/O, reads no clock and draws no
-//! random numbers: every function is a pure function of its inputs.
+//! Both rings look keys up in `O(1)` expected time through a bucket index in front of their
+//! sorted positions, and keep a plain binary search (`lookup_binary_search`,
+//! `lookup_hash_binary_search`) as the obviously correct reference the tests compare them with.
 //!
-//! # Example
+//! # What the crate must not do
+//!
+//! It depends on no other `ach-*` crate (the controller, baselines and simulator depend on it,
+//! not the other way round). It does no I/O, reads no clock and draws no random numbers: every
+//! function is a pure function of its inputs, and the classic ring's hash is stable across
+//! platforms, processes and releases. It does not panic on caller input: bad input gives a typed
+//! error ([`RingError`], [`classic::ClassicRingError`]) or a documented answer (a lookup on an
+//! empty classic ring is `None`; a token-ring lookup of a hash outside `[0, 1)` or `NaN` is token
+//! 0). The only panics are the documented preconditions of [`TokenRing::owner`] (a token index
+//! in range) and [`TokenRing::m_keys_to`] (one owner per token).
+//!
+//! # Example: the token ring
 //!
 //! ```
 //! use ach_ring::{NodeId, TokenMove, TokenRing};
@@ -26,6 +38,33 @@
 //! let m_keys = ring.apply(&[TokenMove { token: 2, from: NodeId(0), to: NodeId(1) }]).unwrap();
 //! assert!((m_keys - 0.2).abs() < 1e-12);
 //! assert_eq!(ring.counts(2), vec![1, 3]);
+//!
+//! // The fast lookup and the reference binary search agree everywhere, NaN included.
+//! for h in [0.0, 0.1, 0.35, 0.9, 0.99, -1.0, 2.0, f64::NAN] {
+//!     assert_eq!(ring.lookup(h), ring.lookup_binary_search(h));
+//! }
+//! ```
+//!
+//! # Example: the classic ring
+//!
+//! ```
+//! use ach_ring::classic::{ClassicRing, RingState, key_hash};
+//!
+//! let mut ring = ClassicRing::new();
+//! ring.add_node("db-1", 150).unwrap();
+//! ring.add_node("db-2", 150).unwrap();
+//! let owner = ring.lookup(b"order:1234").unwrap().to_owned();
+//! assert_eq!(ring.lookup_hash(key_hash(b"order:1234")), Some(owner.as_str()));
+//!
+//! // Removing a node moves exactly its key ranges, and nothing else.
+//! let change = ring.remove_node("db-1").unwrap();
+//! assert!(change.moved_ranges.iter().all(|moved| moved.previous_owner.as_deref() == Some("db-1")));
+//! assert!((change.moved_fraction() - 0.5).abs() < 0.15);
+//!
+//! // The ring serializes as a versioned list of nodes and is rebuilt identically.
+//! let json = serde_json::to_string(&ring.state()).unwrap();
+//! let state: RingState = serde_json::from_str(&json).unwrap();
+//! assert_eq!(ClassicRing::from_state(&state).unwrap(), ring);
 //! ```
 
 pub mod classic;

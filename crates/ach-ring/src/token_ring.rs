@@ -158,6 +158,10 @@ pub struct TokenRing {
     bucket_index: BucketIndex,
 }
 
+/// How many positions of a bucket [`TokenRing::lookup`] compares one by one; it binary-searches
+/// larger buckets.
+const LINEAR_SCAN_LIMIT: usize = 8;
+
 /// A bucket index over the unit circle, in front of the sorted positions.
 ///
 /// The circle is cut into `B = 2^k` equal buckets (`B >= 2 V`). Bucket `b` covers
@@ -312,8 +316,18 @@ impl TokenRing {
             // Unreachable for h in (0, 1); answer like the reference rather than panic.
             return self.lookup_binary_search(h);
         };
+        // The candidates are the positions inside the bucket, about half a token on average:
+        // compare them one by one, unless positions cluster and a binary search is cheaper.
         let candidates = self.positions.get(first..end).unwrap_or(&[]);
-        let token = first + candidates.partition_point(|&p| p < h);
+        let offset = if candidates.len() <= LINEAR_SCAN_LIMIT {
+            candidates
+                .iter()
+                .position(|&p| p >= h)
+                .unwrap_or(candidates.len())
+        } else {
+            candidates.partition_point(|&p| p < h)
+        };
+        let token = first + offset;
         if token == self.positions.len() {
             0
         } else {

@@ -64,20 +64,34 @@ fn assert_consistent(ring: &ClassicRing) {
     for (entry, count) in ring.nodes.iter().zip(per_node) {
         assert_eq!(entry.weight, count, "{}", entry.name);
     }
-    // The bucket index points at the first position of every bucket.
+    // Every entry of the bucket index is either the single owner of its bucket or the first
+    // position of the bucket.
     let index = &ring.bucket_index;
     if ring.positions.is_empty() {
-        assert!(index.starts.is_empty());
+        assert!(index.entries.is_empty());
     } else {
         let buckets = 1usize << (64 - index.shift);
-        assert_eq!(index.starts.len(), buckets + 1);
+        assert_eq!(index.entries.len(), buckets);
         assert!(buckets >= ring.positions.len().min(1 << MAX_BUCKET_BITS));
-        for (bucket, &start) in index.starts.iter().enumerate().take(buckets) {
+        for (bucket, &entry) in index.entries.iter().enumerate() {
             let bucket_start = (bucket as u64) << index.shift;
-            let expected = ring.positions.partition_point(|&p| p < bucket_start);
-            assert_eq!(start as usize, expected, "bucket {bucket}");
+            let bucket_last = bucket_start | (u64::MAX >> (64 - index.shift));
+            if entry & SINGLE_OWNER_FLAG != 0 {
+                let slot = entry & !SINGLE_OWNER_FLAG;
+                let name = Some(ring.nodes[slot as usize].name.as_str());
+                for hash in [bucket_start, bucket_last] {
+                    assert_eq!(ring.lookup_hash_binary_search(hash), name);
+                }
+                let inside = ring.positions.partition_point(|&p| p < bucket_start)
+                    ..ring.positions.partition_point(|&p| p <= bucket_last);
+                for position in &ring.positions[inside] {
+                    assert_eq!(ring.lookup_hash_binary_search(*position), name);
+                }
+            } else {
+                let expected = ring.positions.partition_point(|&p| p < bucket_start);
+                assert_eq!(entry as usize, expected, "bucket {bucket}");
+            }
         }
-        assert_eq!(index.starts[buckets] as usize, ring.positions.len());
     }
 }
 
