@@ -3,7 +3,7 @@
 //!
 //! The crate stands on its own (it depends on no other `ach-*` crate) and offers:
 //!
-//! * [`wilcoxon`]: the paired Wilcoxon signed-rank test with scipy 1.17's zero methods
+//! * [`wilcoxon()`]: the paired Wilcoxon signed-rank test with scipy 1.17's zero methods
 //!   (`wilcox`, `pratt`, `zsplit`), methods (`exact`, `asymptotic`, `auto` with scipy's
 //!   exhaustive sign-flip permutation test) and alternatives, plus R's `wilcox.test`
 //!   convention ([`WilcoxonOptions::r_default`]). Exact p-values come from a null distribution
