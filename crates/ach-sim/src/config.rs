@@ -1,0 +1,826 @@
+//! Series configuration: what one series of the experiment matrix runs, read from TOML.
+//!
+//! Every field has the paper's default, so a series file states only what differs from the
+//! stationary series C1. Unknown fields are rejected. [`SeriesConfig::validate`] checks every
+//! rule before any work starts and names the series, the field, the value and the rule broken.
+
+use ach_control::AchConfig;
+use ach_telemetry::{DistortionConfig, TelemetryConfig};
+use serde::{Deserialize, Serialize};
+
+/// Which modelling choices a run follows (spec section 9).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    /// The published simulation, quirks included (default): removed nodes stay in the load
+    /// vector and their tokens go to node 0; key hashes share the ring's random stream.
+    #[default]
+    Paper,
+    /// The quirks fixed: removed nodes leave the cluster and their tokens go clockwise to the
+    /// next live owner; key hashes come from a stream of their own.
+    Corrected,
+}
+
+impl Profile {
+    /// The profile's name as used on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Paper => "paper",
+            Profile::Corrected => "corrected",
+        }
+    }
+}
+
+/// The algorithms of the paper, in the order of its tables.
+pub const ALGORITHMS: [&str; 5] = ["Static-W", "Static-Wt", "Dynamic-R", "Bounded-Loads", "ACH"];
+
+/// Capacity class of a node (spec section 2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeClass {
+    /// Capacity 1.0.
+    Strong,
+    /// Capacity 0.55.
+    Medium,
+    /// Capacity 0.25.
+    Weak,
+}
+
+impl NodeClass {
+    /// The relative capacity `c`.
+    pub fn capacity(self) -> f64 {
+        match self {
+            NodeClass::Strong => 1.0,
+            NodeClass::Medium => 0.55,
+            NodeClass::Weak => 0.25,
+        }
+    }
+}
+
+/// The request rate `Lambda(t)` over time.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum LoadProfile {
+    /// `Lambda(t) = lambda`.
+    Constant {
+        /// Requests per step.
+        lambda: f64,
+    },
+    /// `lambda` before `step_at`, then `high`; from `periodic_from` on multiplied by
+    /// `1 + amplitude * sin(2 pi (t - periodic_from) / period)`.
+    StepPeriodic {
+        /// Requests per step before the step.
+        lambda: f64,
+        /// Requests per step from `step_at` on.
+        high: f64,
+        /// Step at which the rate jumps to `high`.
+        step_at: u32,
+        /// Step from which the periodic factor applies.
+        periodic_from: u32,
+        /// Relative amplitude of the periodic factor.
+        amplitude: f64,
+        /// Period of the periodic factor, in steps.
+        period: f64,
+    },
+}
+
+impl LoadProfile {
+    /// `Lambda(t)`.
+    pub fn rate(&self, t: u32) -> f64 {
+        match *self {
+            LoadProfile::Constant { lambda } => lambda,
+            LoadProfile::StepPeriodic {
+                lambda,
+                high,
+                step_at,
+                periodic_from,
+                amplitude,
+                period,
+            } => {
+                let base = if t < step_at { lambda } else { high };
+                if t >= periodic_from {
+                    let phase = 2.0 * std::f64::consts::PI * f64::from(t - periodic_from) / period;
+                    base * (1.0 + amplitude * phase.sin())
+                } else {
+                    base
+                }
+            }
+        }
+    }
+}
+
+/// Noise, lag and missing samples of the telemetry (spec section 3).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NoiseConfig {
+    /// Standard deviation of the Gaussian noise added to every metric.
+    pub sigma: f64,
+    /// Lag in steps.
+    pub lag: usize,
+    /// Probability that one metric of one node is missing in a step.
+    pub p_miss: f64,
+}
+
+impl Default for NoiseConfig {
+    fn default() -> Self {
+        NoiseConfig {
+            sigma: 0.0,
+            lag: 0,
+            p_miss: 0.0,
+        }
+    }
+}
+
+impl NoiseConfig {
+    /// As the telemetry crate's distortion configuration.
+    pub fn distortion(&self) -> DistortionConfig {
+        DistortionConfig {
+            sigma: self.sigma,
+            lag: self.lag,
+            p_miss: self.p_miss,
+        }
+    }
+}
+
+/// Parameters of the ACH controller, with the names of the paper (`M_max`, `M_H`, `H`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[allow(non_snake_case)]
+pub struct AchParams {
+    /// Target load `l*`.
+    pub ell_star: f64,
+    /// `eps_on`.
+    pub eps_on: f64,
+    /// `eps_off`.
+    pub eps_off: f64,
+    /// `tau`.
+    pub tau: f64,
+    /// `tau_min`.
+    pub tau_min: f64,
+    /// `kappa`.
+    pub kappa: f64,
+    /// `M_max`.
+    pub M_max: f64,
+    /// `M_H`.
+    pub M_H: f64,
+    /// `H`.
+    pub H: usize,
+    /// `v_min`.
+    pub v_min: usize,
+    /// `v_max` (unset in every series of the paper).
+    pub v_max: Option<usize>,
+}
+
+impl Default for AchParams {
+    fn default() -> Self {
+        AchParams::from_config(&AchConfig::paper())
+    }
+}
+
+impl AchParams {
+    /// From the controller crate's configuration.
+    pub fn from_config(c: &AchConfig) -> AchParams {
+        AchParams {
+            ell_star: c.ell_star,
+            eps_on: c.eps_on,
+            eps_off: c.eps_off,
+            tau: c.tau,
+            tau_min: c.tau_min,
+            kappa: c.kappa,
+            M_max: c.m_max,
+            M_H: c.m_horizon,
+            H: c.horizon,
+            v_min: c.v_min,
+            v_max: c.v_max,
+        }
+    }
+
+    /// As the controller crate's configuration.
+    pub fn config(&self) -> AchConfig {
+        AchConfig {
+            ell_star: self.ell_star,
+            eps_on: self.eps_on,
+            eps_off: self.eps_off,
+            tau: self.tau,
+            tau_min: self.tau_min,
+            kappa: self.kappa,
+            m_max: self.M_max,
+            m_horizon: self.M_H,
+            horizon: self.H,
+            v_min: self.v_min,
+            v_max: self.v_max,
+        }
+    }
+}
+
+/// Smoothing and composite-load parameters (spec section 3).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TelemetryParams {
+    /// EWMA weight of the new observation.
+    pub beta: f64,
+    /// Weights of cpu, memory and latency.
+    pub weights: [f64; 3],
+    /// Exponent of the Lp composite.
+    pub p: f64,
+    /// Weight of the mean in the total load (the max gets `1 - alpha`).
+    pub alpha: f64,
+}
+
+impl Default for TelemetryParams {
+    fn default() -> Self {
+        let c = TelemetryConfig::paper();
+        TelemetryParams {
+            beta: c.beta,
+            weights: c.weights,
+            p: c.p,
+            alpha: c.alpha,
+        }
+    }
+}
+
+impl TelemetryParams {
+    /// As the telemetry crate's configuration.
+    pub fn config(&self) -> TelemetryConfig {
+        TelemetryConfig {
+            beta: self.beta,
+            weights: self.weights,
+            p: self.p,
+            alpha: self.alpha,
+        }
+    }
+}
+
+/// The initial cluster.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// Capacity class of each initial node, node 0 first.
+    pub classes: Vec<NodeClass>,
+    /// Service rate of a node of capacity 1, in requests per step.
+    pub mu_base: f64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        use NodeClass::{Medium, Strong, Weak};
+        ClusterConfig {
+            classes: vec![
+                Strong, Strong, Strong, Medium, Medium, Medium, Medium, Weak, Weak, Weak,
+            ],
+            mu_base: 350.0,
+        }
+    }
+}
+
+/// At step `t`, the capacity of `nodes` is multiplied by `factor`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Degradation {
+    /// Step at which it happens.
+    pub t: u32,
+    /// The nodes degraded.
+    pub nodes: Vec<u32>,
+    /// The capacity factor, `> 0`.
+    pub factor: f64,
+}
+
+/// At step `t`, nodes `remove` leave (in that order), then nodes of classes `add` join (ids
+/// continue after the last node).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Churn {
+    /// Step at which it happens.
+    pub t: u32,
+    /// Nodes removed, in order.
+    #[serde(default)]
+    pub remove: Vec<u32>,
+    /// Classes of the nodes that join, in order.
+    #[serde(default)]
+    pub add: Vec<NodeClass>,
+}
+
+/// The C5 sweep: ACH's parameters varied one at a time around the base.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
+#[serde(deny_unknown_fields, default)]
+#[allow(non_snake_case)]
+pub struct Sweep {
+    /// Values of `eps_on`; each point sets `eps_off = eps_off_ratio * eps_on`.
+    pub eps_on: Vec<f64>,
+    /// Ratio `eps_off / eps_on` for the `eps_on` points.
+    pub eps_off_ratio: Option<f64>,
+    /// Values of `kappa`.
+    pub kappa: Vec<f64>,
+    /// Values of `tau`.
+    pub tau: Vec<f64>,
+    /// Values of `M_max`.
+    pub M_max: Vec<f64>,
+}
+
+/// One point of a sweep: a parameter name and its value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// `eps_on`, `kappa`, `tau` or `M_max`.
+    pub parameter: String,
+    /// The value.
+    pub value: f64,
+}
+
+impl SweepPoint {
+    /// A name usable as a folder name, e.g. `eps_on=0.05`.
+    pub fn label(&self) -> String {
+        format!("{}={}", self.parameter, self.value)
+    }
+}
+
+/// One series of the experiment matrix.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SeriesConfig {
+    /// Name, e.g. `C1`.
+    pub name: String,
+    /// One line saying what the series is about.
+    pub description: String,
+    /// Number of runs (per sweep point for a sweep).
+    pub runs: u32,
+    /// Steps per run `T`.
+    pub steps: u32,
+    /// Steps excluded from the aggregates at the start.
+    pub warmup: u32,
+    /// Seed of run 0.
+    pub seed_base: u64,
+    /// Seed increment per run: run `r` uses `seed_base + r * seed_stride`.
+    pub seed_stride: u64,
+    /// Number of tokens `V`.
+    pub tokens: usize,
+    /// Size of the key universe `NK`.
+    pub keys: usize,
+    /// Zipf exponent of key popularity (0: uniform).
+    pub zipf_s: f64,
+    /// Probability that a request is a write.
+    pub write_fraction: f64,
+    /// Algorithms run, by name (see [`ALGORITHMS`]).
+    pub algorithms: Vec<String>,
+    /// The initial cluster.
+    pub cluster: ClusterConfig,
+    /// The request rate over time.
+    pub load: LoadProfile,
+    /// Telemetry distortion.
+    pub noise: NoiseConfig,
+    /// Smoothing and composite.
+    pub telemetry: TelemetryParams,
+    /// ACH parameters.
+    pub ach: AchParams,
+    /// Capacity changes.
+    pub degradation: Vec<Degradation>,
+    /// Nodes leaving and joining.
+    pub churn: Vec<Churn>,
+    /// The sweep, for a sensitivity series.
+    pub sweep: Option<Sweep>,
+}
+
+impl Default for SeriesConfig {
+    fn default() -> Self {
+        SeriesConfig {
+            name: String::new(),
+            description: String::new(),
+            runs: 30,
+            steps: 2000,
+            warmup: 40,
+            seed_base: 42,
+            seed_stride: 1000,
+            tokens: 1000,
+            keys: 50_000,
+            zipf_s: 0.0,
+            write_fraction: 0.30,
+            algorithms: ALGORITHMS.iter().map(|a| a.to_string()).collect(),
+            cluster: ClusterConfig::default(),
+            load: LoadProfile::Constant { lambda: 1437.5 },
+            noise: NoiseConfig::default(),
+            telemetry: TelemetryParams::default(),
+            ach: AchParams::default(),
+            degradation: Vec::new(),
+            churn: Vec::new(),
+            sweep: None,
+        }
+    }
+}
+
+/// A rule broken by a configuration value.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("series {series}: {field} = {value} {rule}")]
+pub struct ConfigError {
+    /// The series.
+    pub series: String,
+    /// The field, as a path (`ach.eps_off`, `churn[0].remove`).
+    pub field: String,
+    /// The offending value, rendered.
+    pub value: String,
+    /// The rule, e.g. `must be < eps_on = 0.1`.
+    pub rule: String,
+}
+
+/// The built-in series files, embedded at build time (name, TOML text).
+pub const BUILT_IN: [(&str, &str); 8] = [
+    ("C1", include_str!("../series/C1.toml")),
+    ("C2", include_str!("../series/C2.toml")),
+    ("C3", include_str!("../series/C3.toml")),
+    ("C4", include_str!("../series/C4.toml")),
+    ("C4a", include_str!("../series/C4a.toml")),
+    ("C4b", include_str!("../series/C4b.toml")),
+    ("C4c", include_str!("../series/C4c.toml")),
+    ("C5", include_str!("../series/C5.toml")),
+];
+
+/// The built-in series, parsed, in matrix order.
+pub fn built_in_series() -> Vec<SeriesConfig> {
+    BUILT_IN
+        .iter()
+        .map(|(name, text)| {
+            SeriesConfig::from_toml(text)
+                .unwrap_or_else(|e| panic!("built-in series {name} does not parse: {e}"))
+        })
+        .collect()
+}
+
+impl SeriesConfig {
+    /// Parses one series from TOML (fields not given take the paper's defaults).
+    pub fn from_toml(text: &str) -> Result<SeriesConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    /// The seed of run `run`.
+    pub fn seed(&self, run: u32) -> u64 {
+        self.seed_base
+            .wrapping_add(u64::from(run).wrapping_mul(self.seed_stride))
+    }
+
+    /// Number of nodes ever in the cluster (initial plus joins).
+    pub fn max_nodes(&self) -> usize {
+        self.cluster.classes.len() + self.churn.iter().map(|c| c.add.len()).sum::<usize>()
+    }
+
+    /// The sweep points (empty without a sweep), in file order: eps_on, kappa, tau, M_max.
+    pub fn sweep_points(&self) -> Vec<SweepPoint> {
+        let Some(sweep) = &self.sweep else {
+            return Vec::new();
+        };
+        let mut points = Vec::new();
+        for (parameter, values) in [
+            ("eps_on", &sweep.eps_on),
+            ("kappa", &sweep.kappa),
+            ("tau", &sweep.tau),
+            ("M_max", &sweep.M_max),
+        ] {
+            points.extend(values.iter().map(|&value| SweepPoint {
+                parameter: parameter.to_string(),
+                value,
+            }));
+        }
+        points
+    }
+
+    /// This series with ACH's parameters set to a sweep point.
+    pub fn at_point(&self, point: &SweepPoint) -> SeriesConfig {
+        let mut c = self.clone();
+        match point.parameter.as_str() {
+            "eps_on" => {
+                c.ach.eps_on = point.value;
+                if let Some(ratio) = self.sweep.as_ref().and_then(|s| s.eps_off_ratio) {
+                    c.ach.eps_off = ratio * point.value;
+                }
+            }
+            "kappa" => c.ach.kappa = point.value,
+            "tau" => c.ach.tau = point.value,
+            "M_max" => c.ach.M_max = point.value,
+            _ => {}
+        }
+        c
+    }
+
+    /// Checks every rule; returns the first one broken.
+    pub fn validate(&self, profile: Profile) -> Result<(), ConfigError> {
+        let fail = |field: &str, value: &dyn std::fmt::Display, rule: &str| ConfigError {
+            series: self.name.clone(),
+            field: field.to_string(),
+            value: value.to_string(),
+            rule: rule.to_string(),
+        };
+        if self.name.trim().is_empty() {
+            return Err(fail("name", &"\"\"", "must not be empty"));
+        }
+        if self.runs == 0 {
+            return Err(fail("runs", &self.runs, "must be >= 1"));
+        }
+        if self.steps == 0 {
+            return Err(fail("steps", &self.steps, "must be >= 1"));
+        }
+        if self.warmup >= self.steps {
+            return Err(fail(
+                "warmup",
+                &self.warmup,
+                &format!("must be < steps = {}", self.steps),
+            ));
+        }
+        if self.tokens == 0 {
+            return Err(fail("tokens", &self.tokens, "must be >= 1"));
+        }
+        if self.keys == 0 {
+            return Err(fail("keys", &self.keys, "must be >= 1"));
+        }
+        if profile == Profile::Paper && self.keys < self.tokens {
+            return Err(fail(
+                "keys",
+                &self.keys,
+                &format!(
+                    "must be >= tokens = {} in the paper profile (token positions are the first \
+                     key hashes)",
+                    self.tokens
+                ),
+            ));
+        }
+        if !(self.zipf_s.is_finite() && self.zipf_s >= 0.0) {
+            return Err(fail("zipf_s", &self.zipf_s, "must be a finite number >= 0"));
+        }
+        check_probability(self.write_fraction)
+            .map_err(|rule| fail("write_fraction", &self.write_fraction, rule))?;
+        if self.algorithms.is_empty() {
+            return Err(fail(
+                "algorithms",
+                &"[]",
+                "must name at least one algorithm",
+            ));
+        }
+        for (k, name) in self.algorithms.iter().enumerate() {
+            if !ALGORITHMS.contains(&name.as_str()) {
+                return Err(fail(
+                    &format!("algorithms[{k}]"),
+                    &format!("{name:?}"),
+                    &format!("must be one of {}", ALGORITHMS.join(", ")),
+                ));
+            }
+        }
+        let n0 = self.cluster.classes.len();
+        if n0 == 0 {
+            return Err(fail(
+                "cluster.classes",
+                &"[]",
+                "must have at least one node",
+            ));
+        }
+        if !(self.cluster.mu_base.is_finite() && self.cluster.mu_base > 0.0) {
+            return Err(fail(
+                "cluster.mu_base",
+                &self.cluster.mu_base,
+                "must be > 0",
+            ));
+        }
+        self.validate_load()
+            .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
+        let noise = &self.noise;
+        if !(noise.sigma.is_finite() && noise.sigma >= 0.0) {
+            return Err(fail(
+                "noise.sigma",
+                &noise.sigma,
+                "must be a finite number >= 0",
+            ));
+        }
+        check_probability(noise.p_miss)
+            .map_err(|rule| fail("noise.p_miss", &noise.p_miss, rule))?;
+        noise
+            .distortion()
+            .validate()
+            .map_err(|e| fail("noise", &"{..}", &e.to_string()))?;
+        self.telemetry
+            .config()
+            .validate()
+            .map_err(|e| fail("telemetry", &"{..}", &e.to_string()))?;
+        self.ach
+            .config()
+            .validate()
+            .map_err(|e| fail(&format!("ach.{}", e.field), &e.value, &e.rule))?;
+        let v_min = self.ach.v_min;
+        let max_nodes = self.max_nodes();
+        if v_min.saturating_mul(max_nodes) > self.tokens {
+            return Err(fail(
+                "ach.v_min",
+                &v_min,
+                &format!(
+                    "times the {max_nodes} nodes the cluster ever has must be <= tokens = {}",
+                    self.tokens
+                ),
+            ));
+        }
+        self.validate_events(profile)
+            .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
+        if let Some(sweep) = &self.sweep {
+            if self.sweep_points().is_empty() {
+                return Err(fail("sweep", &"{}", "must list at least one value"));
+            }
+            if let Some(ratio) = sweep.eps_off_ratio
+                && !(ratio > 0.0 && ratio < 1.0)
+            {
+                return Err(fail("sweep.eps_off_ratio", &ratio, "must be in (0, 1)"));
+            }
+            for point in self.sweep_points() {
+                let at = self.at_point(&point);
+                at.ach.config().validate().map_err(|e| {
+                    fail(
+                        &format!("sweep.{}", point.parameter),
+                        &point.value,
+                        &format!("gives ach.{} = {} which {}", e.field, e.value, e.rule),
+                    )
+                })?;
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_load(&self) -> Result<(), (String, String, String)> {
+        let positive = |field: &str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err((
+                    format!("load.{field}"),
+                    v.to_string(),
+                    "must be > 0".to_string(),
+                ))
+            }
+        };
+        match self.load {
+            LoadProfile::Constant { lambda } => positive("lambda", lambda),
+            LoadProfile::StepPeriodic {
+                lambda,
+                high,
+                amplitude,
+                period,
+                ..
+            } => {
+                positive("lambda", lambda)?;
+                positive("high", high)?;
+                positive("period", period)?;
+                if !(0.0..1.0).contains(&amplitude) {
+                    return Err((
+                        "load.amplitude".into(),
+                        amplitude.to_string(),
+                        "must be in [0, 1) so that the rate stays positive".into(),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn validate_events(&self, profile: Profile) -> Result<(), (String, String, String)> {
+        for (k, d) in self.degradation.iter().enumerate() {
+            if !(d.factor.is_finite() && d.factor > 0.0) {
+                return Err((
+                    format!("degradation[{k}].factor"),
+                    d.factor.to_string(),
+                    "must be > 0".into(),
+                ));
+            }
+            if d.t >= self.steps {
+                return Err((
+                    format!("degradation[{k}].t"),
+                    d.t.to_string(),
+                    format!("must be < steps = {}", self.steps),
+                ));
+            }
+        }
+        // Replay membership in time order to check every node named exists and is live.
+        let mut events: Vec<(u32, usize, Event<'_>)> = Vec::new();
+        for (k, d) in self.degradation.iter().enumerate() {
+            events.push((d.t, k, Event::Degrade(d)));
+        }
+        for (k, c) in self.churn.iter().enumerate() {
+            events.push((c.t, k, Event::Churn(c)));
+        }
+        events.sort_by_key(|&(t, k, ref e)| (t, matches!(e, Event::Churn(_)), k));
+        let mut live: Vec<bool> = vec![true; self.cluster.classes.len()];
+        for (_, k, event) in events {
+            match event {
+                Event::Degrade(d) => {
+                    for (j, &node) in d.nodes.iter().enumerate() {
+                        if !live.get(node as usize).copied().unwrap_or(false) {
+                            return Err((
+                                format!("degradation[{k}].nodes[{j}]"),
+                                node.to_string(),
+                                format!("must name a live node at t = {}", d.t),
+                            ));
+                        }
+                    }
+                }
+                Event::Churn(c) => {
+                    if c.t >= self.steps {
+                        return Err((
+                            format!("churn[{k}].t"),
+                            c.t.to_string(),
+                            format!("must be < steps = {}", self.steps),
+                        ));
+                    }
+                    for (j, &node) in c.remove.iter().enumerate() {
+                        let field = format!("churn[{k}].remove[{j}]");
+                        if !live.get(node as usize).copied().unwrap_or(false) {
+                            return Err((
+                                field,
+                                node.to_string(),
+                                format!("must name a live node at t = {}", c.t),
+                            ));
+                        }
+                        if live.iter().filter(|&&l| l).count() == 1 {
+                            return Err((
+                                field,
+                                node.to_string(),
+                                "must not remove the last node".into(),
+                            ));
+                        }
+                        if profile == Profile::Paper && node == 0 {
+                            return Err((
+                                field,
+                                node.to_string(),
+                                "must not be node 0 in the paper profile (its tokens go to node 0)"
+                                    .into(),
+                            ));
+                        }
+                        live[node as usize] = false;
+                    }
+                    live.extend(c.add.iter().map(|_| true));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+enum Event<'a> {
+    Degrade(&'a Degradation),
+    Churn(&'a Churn),
+}
+
+fn check_probability(p: f64) -> Result<(), &'static str> {
+    if (0.0..=1.0).contains(&p) {
+        Ok(())
+    } else {
+        Err("must be a probability in [0, 1]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_series_parse_and_validate() {
+        let all = built_in_series();
+        assert_eq!(all.len(), 8);
+        for s in &all {
+            s.validate(Profile::Paper).unwrap();
+            s.validate(Profile::Corrected).unwrap();
+        }
+        let c5 = &all[7];
+        assert_eq!(c5.sweep_points().len(), 19);
+        let p = c5.at_point(&SweepPoint {
+            parameter: "eps_on".into(),
+            value: 0.05,
+        });
+        assert_eq!(p.ach.eps_on, 0.05);
+        assert!((p.ach.eps_off - 0.02).abs() < 1e-15);
+    }
+
+    #[test]
+    fn load_profile_of_c2() {
+        let c2 = &built_in_series()[1];
+        assert_eq!(c2.load.rate(0), 1437.5);
+        assert_eq!(c2.load.rate(199), 1437.5);
+        assert_eq!(c2.load.rate(200), 3200.0);
+        assert_eq!(c2.load.rate(350), 3200.0);
+        assert!(
+            (c2.load.rate(362)
+                - 3200.0 * (1.0 + 0.25 * (2.0 * std::f64::consts::PI * 12.0 / 50.0).sin()))
+            .abs()
+                < 1e-9
+        );
+    }
+
+    #[test]
+    fn errors_name_series_field_value_and_rule() {
+        let mut c = SeriesConfig::from_toml("name = \"C7\"\n[ach]\neps_off = 0.2\n").unwrap();
+        assert_eq!(
+            c.validate(Profile::Paper).unwrap_err().to_string(),
+            "series C7: ach.eps_off = 0.2 must be < eps_on = 0.1"
+        );
+        c.ach.eps_off = 0.04;
+        c.churn.push(Churn {
+            t: 5,
+            remove: vec![12],
+            add: vec![],
+        });
+        assert_eq!(
+            c.validate(Profile::Paper).unwrap_err().to_string(),
+            "series C7: churn[0].remove[0] = 12 must name a live node at t = 5"
+        );
+        assert!(SeriesConfig::from_toml("name = \"X\"\nbogus = 1\n").is_err());
+    }
+}

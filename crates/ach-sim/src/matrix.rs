@@ -1,0 +1,112 @@
+//! The experiment matrix: every run of every series, in parallel, in a fixed order.
+
+use rayon::prelude::*;
+
+use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::record::{RunRecord, fingerprint};
+use crate::run::{RunSpec, SimError, simulate};
+
+/// One run to do: a series at a sweep point (if any) and a run index.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Job {
+    /// The configuration, already set to the sweep point.
+    pub config: SeriesConfig,
+    /// The sweep point, for a sensitivity series.
+    pub point: Option<SweepPoint>,
+    /// Index of the run within its series or sweep point.
+    pub run_index: u32,
+}
+
+impl Job {
+    /// The run's seed.
+    pub fn seed(&self) -> u64 {
+        self.config.seed(self.run_index)
+    }
+
+    /// Fingerprint of the run's inputs (see [`fingerprint`]).
+    pub fn fingerprint(&self, profile: Profile) -> u64 {
+        fingerprint(&self.config, profile)
+    }
+
+    /// A path-like identity: `C1/run_003`, `C5/eps_on=0.05/run_003`.
+    pub fn id(&self) -> String {
+        match &self.point {
+            Some(point) => format!(
+                "{}/{}/run_{:03}",
+                self.config.name,
+                point.label(),
+                self.run_index
+            ),
+            None => format!("{}/run_{:03}", self.config.name, self.run_index),
+        }
+    }
+
+    /// Runs the job.
+    pub fn run(&self, profile: Profile) -> Result<RunRecord, SimError> {
+        simulate(&RunSpec {
+            config: &self.config,
+            point: self.point.as_ref(),
+            profile,
+            run_index: self.run_index,
+        })
+    }
+}
+
+/// The jobs of the given series, in order: series by series, sweep point by sweep point, run
+/// by run. `runs` overrides every series' run count.
+pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
+    let mut jobs = Vec::new();
+    for config in series {
+        let n = runs.unwrap_or(config.runs);
+        let points = config.sweep_points();
+        if points.is_empty() {
+            jobs.extend((0..n).map(|run_index| Job {
+                config: config.clone(),
+                point: None,
+                run_index,
+            }));
+        } else {
+            for point in points {
+                let at = config.at_point(&point);
+                jobs.extend((0..n).map(|run_index| Job {
+                    config: at.clone(),
+                    point: Some(point.clone()),
+                    run_index,
+                }));
+            }
+        }
+    }
+    jobs
+}
+
+/// Runs the jobs on the current rayon thread pool and returns their results in job order.
+/// `on_done` is called, from the worker threads, as each job finishes (for progress and for
+/// saving results as they come).
+pub fn run_jobs<F>(jobs: &[Job], profile: Profile, on_done: F) -> Vec<Result<RunRecord, SimError>>
+where
+    F: Fn(&Job, &Result<RunRecord, SimError>) + Sync,
+{
+    jobs.par_iter()
+        .map(|job| {
+            let result = job.run(profile);
+            on_done(job, &result);
+            result
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::built_in_series;
+
+    #[test]
+    fn the_default_matrix_has_the_papers_run_counts() {
+        let all = jobs(&built_in_series(), None);
+        // C1, C2, C3, C4, C4a, C4b, C4c: 30 runs each; C5: 19 points x 10 runs.
+        assert_eq!(all.len(), 7 * 30 + 19 * 10);
+        assert_eq!(all[0].id(), "C1/run_000");
+        assert_eq!(all[31].seed(), 42 + 1000);
+        assert_eq!(all.last().unwrap().id(), "C5/M_max=0.1/run_009");
+    }
+}

@@ -1,0 +1,142 @@
+//! What a run leaves behind: per-algorithm traces, aggregates and violations.
+
+use ach_telemetry::numpy_sum;
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Profile, SeriesConfig, SweepPoint};
+
+/// Version of the model and of the record layout. Part of every record's fingerprint, so a
+/// record made by a different model is never reused.
+pub const MODEL_VERSION: u32 = 1;
+
+/// One run of one series (at one sweep point), every algorithm.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Series name.
+    pub series: String,
+    /// Sweep point, for a sensitivity series.
+    pub point: Option<SweepPoint>,
+    /// Index of the run.
+    pub run_index: u32,
+    /// Seed of the run.
+    pub seed: u64,
+    /// Modelling profile.
+    pub profile: Profile,
+    /// Fingerprint of (configuration, profile, model version): see [`fingerprint`].
+    pub fingerprint: u64,
+    /// One record per algorithm, in the configuration's order.
+    pub algorithms: Vec<AlgorithmRecord>,
+}
+
+impl RunRecord {
+    /// The record of an algorithm by name.
+    pub fn algorithm(&self, name: &str) -> Option<&AlgorithmRecord> {
+        self.algorithms.iter().find(|a| a.name == name)
+    }
+}
+
+/// One algorithm in one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AlgorithmRecord {
+    /// Algorithm name.
+    pub name: String,
+    /// Aggregates after the warm-up.
+    pub aggregates: Aggregates,
+    /// Observed imbalance `D(t)`, every step.
+    pub d_trace: Vec<f64>,
+    /// True imbalance from noise-free telemetry, every step; empty when the telemetry has no
+    /// distortion (then it equals `d_trace`).
+    pub d_true_trace: Vec<f64>,
+    /// `M_keys(t)`, every step.
+    pub m_trace: Vec<f64>,
+    /// The first violations in detail (all are counted in the aggregates).
+    pub violations: Vec<ViolationRecord>,
+}
+
+/// One invariant violation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ViolationRecord {
+    /// Step.
+    pub t: u32,
+    /// Which invariant: `arc-sum`, `v_min`, `owner`, `sorted`, `arc`, `budget`, `invariant`
+    /// (a violation standing from an earlier step).
+    pub kind: String,
+    /// What was found.
+    pub detail: String,
+}
+
+/// Aggregates of one algorithm over one run (spec section 6), after the warm-up.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Aggregates {
+    /// Mean observed imbalance (the paper's D-bar).
+    pub d_mean: f64,
+    /// Largest observed imbalance.
+    pub d_max: f64,
+    /// Mean true imbalance (noise-free telemetry).
+    pub d_true_mean: f64,
+    /// Cumulative redistribution cost.
+    pub m_cum: f64,
+    /// Fraction of steps with a non-zero move.
+    pub pi_chg: f64,
+    /// Invariant violations over the whole run (warm-up included).
+    pub n_viol: u64,
+}
+
+impl Aggregates {
+    /// Aggregates of traces over the steps `t >= warmup` (numpy's summation order, as the
+    /// published simulation computes them).
+    pub fn of(d: &[f64], d_true: &[f64], m: &[f64], warmup: usize, n_viol: u64) -> Aggregates {
+        let window = |x: &[f64]| x.get(warmup..).unwrap_or(&[]).to_vec();
+        let d_window = window(d);
+        let m_window = window(m);
+        let mean = |x: &[f64]| {
+            if x.is_empty() {
+                0.0
+            } else {
+                numpy_sum(x) / x.len() as f64
+            }
+        };
+        let d_mean = mean(&d_window);
+        Aggregates {
+            d_mean,
+            d_max: d_window.iter().copied().fold(0.0, f64::max),
+            d_true_mean: if d_true.is_empty() {
+                d_mean
+            } else {
+                mean(&window(d_true))
+            },
+            m_cum: numpy_sum(&m_window),
+            pi_chg: if m_window.is_empty() {
+                0.0
+            } else {
+                m_window.iter().filter(|&&x| x > 0.0).count() as f64 / m_window.len() as f64
+            },
+            n_viol,
+        }
+    }
+}
+
+/// Fingerprint of a run's inputs: XXH3-64 of the configuration as JSON, the profile and
+/// [`MODEL_VERSION`]. Two runs with the same fingerprint and seed give the same record.
+pub fn fingerprint(config: &SeriesConfig, profile: Profile) -> u64 {
+    let text = serde_json::to_string(config).expect("a configuration serialises");
+    let keyed = format!("{text}|{}|{MODEL_VERSION}", profile.name());
+    ach_ring::classic::key_hash(keyed.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aggregates_skip_the_warmup() {
+        let d = [9.0, 9.0, 0.1, 0.3];
+        let m = [5.0, 0.0, 0.0, 0.2];
+        let a = Aggregates::of(&d, &[], &m, 2, 0);
+        assert!((a.d_mean - 0.2).abs() < 1e-15);
+        assert_eq!(a.d_max, 0.3);
+        assert_eq!(a.d_true_mean, a.d_mean);
+        assert_eq!(a.m_cum, 0.2);
+        assert_eq!(a.pi_chg, 0.5);
+    }
+}

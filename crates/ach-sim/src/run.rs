@@ -1,0 +1,571 @@
+//! One run: a scenario driven step by step through every algorithm (spec sections 2, 5, 6).
+
+use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_control::{Ach, Balancer, Observation, commit};
+use ach_ring::{InvariantCheck, InvariantViolation, NodeId, TokenMove, TokenRing};
+use ach_telemetry::{Metrics, StepDraws, TelemetryPipeline, numpy_sum, raw_metrics_for_cluster};
+use rand::Rng;
+use rand_distr::{Distribution, Normal, Poisson};
+use rand_pcg::Pcg64Mcg;
+
+use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::record::{Aggregates, AlgorithmRecord, RunRecord, ViolationRecord};
+use crate::streams::{Stream, stream};
+
+/// At most this many violations are kept in detail per algorithm and run (all are counted).
+pub const MAX_VIOLATION_DETAILS: usize = 20;
+
+/// What to run: a series (already set to its sweep point, if any), a profile and a run index.
+#[derive(Clone, Debug)]
+pub struct RunSpec<'a> {
+    /// The series configuration, validated.
+    pub config: &'a SeriesConfig,
+    /// The sweep point this configuration is at, if any (recorded, not applied).
+    pub point: Option<&'a SweepPoint>,
+    /// Modelling profile.
+    pub profile: Profile,
+    /// Index of the run within its series (or sweep point).
+    pub run_index: u32,
+}
+
+/// Why a run could not be carried out.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SimError {
+    /// The configuration breaks a rule (see [`SeriesConfig::validate`]).
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The random token positions collided (two equal draws); practically impossible.
+    #[error("run {run} of series {series}: the ring could not be built: {detail}")]
+    Ring {
+        /// The series.
+        series: String,
+        /// The run.
+        run: u32,
+        /// What the ring said.
+        detail: String,
+    },
+    /// An internal step failed; a bug.
+    #[error("run {run} of series {series}, step {step}: {detail}")]
+    Internal {
+        /// The series.
+        series: String,
+        /// The run.
+        run: u32,
+        /// The step.
+        step: u32,
+        /// What failed.
+        detail: String,
+    },
+}
+
+/// The shared workload of a run: key popularity folded onto the tokens.
+struct Workload {
+    /// `p[s]`: probability that a request's key belongs to token `s`.
+    token_probability: Vec<f64>,
+    /// Poisson distributions of reads and writes per token for the current rate, or `None`
+    /// for tokens that own no key.
+    reads: Vec<Option<Poisson<f64>>>,
+    writes: Vec<Option<Poisson<f64>>>,
+    rate: f64,
+    write_fraction: f64,
+}
+
+impl Workload {
+    fn new(positions: &[f64], hashes: &[f64], zipf_s: f64, write_fraction: f64) -> Workload {
+        let lookup = TokenRing::round_robin(positions.to_vec(), 1)
+            .expect("positions were validated by the caller");
+        // P(key of rank r) is proportional to r^-s; key k has rank k + 1.
+        let weights: Vec<f64> = (0..hashes.len())
+            .map(|k| {
+                if zipf_s == 0.0 {
+                    1.0
+                } else {
+                    ((k + 1) as f64).powf(-zipf_s)
+                }
+            })
+            .collect();
+        let total: f64 = weights.iter().sum();
+        let mut token_probability = vec![0.0; positions.len()];
+        for (&h, w) in hashes.iter().zip(&weights) {
+            token_probability[lookup.lookup(h)] += w / total;
+        }
+        Workload {
+            token_probability,
+            reads: Vec::new(),
+            writes: Vec::new(),
+            rate: f64::NAN,
+            write_fraction,
+        }
+    }
+
+    /// Draws this step's read and write counts of every token at rate `rate`.
+    fn draw(&mut self, rate: f64, rng: &mut Pcg64Mcg, requests: &mut [u64], writes: &mut [u64]) {
+        if rate != self.rate {
+            self.rate = rate;
+            let poisson = |mean: f64| Poisson::new(mean).ok().filter(|_| mean > 0.0);
+            let read_share = rate * (1.0 - self.write_fraction);
+            let write_share = rate * self.write_fraction;
+            self.reads = self
+                .token_probability
+                .iter()
+                .map(|p| poisson(read_share * p))
+                .collect();
+            self.writes = self
+                .token_probability
+                .iter()
+                .map(|p| poisson(write_share * p))
+                .collect();
+        }
+        for s in 0..self.token_probability.len() {
+            let r = self.reads[s].as_ref().map_or(0, |d| d.sample(rng) as u64);
+            let w = self.writes[s].as_ref().map_or(0, |d| d.sample(rng) as u64);
+            requests[s] = r + w;
+            writes[s] = w;
+        }
+    }
+}
+
+/// The cluster as the scenario changes it.
+struct Cluster {
+    capacity: Vec<f64>,
+    service_rate: Vec<f64>,
+    /// Members of the cluster (not removed).
+    member: Vec<bool>,
+    /// What the algorithms may use: every node in the paper profile, members in the corrected.
+    usable: Vec<bool>,
+}
+
+/// One algorithm's arm of a run: its ring, its telemetry and its records.
+struct Arm {
+    balancer: Box<dyn Balancer + Send>,
+    ring: TokenRing,
+    telemetry: TelemetryPipeline,
+    truth: Option<TelemetryPipeline>,
+    requests: Vec<u64>,
+    writes: Vec<u64>,
+    raw: Vec<Metrics>,
+    d: Vec<f64>,
+    d_true: Vec<f64>,
+    m: Vec<f64>,
+    violations: Vec<ViolationRecord>,
+    n_violations: u64,
+    /// Violations found by the last full check of the ring (they persist while it is unchanged).
+    standing_violations: u64,
+    needs_check: bool,
+}
+
+impl Arm {
+    fn record_violation(&mut self, t: u32, kind: &str, detail: String) {
+        self.n_violations += 1;
+        if self.violations.len() < MAX_VIOLATION_DETAILS {
+            self.violations.push(ViolationRecord {
+                t,
+                kind: kind.to_string(),
+                detail,
+            });
+        }
+    }
+}
+
+fn make_balancer(name: &str, config: &SeriesConfig) -> Box<dyn Balancer + Send> {
+    match name {
+        "Static-W" => Box::new(StaticW),
+        "Static-Wt" => Box::new(StaticWt::new(
+            config
+                .cluster
+                .classes
+                .iter()
+                .map(|c| c.capacity())
+                .collect(),
+        )),
+        "Dynamic-R" => Box::new(DynamicR::paper()),
+        "Bounded-Loads" => Box::new(BoundedLoads::paper()),
+        _ => Box::new(Ach::new(config.ach.config()).expect("validated configuration")),
+    }
+}
+
+/// Imbalance `D = max - mean` over the nodes in `mask`.
+fn imbalance(loads: &[f64], mask: &[bool], scratch: &mut Vec<f64>) -> f64 {
+    scratch.clear();
+    scratch.extend(loads.iter().zip(mask).filter(|&(_, &m)| m).map(|(&l, _)| l));
+    if scratch.is_empty() {
+        return 0.0;
+    }
+    let max = scratch.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    max - numpy_sum(scratch) / scratch.len() as f64
+}
+
+/// Runs one simulation. A pure function of the configuration, the profile and the run index.
+pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
+    let config = spec.config;
+    config.validate(spec.profile)?;
+    let seed = config.seed(spec.run_index);
+    let internal = |step: u32, detail: String| SimError::Internal {
+        series: config.name.clone(),
+        run: spec.run_index,
+        step,
+        detail,
+    };
+
+    // Token positions and key hashes (spec section 2, the coupling quirk in the paper profile).
+    let mut ring_rng = stream(seed, Stream::Ring);
+    let (positions, hashes) = match spec.profile {
+        Profile::Paper => {
+            let hashes: Vec<f64> = (0..config.keys).map(|_| ring_rng.random()).collect();
+            let mut positions = hashes[..config.tokens].to_vec();
+            positions.sort_by(f64::total_cmp);
+            (positions, hashes)
+        }
+        Profile::Corrected => {
+            let mut positions: Vec<f64> = (0..config.tokens).map(|_| ring_rng.random()).collect();
+            positions.sort_by(f64::total_cmp);
+            let mut key_rng = stream(seed, Stream::Keys);
+            let hashes: Vec<f64> = (0..config.keys).map(|_| key_rng.random()).collect();
+            (positions, hashes)
+        }
+    };
+    let n0 = config.cluster.classes.len();
+    let initial_ring =
+        TokenRing::round_robin(positions.clone(), n0).map_err(|e| SimError::Ring {
+            series: config.name.clone(),
+            run: spec.run_index,
+            detail: e.to_string(),
+        })?;
+    let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
+    drop(hashes);
+
+    let capacity: Vec<f64> = config
+        .cluster
+        .classes
+        .iter()
+        .map(|c| c.capacity())
+        .collect();
+    let mut cluster = Cluster {
+        service_rate: capacity
+            .iter()
+            .map(|c| c * config.cluster.mu_base)
+            .collect(),
+        capacity,
+        member: vec![true; n0],
+        usable: vec![true; n0],
+    };
+
+    let distortion = config.noise.distortion();
+    let telemetry_config = config.telemetry.config();
+    let noisy = !distortion.is_none();
+    let steps = config.steps as usize;
+    let mut arms: Vec<Arm> = Vec::with_capacity(config.algorithms.len());
+    for name in &config.algorithms {
+        let telemetry = TelemetryPipeline::new(n0, telemetry_config, distortion)
+            .map_err(|e| internal(0, e.to_string()))?;
+        let truth = if noisy {
+            Some(
+                TelemetryPipeline::noise_free(n0, telemetry_config)
+                    .map_err(|e| internal(0, e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        arms.push(Arm {
+            balancer: make_balancer(name, config),
+            ring: initial_ring.clone(),
+            telemetry,
+            truth,
+            requests: vec![0; n0],
+            writes: vec![0; n0],
+            raw: Vec::with_capacity(n0),
+            d: Vec::with_capacity(steps),
+            d_true: if noisy {
+                Vec::with_capacity(steps)
+            } else {
+                Vec::new()
+            },
+            m: Vec::with_capacity(steps),
+            violations: Vec::new(),
+            n_violations: 0,
+            standing_violations: 0,
+            needs_check: true,
+        });
+    }
+
+    let mut request_rng = stream(seed, Stream::Requests);
+    let mut noise_rng = stream(seed, Stream::Noise);
+    let gauss = if distortion.uses_gauss() {
+        Some(Normal::new(0.0, distortion.sigma).map_err(|e| internal(0, e.to_string()))?)
+    } else {
+        None
+    };
+    let mut token_requests = vec![0u64; config.tokens];
+    let mut token_writes = vec![0u64; config.tokens];
+    let mut gauss_draws: Vec<Metrics> = Vec::new();
+    let mut missing_draws: Vec<[bool; 3]> = Vec::new();
+    let mut scratch = Vec::new();
+    let v_min = config.ach.v_min;
+
+    for t in 0..config.steps {
+        if apply_events(config, spec.profile, t, &mut cluster, &mut arms) {
+            for arm in &mut arms {
+                arm.needs_check = true;
+            }
+        }
+        let n = cluster.capacity.len();
+        workload.draw(
+            config.load.rate(t),
+            &mut request_rng,
+            &mut token_requests,
+            &mut token_writes,
+        );
+        // One set of telemetry draws per step, shared by every algorithm.
+        if let Some(normal) = &gauss {
+            gauss_draws.clear();
+            gauss_draws.extend((0..n).map(|_| {
+                [
+                    normal.sample(&mut noise_rng),
+                    normal.sample(&mut noise_rng),
+                    normal.sample(&mut noise_rng),
+                ]
+            }));
+        }
+        if distortion.uses_missing() {
+            let p = distortion.p_miss;
+            missing_draws.clear();
+            missing_draws.extend((0..n).map(|_| {
+                [
+                    noise_rng.random::<f64>() < p,
+                    noise_rng.random::<f64>() < p,
+                    noise_rng.random::<f64>() < p,
+                ]
+            }));
+        }
+        let draws = StepDraws {
+            gauss: gauss.as_ref().map(|_| gauss_draws.as_slice()),
+            missing: distortion
+                .uses_missing()
+                .then_some(missing_draws.as_slice()),
+        };
+
+        for arm in &mut arms {
+            arm.requests.clear();
+            arm.requests.resize(n, 0);
+            arm.writes.clear();
+            arm.writes.resize(n, 0);
+            for (s, owner) in arm.ring.owners().iter().enumerate() {
+                let i = owner.index();
+                arm.requests[i] += token_requests[s];
+                arm.writes[i] += token_writes[s];
+            }
+            raw_metrics_for_cluster(
+                &arm.requests,
+                &arm.writes,
+                &cluster.service_rate,
+                &mut arm.raw,
+            )
+            .map_err(|e| internal(t, e.to_string()))?;
+            if let Some(truth) = &mut arm.truth {
+                let loads = truth
+                    .observe(&arm.raw, &StepDraws::none())
+                    .map_err(|e| internal(t, e.to_string()))?;
+                arm.d_true
+                    .push(imbalance(loads.loads, &cluster.usable, &mut scratch));
+            }
+            let observed = arm
+                .telemetry
+                .observe(&arm.raw, &draws)
+                .map_err(|e| internal(t, e.to_string()))?;
+            arm.d
+                .push(imbalance(observed.loads, &cluster.usable, &mut scratch));
+            let observation = Observation {
+                step: u64::from(t),
+                loads: observed.loads,
+                total_load: observed.total_load,
+                live: &cluster.usable,
+            };
+            let plan = arm.balancer.plan(&arm.ring, &observation);
+            commit(&mut arm.ring, &plan).map_err(|e| internal(t, e.to_string()))?;
+            arm.m.push(plan.m_keys);
+            if !plan.within_budget() {
+                let bound = plan.budget_bound.unwrap_or(f64::INFINITY);
+                arm.record_violation(
+                    t,
+                    "budget",
+                    format!("M_keys = {} > m + |O| max L = {bound}", plan.m_keys),
+                );
+            }
+            if !plan.moves.is_empty() {
+                arm.needs_check = true;
+            }
+            // The five invariants are a function of the ring and the membership only: a step
+            // that changed neither has exactly the violations of the last check.
+            if arm.needs_check {
+                let violations = arm.ring.check_invariants(&InvariantCheck {
+                    n_nodes: n,
+                    live: &cluster.member,
+                    v_min,
+                });
+                arm.standing_violations = violations.len() as u64;
+                for v in violations {
+                    let (kind, detail) = describe_violation(&v);
+                    arm.record_violation(t, kind, detail);
+                }
+                arm.needs_check = false;
+            } else {
+                for _ in 0..arm.standing_violations {
+                    arm.record_violation(t, "invariant", "unchanged since the last step".into());
+                }
+            }
+        }
+    }
+
+    let warmup = config.warmup as usize;
+    let algorithms = config
+        .algorithms
+        .iter()
+        .zip(arms)
+        .map(|(name, arm)| {
+            let aggregates = Aggregates::of(&arm.d, &arm.d_true, &arm.m, warmup, arm.n_violations);
+            AlgorithmRecord {
+                name: name.clone(),
+                aggregates,
+                d_trace: arm.d,
+                d_true_trace: arm.d_true,
+                m_trace: arm.m,
+                violations: arm.violations,
+            }
+        })
+        .collect();
+    Ok(RunRecord {
+        series: config.name.clone(),
+        point: spec.point.cloned(),
+        run_index: spec.run_index,
+        seed,
+        profile: spec.profile,
+        fingerprint: crate::record::fingerprint(config, spec.profile),
+        algorithms,
+    })
+}
+
+fn describe_violation(v: &InvariantViolation) -> (&'static str, String) {
+    match v {
+        InvariantViolation::ArcSum { sum } => ("arc-sum", format!("arcs sum to {sum}")),
+        InvariantViolation::TooFewTokens { node, count, v_min } => (
+            "v_min",
+            format!("{node} owns {count} tokens < v_min = {v_min}"),
+        ),
+        InvariantViolation::InvalidOwner { token, owner, .. } => {
+            ("owner", format!("token {token} owned by unknown {owner}"))
+        }
+        InvariantViolation::Unsorted { index } => ("sorted", format!("position {index} unsorted")),
+        InvariantViolation::EmptyArc { token, length } => {
+            ("arc", format!("token {token} has arc {length}"))
+        }
+    }
+}
+
+/// Applies the scenario events of step `t`; returns true if any happened.
+fn apply_events(
+    config: &SeriesConfig,
+    profile: Profile,
+    t: u32,
+    cluster: &mut Cluster,
+    arms: &mut [Arm],
+) -> bool {
+    let mut happened = false;
+    for d in config.degradation.iter().filter(|d| d.t == t) {
+        for &node in &d.nodes {
+            let i = node as usize;
+            cluster.capacity[i] *= d.factor;
+            cluster.service_rate[i] *= d.factor;
+        }
+        happened = true;
+    }
+    for churn in config.churn.iter().filter(|c| c.t == t) {
+        for &node in &churn.remove {
+            remove_node(profile, NodeId(node), cluster, arms);
+        }
+        for class in &churn.add {
+            join_node(class.capacity(), config, cluster, arms);
+        }
+        happened = true;
+    }
+    happened
+}
+
+/// Removes a node (spec section 7 for the paper profile, section 9 for the corrected one).
+fn remove_node(profile: Profile, node: NodeId, cluster: &mut Cluster, arms: &mut [Arm]) {
+    let i = node.index();
+    cluster.capacity[i] = 0.0;
+    cluster.service_rate[i] = 0.0;
+    cluster.member[i] = false;
+    if profile == Profile::Corrected {
+        cluster.usable[i] = false;
+    }
+    for arm in arms {
+        let owners = arm.ring.owners();
+        let v = owners.len();
+        let moves: Vec<TokenMove> = (0..v)
+            .filter(|&s| owners[s] == node)
+            .map(|s| {
+                let to = match profile {
+                    Profile::Paper => NodeId(0),
+                    Profile::Corrected => {
+                        // The owner of the next token clockwise held by a live node other than
+                        // the one leaving (removed nodes own no tokens in this profile).
+                        (1..v)
+                            .map(|k| owners[(s + k) % v])
+                            .find(|&o| o != node && cluster.member[o.index()])
+                            .unwrap_or(NodeId(0))
+                    }
+                };
+                TokenMove {
+                    token: s,
+                    from: node,
+                    to,
+                }
+            })
+            .collect();
+        arm.ring
+            .apply(&moves)
+            .expect("moves are built from the ring's own owners");
+    }
+}
+
+/// A node joins: it gets `v_min` tokens, the lowest-indexed tokens of the node that owns the
+/// most (ties: lower id), if that node owns more than `v_min`.
+fn join_node(capacity: f64, config: &SeriesConfig, cluster: &mut Cluster, arms: &mut [Arm]) {
+    let new = NodeId(cluster.capacity.len() as u32);
+    cluster.capacity.push(capacity);
+    cluster.service_rate.push(capacity * config.cluster.mu_base);
+    cluster.member.push(true);
+    cluster.usable.push(true);
+    let n = cluster.capacity.len();
+    let v_min = config.ach.v_min;
+    for arm in arms {
+        let counts = arm.ring.counts(n);
+        let (donor, &most) = counts
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
+            .expect("the cluster has nodes");
+        if most > v_min {
+            let donor = NodeId(donor as u32);
+            let moves: Vec<TokenMove> = arm
+                .ring
+                .tokens_of(donor)
+                .into_iter()
+                .take(v_min)
+                .map(|token| TokenMove {
+                    token,
+                    from: donor,
+                    to: new,
+                })
+                .collect();
+            arm.ring
+                .apply(&moves)
+                .expect("moves are built from the ring's own owners");
+        }
+        arm.telemetry.resize(n);
+        if let Some(truth) = &mut arm.truth {
+            truth.resize(n);
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! Statistics over the runs of a series: mean and CI95 of every aggregate, and ACH against
+//! every baseline (paired Wilcoxon on D-bar, Holm-adjusted; Cliff's delta with its CI).
+
+use ach_stats::{
+    CliffCiOptions, Summary as Describe, WilcoxonOptions, cliffs_delta_ci, holm, wilcoxon,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::record::{Aggregates, RunRecord};
+
+/// A mean with the half-width of its Student-t 95 % confidence interval (`None` with fewer
+/// than two runs).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    /// Mean over runs.
+    pub mean: f64,
+    /// Half-width of the 95 % CI.
+    pub ci95: Option<f64>,
+    /// Sample standard deviation (`None` with fewer than two runs).
+    pub sd: Option<f64>,
+}
+
+impl Interval {
+    /// Mean and CI of `values`.
+    pub fn of(values: &[f64]) -> Interval {
+        match Describe::of(values) {
+            Ok(s) => Interval {
+                mean: s.mean,
+                ci95: Some(s.ci95_half_width),
+                sd: Some(s.sd),
+            },
+            Err(_) => Interval {
+                mean: if values.is_empty() {
+                    f64::NAN
+                } else {
+                    values.iter().sum::<f64>() / values.len() as f64
+                },
+                ci95: None,
+                sd: None,
+            },
+        }
+    }
+}
+
+/// One algorithm over the runs of a series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AlgorithmSummary {
+    /// Algorithm name.
+    pub name: String,
+    /// Number of runs.
+    pub runs: usize,
+    /// D-bar (observed).
+    pub d_mean: Interval,
+    /// D-bar from noise-free telemetry.
+    pub d_true_mean: Interval,
+    /// Largest D.
+    pub d_max: Interval,
+    /// Cumulative cost.
+    pub m_cum: Interval,
+    /// Fraction of steps with a move.
+    pub pi_chg: Interval,
+    /// Violations, summed over runs.
+    pub n_viol: u64,
+}
+
+/// ACH against one baseline on the per-run D-bar values.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The baseline.
+    pub baseline: String,
+    /// Number of paired runs.
+    pub n: usize,
+    /// Wilcoxon signed-rank statistic (scipy: `min(R+, R-)`), two-sided, ACH minus baseline.
+    pub wilcoxon_statistic: Option<f64>,
+    /// Its p-value (scipy 1.17 defaults: `auto` method, `wilcox` zeros, no correction).
+    pub p_value: Option<f64>,
+    /// The p-value Holm-adjusted across the comparisons of the series.
+    pub p_holm: Option<f64>,
+    /// Cliff's delta of the baseline's D-bar against ACH's: positive when ACH's is lower.
+    pub cliffs_delta: Option<f64>,
+    /// Lower end of its 95 % CI (effsize formulas, unbiased variance, t quantile).
+    pub cliff_ci_low: Option<f64>,
+    /// Upper end of its 95 % CI.
+    pub cliff_ci_high: Option<f64>,
+    /// Romano et al. (2006) label of `|delta|`.
+    pub magnitude: Option<String>,
+    /// `(D-bar ACH - D-bar baseline) / D-bar baseline`, in percent.
+    pub reduction_percent: f64,
+}
+
+/// One series.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesSummary {
+    /// Series name.
+    pub name: String,
+    /// What it is about.
+    pub description: String,
+    /// Seeds of the runs, in run order.
+    pub seeds: Vec<u64>,
+    /// Every algorithm, in the configuration's order.
+    pub algorithms: Vec<AlgorithmSummary>,
+    /// ACH against each baseline (empty without ACH or baselines).
+    pub comparisons: Vec<Comparison>,
+}
+
+/// One point of a sensitivity sweep (ACH only).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SensitivityPoint {
+    /// The series.
+    pub series: String,
+    /// Parameter and value.
+    pub point: SweepPoint,
+    /// ACH over the point's runs.
+    pub ach: AlgorithmSummary,
+}
+
+/// Everything `summary.json` holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatrixSummary {
+    /// Format version of this document.
+    pub format_version: u32,
+    /// Modelling profile.
+    pub profile: Profile,
+    /// Series without a sweep.
+    pub series: Vec<SeriesSummary>,
+    /// Points of sweeps.
+    pub sensitivity: Vec<SensitivityPoint>,
+    /// Violations over every run and algorithm.
+    pub total_violations: u64,
+}
+
+/// Summarises one algorithm over runs.
+pub fn summarize_algorithm(name: &str, aggregates: &[Aggregates]) -> AlgorithmSummary {
+    let pick =
+        |f: fn(&Aggregates) -> f64| Interval::of(&aggregates.iter().map(f).collect::<Vec<_>>());
+    AlgorithmSummary {
+        name: name.to_string(),
+        runs: aggregates.len(),
+        d_mean: pick(|a| a.d_mean),
+        d_true_mean: pick(|a| a.d_true_mean),
+        d_max: pick(|a| a.d_max),
+        m_cum: pick(|a| a.m_cum),
+        pi_chg: pick(|a| a.pi_chg),
+        n_viol: aggregates.iter().map(|a| a.n_viol).sum(),
+    }
+}
+
+fn aggregates_of(records: &[&RunRecord], name: &str) -> Vec<Aggregates> {
+    records
+        .iter()
+        .filter_map(|r| r.algorithm(name).map(|a| a.aggregates))
+        .collect()
+}
+
+/// ACH against one baseline.
+pub fn compare(ach: &[f64], baseline: &[f64], name: &str) -> Comparison {
+    let test = wilcoxon(ach, baseline, &WilcoxonOptions::scipy_default()).ok();
+    let cliff = cliffs_delta_ci(baseline, ach, &CliffCiOptions::default()).ok();
+    let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
+    Comparison {
+        baseline: name.to_string(),
+        n: ach.len(),
+        wilcoxon_statistic: test.as_ref().map(|t| t.statistic),
+        p_value: test.as_ref().map(|t| t.pvalue),
+        p_holm: None,
+        cliffs_delta: cliff.map(|c| c.estimate.delta),
+        cliff_ci_low: cliff.map(|c| c.lower),
+        cliff_ci_high: cliff.map(|c| c.upper),
+        magnitude: cliff.map(|c| c.estimate.magnitude.name().to_string()),
+        reduction_percent: 100.0 * (mean(ach) - mean(baseline)) / mean(baseline),
+    }
+}
+
+/// Summarises the records of one series (all runs, no sweep).
+pub fn summarize_series(config: &SeriesConfig, records: &[&RunRecord]) -> SeriesSummary {
+    let algorithms: Vec<AlgorithmSummary> = config
+        .algorithms
+        .iter()
+        .map(|name| summarize_algorithm(name, &aggregates_of(records, name)))
+        .collect();
+    let mut comparisons = Vec::new();
+    if config.algorithms.iter().any(|a| a == "ACH") {
+        let ach: Vec<f64> = aggregates_of(records, "ACH")
+            .iter()
+            .map(|a| a.d_mean)
+            .collect();
+        for name in config.algorithms.iter().filter(|a| *a != "ACH") {
+            let baseline: Vec<f64> = aggregates_of(records, name)
+                .iter()
+                .map(|a| a.d_mean)
+                .collect();
+            comparisons.push(compare(&ach, &baseline, name));
+        }
+        let tested: Vec<usize> = (0..comparisons.len())
+            .filter(|&k| comparisons[k].p_value.is_some())
+            .collect();
+        let raw: Vec<f64> = tested
+            .iter()
+            .filter_map(|&k| comparisons[k].p_value)
+            .collect();
+        if let Ok(adjusted) = holm(&raw) {
+            for (&k, p) in tested.iter().zip(adjusted) {
+                comparisons[k].p_holm = Some(p);
+            }
+        }
+    }
+    SeriesSummary {
+        name: config.name.clone(),
+        description: config.description.clone(),
+        seeds: records.iter().map(|r| r.seed).collect(),
+        algorithms,
+        comparisons,
+    }
+}
+
+/// Summarises a whole matrix: `series` are the configurations run, `records` every record in
+/// job order.
+pub fn summarize(
+    series: &[SeriesConfig],
+    records: &[RunRecord],
+    profile: Profile,
+) -> MatrixSummary {
+    let mut out = MatrixSummary {
+        format_version: 1,
+        profile,
+        series: Vec::new(),
+        sensitivity: Vec::new(),
+        total_violations: records
+            .iter()
+            .flat_map(|r| &r.algorithms)
+            .map(|a| a.aggregates.n_viol)
+            .sum(),
+    };
+    for config in series {
+        let of_series: Vec<&RunRecord> =
+            records.iter().filter(|r| r.series == config.name).collect();
+        let points = config.sweep_points();
+        if points.is_empty() {
+            out.series.push(summarize_series(config, &of_series));
+            continue;
+        }
+        for point in points {
+            let at: Vec<&RunRecord> = of_series
+                .iter()
+                .copied()
+                .filter(|r| r.point.as_ref() == Some(&point))
+                .collect();
+            out.sensitivity.push(SensitivityPoint {
+                series: config.name.clone(),
+                ach: summarize_algorithm("ACH", &aggregates_of(&at, "ACH")),
+                point,
+            });
+        }
+    }
+    out
+}
