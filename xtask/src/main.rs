@@ -3,7 +3,11 @@
 //! This is the edge of the workspace: it parses arguments, reads and writes files, renders
 //! tables and figures, and reports progress. The model crates it calls do none of that.
 
+mod experiments;
+mod outputs;
+mod report;
 mod stats;
+mod store;
 mod verify_trace;
 
 use std::process::ExitCode;
@@ -22,6 +26,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the paper's experiment matrix (every series by default), save every run, print and
+    /// write the summary and the report.
+    Experiments(experiments::Args),
     /// Replay recorded controller and telemetry traces (gzipped JSON) through this project's
     /// code and report, per file, a match or the first divergence.
     VerifyTrace(verify_trace::Args),
@@ -33,6 +40,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Experiments(args) => experiments::run(args),
         Command::VerifyTrace(args) => verify_trace::run(args),
         Command::Stats(args) => stats::run(args),
     }

@@ -1,0 +1,272 @@
+//! The files `cargo xtask experiments` writes besides the run records, and the summary it
+//! prints. Schemas: `docs/results.md`.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use ach_sim::summary::{Interval, MatrixSummary};
+use ach_sim::{RunRecord, SeriesConfig};
+use serde::Serialize;
+
+use crate::store::write_atomic;
+
+/// Optional outputs.
+pub struct Extras {
+    /// Write the published simulation's per-run JSON and `C5/sensitivity.json`.
+    pub reference_json: bool,
+}
+
+/// Timing of a matrix, kept apart from the results so that they stay byte-identical.
+#[derive(Serialize)]
+pub struct Timing {
+    /// Wall time of the matrix (runs and summary), seconds.
+    pub wall_seconds: f64,
+    /// Worker threads.
+    pub threads: usize,
+    /// Runs computed by this invocation.
+    pub runs_executed: usize,
+    /// Runs reused from disk.
+    pub runs_reused: usize,
+}
+
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
+    let mut text = serde_json::to_string_pretty(value).expect("results serialise");
+    text.push('\n');
+    write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// Writes `summary.json`, the configuration of every series, and the optional files.
+pub fn write_all(
+    out: &Path,
+    series: &[SeriesConfig],
+    records: &[RunRecord],
+    summary: &MatrixSummary,
+    extras: &Extras,
+) -> Result<(), String> {
+    write_json(&out.join("summary.json"), summary)?;
+    for config in series {
+        let path = out.join("config").join(format!("{}.toml", config.name));
+        let text = toml::to_string(config).map_err(|e| format!("{}: {e}", path.display()))?;
+        write_atomic(&path, text.as_bytes())
+            .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+    }
+    if extras.reference_json {
+        for record in records.iter().filter(|r| r.point.is_none()) {
+            let path = out
+                .join(&record.series)
+                .join(format!("run_{:03}.json", record.run_index));
+            write_json(&path, &ReferenceRun(record))?;
+        }
+        let mut sweeps: Vec<&str> = summary
+            .sensitivity
+            .iter()
+            .map(|p| p.series.as_str())
+            .collect();
+        sweeps.dedup();
+        for name in sweeps {
+            write_json(
+                &out.join(name).join("sensitivity.json"),
+                &ReferenceSensitivity {
+                    summary,
+                    series: name,
+                },
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `timing.json`.
+pub fn write_timing(out: &Path, timing: &Timing) -> Result<(), String> {
+    write_json(&out.join("timing.json"), timing)
+}
+
+/// A run in the published simulation's schema.
+struct ReferenceRun<'a>(&'a RunRecord);
+
+impl Serialize for ReferenceRun<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let r = self.0;
+        let mut map = serializer.serialize_map(Some(5))?;
+        map.serialize_entry("run_id", &r.run_index)?;
+        map.serialize_entry("seed", &r.seed)?;
+        map.serialize_entry("series", &r.series)?;
+        // Timing lives in timing.json, so that results are byte-identical run to run.
+        map.serialize_entry("elapsed", &0.0)?;
+        map.serialize_entry("algorithms", &ReferenceAlgorithms(r))?;
+        map.end()
+    }
+}
+
+struct ReferenceAlgorithms<'a>(&'a RunRecord);
+
+impl Serialize for ReferenceAlgorithms<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.algorithms.iter().map(|a| {
+            let g = &a.aggregates;
+            (
+                a.name.as_str(),
+                serde_json::json!({
+                    "D_trace": a.d_trace,
+                    "M_trace": a.m_trace,
+                    "agg": {
+                        "D_mean": g.d_mean,
+                        "D_max": g.d_max,
+                        "M_cum": g.m_cum,
+                        "pi_chg": g.pi_chg,
+                        "ell_max": g.d_max,
+                    },
+                    "violations": a.violations,
+                    "n_violations": g.n_viol,
+                }),
+            )
+        }))
+    }
+}
+
+/// `sensitivity.json` of a sweep: parameter -> value -> statistics.
+struct ReferenceSensitivity<'a> {
+    summary: &'a MatrixSummary,
+    series: &'a str,
+}
+
+impl Serialize for ReferenceSensitivity<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let points: Vec<_> = self
+            .summary
+            .sensitivity
+            .iter()
+            .filter(|p| p.series == self.series)
+            .collect();
+        let mut parameters: Vec<&str> = points.iter().map(|p| p.point.parameter.as_str()).collect();
+        parameters.dedup();
+        serializer.collect_map(parameters.into_iter().map(|parameter| {
+            let values: serde_json::Map<String, serde_json::Value> = points
+                .iter()
+                .filter(|p| p.point.parameter == parameter)
+                .map(|p| {
+                    let a = &p.ach;
+                    (
+                        python_float(p.point.value),
+                        serde_json::json!({
+                            "value": p.point.value,
+                            "D_mean": a.d_mean.mean,
+                            "D_ci": a.d_mean.ci95,
+                            "M_cum": a.m_cum.mean,
+                            "M_ci": a.m_cum.ci95,
+                            "pi_chg": a.pi_chg.mean,
+                            "pi_ci": a.pi_chg.ci95,
+                        }),
+                    )
+                })
+                .collect();
+            (parameter, values)
+        }))
+    }
+}
+
+/// A float as Python's `str` writes it (`0.05`, `1.0`), as the published sweep's keys are.
+fn python_float(value: f64) -> String {
+    let text = value.to_string();
+    if value.is_finite() && !text.contains(['.', 'e', 'E']) {
+        format!("{text}.0")
+    } else {
+        text
+    }
+}
+
+fn interval(i: &Interval, digits: usize) -> String {
+    match i.ci95 {
+        Some(ci) => format!("{:.digits$} ± {:.digits$}", i.mean, ci),
+        None => format!("{:.digits$}", i.mean),
+    }
+}
+
+/// The summary table printed at the end of a matrix.
+pub fn render_summary_text(summary: &MatrixSummary) -> String {
+    let mut out = String::new();
+    for s in &summary.series {
+        let runs = s.seeds.len();
+        let _ = writeln!(
+            out,
+            "\n{} — {} ({runs} runs, profile {})",
+            s.name,
+            s.description,
+            summary.profile.name()
+        );
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>17} {:>17} {:>17} {:>8} {:>7}",
+            "algorithm", "D-bar ± CI95", "D-bar true", "M_cum ± CI95", "pi_chg", "n_viol"
+        );
+        for a in &s.algorithms {
+            let _ = writeln!(
+                out,
+                "  {:<14} {:>17} {:>17} {:>17} {:>8.4} {:>7}",
+                a.name,
+                interval(&a.d_mean, 4),
+                interval(&a.d_true_mean, 4),
+                interval(&a.m_cum, 3),
+                a.pi_chg.mean,
+                a.n_viol
+            );
+        }
+        for c in &s.comparisons {
+            let p = |v: Option<f64>| v.map_or("n/a".to_string(), |p| format!("{p:.2e}"));
+            let _ = writeln!(
+                out,
+                "  ACH vs {:<14} D-bar {:+.1} %, Wilcoxon p = {} (Holm {}), Cliff's delta = {} ({})",
+                c.baseline,
+                c.reduction_percent,
+                p(c.p_value),
+                p(c.p_holm),
+                c.cliffs_delta.map_or("n/a".into(), |d| format!("{d:.3}")),
+                c.magnitude.as_deref().unwrap_or("n/a"),
+            );
+        }
+    }
+    if !summary.sensitivity.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nSensitivity of ACH (profile {})",
+            summary.profile.name()
+        );
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>7} {:>17} {:>17} {:>17}",
+            "param", "value", "D-bar ± CI95", "M_cum ± CI95", "pi_chg ± CI95"
+        );
+        for p in &summary.sensitivity {
+            let _ = writeln!(
+                out,
+                "  {:<8} {:>7} {:>17} {:>17} {:>17}",
+                p.point.parameter,
+                p.point.value,
+                interval(&p.ach.d_mean, 4),
+                interval(&p.ach.m_cum, 3),
+                interval(&p.ach.pi_chg, 4)
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nInvariant violations (five ring invariants and the budget invariant, every step of every run): {}",
+        summary.total_violations
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn floats_are_keyed_as_python_writes_them() {
+        assert_eq!(python_float(0.05), "0.05");
+        assert_eq!(python_float(0.1), "0.1");
+        assert_eq!(python_float(1.0), "1.0");
+        assert_eq!(python_float(0.005), "0.005");
+    }
+}
