@@ -78,9 +78,14 @@ const SINGLE_OWNER_FLAG: u32 = 1 << 31;
 /// How many positions a lookup compares one by one before it falls back to a binary search.
 const LINEAR_SCAN_LIMIT: usize = 8;
 
-/// Base-2 logarithm of the number of buckets of the lookup index per virtual node, rounded up:
-/// with 1, there are between 2 and 4 buckets per virtual node.
-const BUCKETS_PER_VNODE_LOG2: u32 = 1;
+/// Base-2 logarithm of the number of buckets of the lookup index per virtual node, rounded up,
+/// for small rings: with 3, between 8 and 16 buckets per virtual node, so that most buckets have
+/// a single owner and a lookup is one memory access.
+const BUCKETS_PER_VNODE_LOG2: u32 = 3;
+
+/// Large rings get fewer buckets per virtual node (at least 2), but still up to
+/// `2^PREFERRED_BUCKET_BITS` buckets (1 MiB): a larger index only adds cache misses.
+const PREFERRED_BUCKET_BITS: u32 = 18;
 
 /// The largest lookup index has `2^MAX_BUCKET_BITS` buckets (64 MiB); larger rings fall back to
 /// a binary search inside each bucket, which stays correct.
@@ -236,7 +241,7 @@ impl RingChange {
         moved
             .range
             .contains(hash)
-            .then(|| (moved.previous_owner.as_deref(), moved.new_owner.as_deref()))
+            .then_some((moved.previous_owner.as_deref(), moved.new_owner.as_deref()))
     }
 }
 
@@ -283,7 +288,9 @@ impl HashBucketIndex {
             return HashBucketIndex::default();
         }
         let vnode_bits = usize::BITS - (positions.len() - 1).leading_zeros();
-        let bits = (vnode_bits + BUCKETS_PER_VNODE_LOG2).clamp(1, MAX_BUCKET_BITS);
+        let bits = (vnode_bits + BUCKETS_PER_VNODE_LOG2)
+            .min((vnode_bits + 1).max(PREFERRED_BUCKET_BITS))
+            .clamp(1, MAX_BUCKET_BITS);
         let shift = 64 - bits;
         let bucket_count = 1usize << bits;
         let mut entries = Vec::with_capacity(bucket_count);
