@@ -29,6 +29,9 @@ enum Command {
     /// Run the paper's experiment matrix (every series by default), save every run, print and
     /// write the summary and the report.
     Experiments(experiments::Args),
+    /// Render REPORT.md, tables and figures from the saved results of `experiments`, without
+    /// rerunning anything.
+    Report(report::Args),
     /// Replay recorded controller and telemetry traces (gzipped JSON) through this project's
     /// code and report, per file, a match or the first divergence.
     VerifyTrace(verify_trace::Args),
@@ -41,6 +44,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Experiments(args) => experiments::run(args),
+        Command::Report(args) => report::run(args),
         Command::VerifyTrace(args) => verify_trace::run(args),
         Command::Stats(args) => stats::run(args),
     }
