@@ -326,7 +326,8 @@ impl HashBucketIndex {
 ///
 /// Virtual nodes are stored as a sorted `Vec<u64>` of positions with parallel owner arrays (no
 /// pointer chasing). [`ClassicRing::lookup`] is `O(1)` expected: a bucket index on the top bits of
-/// the hash narrows the search to about half a virtual node; the worst case is a binary search
+/// the hash gives the owner directly for most hashes (buckets with a single owner) and otherwise
+/// the first of the few virtual nodes to compare; the worst case is a binary search
 /// inside one bucket. [`ClassicRing::lookup_hash_binary_search`] is the plain binary search it is
 /// tested against. Adding or removing a node costs `O(V)` for `V` virtual nodes on the ring.
 ///
