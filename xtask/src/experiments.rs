@@ -81,10 +81,19 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
         return Err("--threads = 0 must be >= 1".into());
     }
     let mut available = built_in_series();
-    let mut from_files = Vec::new();
+    // The series read from `--config` files, with their files, in argument order.
+    let mut from_files: Vec<(&Path, SeriesConfig)> = Vec::new();
     for path in &args.configs {
         let config = read_series_file(path)?;
-        from_files.push(config.name.clone());
+        if let Some((earlier, _)) = from_files.iter().find(|(_, s)| s.name == config.name) {
+            return Err(format!(
+                "{}: series {:?} is already given by {}: give each series in one file only",
+                path.display(),
+                config.name,
+                earlier.display()
+            ));
+        }
+        from_files.push((path, config.clone()));
         match available.iter_mut().find(|s| s.name == config.name) {
             Some(slot) => *slot = config,
             None => available.push(config),
@@ -110,18 +119,15 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
         }
         chosen
     };
+    // Every file given is checked, including one whose series `--series` does not select, so
+    // that a typo never waits for the run that would have used it.
+    for (path, config) in &from_files {
+        config
+            .validate(args.profile)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     for config in &series {
-        config.validate(args.profile).map_err(|e| {
-            match args
-                .configs
-                .iter()
-                .zip(&from_files)
-                .find(|(_, n)| **n == config.name)
-            {
-                Some((path, _)) => format!("{}: {e}", path.display()),
-                None => e.to_string(),
-            }
-        })?;
+        config.validate(args.profile).map_err(|e| e.to_string())?;
     }
     check_writable(&args.out)?;
     Ok(Plan {

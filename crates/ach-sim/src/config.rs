@@ -5,7 +5,9 @@
 //! rule before any work starts and names the series, the field, the value and the rule broken.
 
 use ach_control::AchConfig;
-use ach_telemetry::{DistortionConfig, TelemetryConfig};
+use ach_telemetry::{
+    DistortionConfig, DistortionConfigError, TelemetryConfig, TelemetryConfigError,
+};
 use serde::{Deserialize, Serialize};
 
 /// Which modelling choices a run follows (spec section 9).
@@ -509,6 +511,20 @@ impl SeriesConfig {
         if self.name.trim().is_empty() {
             return Err(fail("name", &"\"\"", "must not be empty"));
         }
+        // The name becomes a folder and a file name of the results (`runs/<name>/`,
+        // `config/<name>.toml`), so it must not be able to leave the output folder.
+        let name_is_a_plain_file_name = self
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+            && !self.name.starts_with('.');
+        if !name_is_a_plain_file_name {
+            return Err(fail(
+                "name",
+                &format!("{:?}", self.name),
+                "must use only letters, digits, '_', '-' and '.', and not start with '.'",
+            ));
+        }
         if self.runs == 0 {
             return Err(fail("runs", &self.runs, "must be >= 1"));
         }
@@ -587,14 +603,14 @@ impl SeriesConfig {
         }
         check_probability(noise.p_miss)
             .map_err(|rule| fail("noise.p_miss", &noise.p_miss, rule))?;
-        noise
-            .distortion()
-            .validate()
-            .map_err(|e| fail("noise", &"{..}", &e.to_string()))?;
-        self.telemetry
-            .config()
-            .validate()
-            .map_err(|e| fail("telemetry", &"{..}", &e.to_string()))?;
+        noise.distortion().validate().map_err(|e| {
+            let (field, value, rule) = distortion_rule(&e);
+            fail(&field, &value, &rule)
+        })?;
+        self.telemetry.config().validate().map_err(|e| {
+            let (field, value, rule) = telemetry_rule(&e);
+            fail(&field, &value, &rule)
+        })?;
         self.ach
             .config()
             .validate()
@@ -757,6 +773,53 @@ impl SeriesConfig {
 enum Event<'a> {
     Degrade(&'a Degradation),
     Churn(&'a Churn),
+}
+
+/// The field (as a path in the series file), the value and the rule of a distortion error.
+fn distortion_rule(error: &DistortionConfigError) -> (String, String, String) {
+    match *error {
+        DistortionConfigError::Sigma { value } => (
+            "noise.sigma".into(),
+            value.to_string(),
+            "must be a finite number >= 0".into(),
+        ),
+        DistortionConfigError::Lag { value, max } => (
+            "noise.lag".into(),
+            value.to_string(),
+            format!("must be <= {max}"),
+        ),
+        DistortionConfigError::MissingProbability { value } => (
+            "noise.p_miss".into(),
+            value.to_string(),
+            "must be a probability in [0, 1]".into(),
+        ),
+    }
+}
+
+/// The field (as a path in the series file), the value and the rule of a telemetry error.
+fn telemetry_rule(error: &TelemetryConfigError) -> (String, String, String) {
+    match *error {
+        TelemetryConfigError::Beta { value } => (
+            "telemetry.beta".into(),
+            value.to_string(),
+            "must be in (0, 1]".into(),
+        ),
+        TelemetryConfigError::Weights { value } => (
+            "telemetry.weights".into(),
+            format!("[{}, {}, {}]", value[0], value[1], value[2]),
+            "must be finite numbers >= 0, not all 0".into(),
+        ),
+        TelemetryConfigError::Exponent { value } => (
+            "telemetry.p".into(),
+            value.to_string(),
+            "must be a finite number >= 1".into(),
+        ),
+        TelemetryConfigError::Alpha { value } => (
+            "telemetry.alpha".into(),
+            value.to_string(),
+            "must be in [0, 1]".into(),
+        ),
+    }
 }
 
 fn check_probability(p: f64) -> Result<(), &'static str> {
