@@ -66,6 +66,30 @@ struct Cluster {
     member: Vec<bool>,
     /// What the algorithms may use: every node in the paper profile, members in the corrected.
     usable: Vec<bool>,
+    profile: Profile,
+}
+
+impl Cluster {
+    /// The initial cluster of a series.
+    fn new(config: &SeriesConfig, profile: Profile) -> Cluster {
+        let capacity: Vec<f64> = config
+            .cluster
+            .classes
+            .iter()
+            .map(|c| c.capacity())
+            .collect();
+        let n0 = capacity.len();
+        Cluster {
+            service_rate: capacity
+                .iter()
+                .map(|c| c * config.cluster.mu_base)
+                .collect(),
+            capacity,
+            member: vec![true; n0],
+            usable: vec![true; n0],
+            profile,
+        }
+    }
 }
 
 /// One algorithm's arm of a run: its ring, its telemetry and its records.
@@ -88,6 +112,42 @@ struct Arm {
 }
 
 impl Arm {
+    /// A fresh arm for algorithm `name` on `ring`, with the series' telemetry.
+    fn new(name: &str, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, String> {
+        let n0 = config.cluster.classes.len();
+        let steps = config.steps as usize;
+        let distortion = config.noise.distortion();
+        let telemetry_config = config.telemetry.config();
+        let noisy = !distortion.is_none();
+        let telemetry =
+            TelemetryPipeline::new(n0, telemetry_config, distortion).map_err(|e| e.to_string())?;
+        let truth = if noisy {
+            Some(TelemetryPipeline::noise_free(n0, telemetry_config).map_err(|e| e.to_string())?)
+        } else {
+            None
+        };
+        Ok(Arm {
+            balancer: make_balancer(name, config),
+            ring,
+            telemetry,
+            truth,
+            requests: vec![0; n0],
+            writes: vec![0; n0],
+            raw: Vec::with_capacity(n0),
+            d: Vec::with_capacity(steps),
+            d_true: if noisy {
+                Vec::with_capacity(steps)
+            } else {
+                Vec::new()
+            },
+            m: Vec::with_capacity(steps),
+            violations: Vec::new(),
+            n_violations: 0,
+            standing_violations: 0,
+            needs_check: true,
+        })
+    }
+
     fn record_violation(&mut self, t: u32, kind: &str, detail: String) {
         self.n_violations += 1;
         if self.violations.len() < MAX_VIOLATION_DETAILS {
@@ -167,58 +227,11 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
     let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
     drop(hashes);
 
-    let capacity: Vec<f64> = config
-        .cluster
-        .classes
-        .iter()
-        .map(|c| c.capacity())
-        .collect();
-    let mut cluster = Cluster {
-        service_rate: capacity
-            .iter()
-            .map(|c| c * config.cluster.mu_base)
-            .collect(),
-        capacity,
-        member: vec![true; n0],
-        usable: vec![true; n0],
-    };
-
+    let mut cluster = Cluster::new(config, spec.profile);
     let distortion = config.noise.distortion();
-    let telemetry_config = config.telemetry.config();
-    let noisy = !distortion.is_none();
-    let steps = config.steps as usize;
     let mut arms: Vec<Arm> = Vec::with_capacity(config.algorithms.len());
     for name in &config.algorithms {
-        let telemetry = TelemetryPipeline::new(n0, telemetry_config, distortion)
-            .map_err(|e| internal(0, e.to_string()))?;
-        let truth = if noisy {
-            Some(
-                TelemetryPipeline::noise_free(n0, telemetry_config)
-                    .map_err(|e| internal(0, e.to_string()))?,
-            )
-        } else {
-            None
-        };
-        arms.push(Arm {
-            balancer: make_balancer(name, config),
-            ring: initial_ring.clone(),
-            telemetry,
-            truth,
-            requests: vec![0; n0],
-            writes: vec![0; n0],
-            raw: Vec::with_capacity(n0),
-            d: Vec::with_capacity(steps),
-            d_true: if noisy {
-                Vec::with_capacity(steps)
-            } else {
-                Vec::new()
-            },
-            m: Vec::with_capacity(steps),
-            violations: Vec::new(),
-            n_violations: 0,
-            standing_violations: 0,
-            needs_check: true,
-        });
+        arms.push(Arm::new(name, config, initial_ring.clone()).map_err(|e| internal(0, e))?);
     }
 
     let mut request_rng = stream(seed, Stream::Requests);
@@ -236,7 +249,7 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
     let v_min = config.ach.v_min;
 
     for t in 0..config.steps {
-        if apply_events(config, spec.profile, t, &mut cluster, &mut arms) {
+        if apply_events(config, t, &mut cluster, &mut arms) {
             for arm in &mut arms {
                 arm.needs_check = true;
             }
@@ -395,13 +408,7 @@ fn describe_violation(v: &InvariantViolation) -> (&'static str, String) {
 }
 
 /// Applies the scenario events of step `t`; returns true if any happened.
-fn apply_events(
-    config: &SeriesConfig,
-    profile: Profile,
-    t: u32,
-    cluster: &mut Cluster,
-    arms: &mut [Arm],
-) -> bool {
+fn apply_events(config: &SeriesConfig, t: u32, cluster: &mut Cluster, arms: &mut [Arm]) -> bool {
     let mut happened = false;
     for d in config.degradation.iter().filter(|d| d.t == t) {
         for &node in &d.nodes {
@@ -413,7 +420,7 @@ fn apply_events(
     }
     for churn in config.churn.iter().filter(|c| c.t == t) {
         for &node in &churn.remove {
-            remove_node(profile, NodeId(node), cluster, arms);
+            remove_node(NodeId(node), cluster, arms);
         }
         for class in &churn.add {
             join_node(class.capacity(), config, cluster, arms);
@@ -424,7 +431,8 @@ fn apply_events(
 }
 
 /// Removes a node (spec section 7 for the paper profile, section 9 for the corrected one).
-fn remove_node(profile: Profile, node: NodeId, cluster: &mut Cluster, arms: &mut [Arm]) {
+fn remove_node(node: NodeId, cluster: &mut Cluster, arms: &mut [Arm]) {
+    let profile = cluster.profile;
     let i = node.index();
     cluster.capacity[i] = 0.0;
     cluster.service_rate[i] = 0.0;
@@ -500,5 +508,185 @@ fn join_node(capacity: f64, config: &SeriesConfig, cluster: &mut Cluster, arms: 
         if let Some(truth) = &mut arm.truth {
             truth.resize(n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Churn, Degradation, NodeClass, built_in_series};
+
+    fn small(name: &str) -> SeriesConfig {
+        let mut c = built_in_series()
+            .into_iter()
+            .find(|s| s.name == name)
+            .expect("built-in series");
+        c.tokens = 60;
+        c.keys = 600;
+        c.steps = 30;
+        c.warmup = 5;
+        c.cluster.classes.truncate(4);
+        c.churn.clear();
+        c.degradation.clear();
+        c
+    }
+
+    fn setup(config: &SeriesConfig, profile: Profile) -> (Cluster, Vec<Arm>) {
+        let positions: Vec<f64> = (0..config.tokens)
+            .map(|s| (s as f64 + 0.5) / config.tokens as f64)
+            .collect();
+        let ring = TokenRing::round_robin(positions, config.cluster.classes.len()).unwrap();
+        let arms = config
+            .algorithms
+            .iter()
+            .map(|name| Arm::new(name, config, ring.clone()).unwrap())
+            .collect();
+        (Cluster::new(config, profile), arms)
+    }
+
+    #[test]
+    fn paper_removal_gives_tokens_to_node_zero_and_keeps_the_node_in_view() {
+        let config = small("C1");
+        let (mut cluster, mut arms) = setup(&config, Profile::Paper);
+        remove_node(NodeId(2), &mut cluster, &mut arms);
+        for arm in &arms {
+            assert_eq!(arm.ring.count(NodeId(2)), 0);
+            // Round-robin over 4 nodes: node 0 had 15 tokens and now also has node 2's 15.
+            assert_eq!(arm.ring.count(NodeId(0)), 30);
+        }
+        assert_eq!(cluster.service_rate[2], 0.0);
+        assert!(!cluster.member[2]);
+        assert!(
+            cluster.usable[2],
+            "the paper profile keeps the removed node in view"
+        );
+    }
+
+    #[test]
+    fn corrected_removal_hands_each_token_to_the_next_live_owner_clockwise() {
+        let config = small("C1");
+        let (mut cluster, mut arms) = setup(&config, Profile::Corrected);
+        remove_node(NodeId(2), &mut cluster, &mut arms);
+        let ring = &arms[0].ring;
+        // Token 2 (owned by node 2) is followed by token 3, owned by node 3.
+        assert_eq!(ring.owner(2), NodeId(3));
+        // The last token of node 2 is 58; token 59 is node 3's.
+        assert_eq!(ring.owner(58), NodeId(3));
+        assert_eq!(ring.counts(4), vec![15, 15, 0, 30]);
+        assert!(!cluster.usable[2]);
+        // Remove node 3 too: its tokens go clockwise to node 0 (token 60 wraps to token 0).
+        remove_node(NodeId(3), &mut cluster, &mut arms);
+        assert_eq!(arms[0].ring.owner(59), NodeId(0));
+        assert_eq!(arms[0].ring.owner(2), NodeId(0));
+        assert_eq!(arms[0].ring.counts(4), vec![45, 15, 0, 0]);
+    }
+
+    #[test]
+    fn a_joining_node_takes_v_min_tokens_from_the_largest_owner() {
+        let config = small("C1");
+        let (mut cluster, mut arms) = setup(&config, Profile::Paper);
+        remove_node(NodeId(3), &mut cluster, &mut arms);
+        join_node(
+            NodeClass::Medium.capacity(),
+            &config,
+            &mut cluster,
+            &mut arms,
+        );
+        let ring = &arms[0].ring;
+        // Node 0 owns the most (30); its three lowest-indexed tokens are 0, 3 and 4.
+        assert_eq!(ring.tokens_of(NodeId(4)), vec![0, 3, 4]);
+        assert_eq!(cluster.capacity.len(), 5);
+        assert_eq!(cluster.service_rate[4], 0.55 * 350.0);
+        assert_eq!(arms[0].telemetry.node_count(), 5);
+    }
+
+    #[test]
+    fn degradation_scales_service_rates_at_its_step_only() {
+        let mut config = small("C1");
+        config.degradation.push(Degradation {
+            t: 3,
+            nodes: vec![1],
+            factor: 0.4,
+        });
+        let (mut cluster, mut arms) = setup(&config, Profile::Paper);
+        assert!(!apply_events(&config, 2, &mut cluster, &mut arms));
+        assert!(apply_events(&config, 3, &mut cluster, &mut arms));
+        assert_eq!(cluster.service_rate[1], 350.0 * 0.4);
+        assert_eq!(cluster.service_rate[0], 350.0);
+    }
+
+    fn run(config: &SeriesConfig, profile: Profile, run_index: u32) -> RunRecord {
+        simulate(&RunSpec {
+            config,
+            point: None,
+            profile,
+            run_index,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn churn_runs_cleanly_in_both_profiles() {
+        let mut config = small("C3");
+        config.steps = 40;
+        config.churn = vec![
+            Churn {
+                t: 10,
+                remove: vec![3],
+                add: vec![],
+            },
+            Churn {
+                t: 20,
+                remove: vec![],
+                add: vec![NodeClass::Strong],
+            },
+        ];
+        for profile in [Profile::Paper, Profile::Corrected] {
+            let record = run(&config, profile, 0);
+            for a in &record.algorithms {
+                assert_eq!(
+                    a.aggregates.n_viol, 0,
+                    "{} {profile:?}: {:?}",
+                    a.name, a.violations
+                );
+                assert_eq!(a.d_trace.len(), 40);
+                assert!(a.d_trace.iter().all(|d| d.is_finite() && *d >= 0.0));
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_is_a_pure_function_of_config_profile_and_index() {
+        let config = small("C4c");
+        let a = run(&config, Profile::Paper, 1);
+        assert_eq!(a, run(&config, Profile::Paper, 1));
+        assert_ne!(a, run(&config, Profile::Paper, 2));
+        assert_ne!(a.algorithms, run(&config, Profile::Corrected, 1).algorithms);
+        // Noisy telemetry: the true imbalance is recorded and differs from the observed one.
+        let ach = a.algorithm("ACH").unwrap();
+        assert_eq!(ach.d_true_trace.len(), ach.d_trace.len());
+        assert_ne!(ach.d_true_trace, ach.d_trace);
+    }
+
+    #[test]
+    fn algorithms_see_the_same_requests() {
+        // A0 and A1 never move after the first step, so in a noise-free run with all arms seeing
+        // one request stream, a second run with A0 alone must give A0 the very same trace.
+        let mut config = small("C1");
+        let all = run(&config, Profile::Paper, 0);
+        config.algorithms = vec!["Static-W".into()];
+        let alone = run(&config, Profile::Paper, 0);
+        assert_eq!(all.algorithm("Static-W"), alone.algorithm("Static-W"));
+    }
+
+    #[test]
+    fn corrected_profile_excludes_removed_nodes_from_the_imbalance() {
+        let config = small("C1");
+        let (mut cluster, mut arms) = setup(&config, Profile::Corrected);
+        remove_node(NodeId(1), &mut cluster, &mut arms);
+        let mut scratch = Vec::new();
+        let loads = [0.5, 0.0, 0.5, 0.5];
+        assert_eq!(imbalance(&loads, &cluster.usable, &mut scratch), 0.0);
+        assert!(imbalance(&loads, &[true; 4], &mut scratch) > 0.1);
     }
 }
