@@ -109,4 +109,28 @@ mod tests {
         assert_eq!(all[31].seed(), 42 + 1000);
         assert_eq!(all.last().unwrap().id(), "C5/M_max=0.1/run_009");
     }
+
+    #[test]
+    fn records_do_not_depend_on_the_thread_count() {
+        let mut series = built_in_series();
+        series.retain(|s| s.name == "C3" || s.name == "C4c");
+        for s in &mut series {
+            s.steps = 60;
+            s.warmup = 10;
+            s.churn.iter_mut().for_each(|c| c.t /= 10);
+        }
+        let all = jobs(&series, Some(3));
+        let run_on = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| run_jobs(&all, Profile::Paper, |_, _| {}))
+        };
+        let one = run_on(1);
+        let two = run_on(2);
+        assert_eq!(one.len(), 6);
+        assert!(one.iter().all(Result::is_ok));
+        assert_eq!(one, two);
+    }
 }
