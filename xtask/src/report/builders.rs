@@ -163,7 +163,14 @@ pub fn check_table(name: &str, title: &str, rows: &[CheckRow]) -> Table {
                     value: row.difference(),
                     decimals: ours_decimals,
                 },
-                Cell::number(row.verdict.tolerance(), ours_decimals.max(3)),
+                Cell::number(
+                    row.verdict.tolerance(),
+                    if row.metric == Metric::NViol {
+                        0
+                    } else {
+                        ours_decimals.max(3)
+                    },
+                ),
                 Cell::Verdict(row.verdict),
                 Cell::text(row.remark.clone().unwrap_or_default()),
             ]);

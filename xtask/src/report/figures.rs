@@ -472,6 +472,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .disable_x_mesh()
             .x_desc("algorithm")
             .y_desc("D-bar (mean imbalance, fraction of load)")
@@ -537,6 +538,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .disable_x_mesh()
             .x_desc("algorithm")
             .y_desc("M_cum (fraction of key space, log)")
@@ -773,7 +775,8 @@ fn noise_figure(results: &Results, points: &[NoisePoint<'_>]) -> DrawResult<Figu
             .map_err(draw_error)?;
         chart
             .configure_mesh()
-            .x_desc("telemetry noise sigma (fraction of load)")
+            .light_line_style(TRANSPARENT)
+            .x_desc("telemetry noise σ (fraction of load)")
             .y_desc("D-bar (fraction of load)")
             .x_labels(6)
             .x_label_formatter(&|v| format!("{v:.2}"))
@@ -838,15 +841,22 @@ fn noise_figure(results: &Results, points: &[NoisePoint<'_>]) -> DrawResult<Figu
                 )?;
             }
         }
-        for p in points {
+        // Series names along the bottom, one row each so that long notes never collide;
+        // a note near the right edge ends at its point instead of centring on it.
+        let row_height = (y_range.end - y_range.start) * 0.055;
+        for (index, p) in points.iter().enumerate() {
+            let anchor = if p.sigma > x_range.end * 0.6 {
+                HPos::Right
+            } else {
+                HPos::Center
+            };
+            let y =
+                y_range.start + (y_range.end - y_range.start) * 0.03 + row_height * index as f64;
             chart
                 .draw_series(std::iter::once(Text::new(
                     p.note.clone(),
-                    (
-                        p.sigma,
-                        y_range.start + (y_range.end - y_range.start) * 0.04,
-                    ),
-                    text_style(NOTE_SIZE, Pos::new(HPos::Center, VPos::Bottom)),
+                    (p.sigma, y),
+                    text_style(NOTE_SIZE, Pos::new(anchor, VPos::Bottom)),
                 )))
                 .map_err(draw_error)?;
         }
@@ -876,7 +886,8 @@ fn noise_figure(results: &Results, points: &[NoisePoint<'_>]) -> DrawResult<Figu
             .map_err(draw_error)?;
         chart
             .configure_mesh()
-            .x_desc("telemetry noise sigma (fraction of load)")
+            .light_line_style(TRANSPARENT)
+            .x_desc("telemetry noise σ (fraction of load)")
             .y_desc("D-bar change, ACH vs A0 (%)")
             .x_labels(6)
             .x_label_formatter(&|v| format!("{v:.2}"))
@@ -923,7 +934,7 @@ fn noise_figure(results: &Results, points: &[NoisePoint<'_>]) -> DrawResult<Figu
             line: false,
         });
         entries.push(LegendEntry {
-            label: format!("sigma > eps_off = {eps_off}"),
+            label: format!("σ > ε_off = {eps_off} (outside applicability)"),
             color: RGBColor(0xBB, 0xBB, 0xBB),
             marker: Some(Marker::Square),
             fill: Fill::Solid,
@@ -970,7 +981,7 @@ fn draw_applicability(
         .map_err(draw_error)?;
     chart
         .draw_series(std::iter::once(Text::new(
-            "sigma > eps_off".to_string(),
+            "σ > ε_off".to_string(),
             (
                 eps_off + x_end * 0.015,
                 y_range.end - (y_range.end - y_range.start) * 0.03,
@@ -1005,7 +1016,18 @@ fn parameter_marker(parameter: &str) -> Marker {
 }
 
 fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
+    // Sweep points first, so that the C1 markers are drawn on top of them.
     let mut points = Vec::new();
+    for p in &summary.sensitivity {
+        points.push(FrontierPoint {
+            label: format!("{} {}", p.point.parameter, p.point.value),
+            m_cum: p.ach.m_cum.mean,
+            d_mean: p.ach.d_mean.mean,
+            color: algorithm_color("ACH"),
+            marker: parameter_marker(&p.point.parameter),
+            fill: Fill::Hollow,
+        });
+    }
     if let Some(c1) = summary.series.iter().find(|s| s.name == "C1") {
         for a in &c1.algorithms {
             points.push(FrontierPoint {
@@ -1018,21 +1040,12 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             });
         }
     }
-    for p in &summary.sensitivity {
-        points.push(FrontierPoint {
-            label: format!("{} {}", p.point.parameter, p.point.value),
-            m_cum: p.ach.m_cum.mean,
-            d_mean: p.ach.d_mean.mean,
-            color: algorithm_color("ACH"),
-            marker: parameter_marker(&p.point.parameter),
-            fill: Fill::Hollow,
-        });
-    }
     let axis = LogZeroAxis::fit(&points.iter().map(|p| p.m_cum).collect::<Vec<_>>());
     let x_axis = axis.range();
     let y_range = padded_range(points.iter().map(|p| p.d_mean), 0.12);
-    let svg = render_svg((SINGLE.0, SINGLE.1 + 40), |root| {
-        let (plot, legend) = root.split_vertically(SINGLE.1 + 40 - LEGEND_HEIGHT);
+    let mut shared_labels: Vec<String> = Vec::new();
+    let svg = render_svg((SINGLE.0, SINGLE.1 + 60), |root| {
+        let (plot, legend) = root.split_vertically(SINGLE.1 + 60 - 76);
         let mut chart = ChartBuilder::on(&plot)
             .caption(
                 "Cost against benefit: C1 algorithms and every C5 point",
@@ -1048,6 +1061,7 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("M_cum (fraction of key space, log; 0 in its own lane)")
             .y_desc("D-bar (fraction of load)")
             .x_label_formatter(&|v| axis.label(*v))
@@ -1080,24 +1094,43 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             }
         }
         let plot_right = chart.backend_coord(&(x_axis.end, y_range.start)).0;
+        let plot_left = chart.backend_coord(&(x_axis.start, y_range.start)).0;
+        let plot_top = chart.backend_coord(&(x_axis.start, y_range.end)).1;
+        let plot_bottom = chart.backend_coord(&(x_axis.start, y_range.start)).1;
         let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
+        // Markers are obstacles for labels too.
+        for (x, y, _) in &groups {
+            let (px, py) = chart.backend_coord(&(*x, *y));
+            placed.push((px - 7, py - 7, 14, 14));
+        }
         for (x, y, labels) in &groups {
-            let text = compress_labels(labels);
+            let text = if labels.len() > 2 {
+                shared_labels.push(compress_labels(labels));
+                format!(
+                    "{} points, see caption ({})",
+                    labels.len(),
+                    shared_labels.len()
+                )
+            } else {
+                compress_labels(labels)
+            };
             let (px, py) = chart.backend_coord(&(*x, *y));
             let width = text_width(&text, NOTE_SIZE);
-            let height = NOTE_SIZE as i32 + 2;
-            let candidates = [
-                (px + 10, py - height / 2, HPos::Left),
-                (px - 10 - width, py - height / 2, HPos::Left),
-                (px + 10, py - height - 6, HPos::Left),
-                (px + 10, py + 6, HPos::Left),
-                (px - 10 - width, py - height - 6, HPos::Left),
-                (px - 10 - width, py + 6, HPos::Left),
-            ];
+            let height = NOTE_SIZE as i32;
+            // Beside the point first, then ever further above and below, right before left.
+            let mut candidates = Vec::new();
+            for step in [0, -1, 1, -2, 2, -3, 3] {
+                let top = py - height / 2 + step * (height + 2);
+                candidates.push((px + 10, top, HPos::Left));
+                candidates.push((px - 10 - width, top, HPos::Left));
+            }
             let chosen = candidates
                 .iter()
                 .find(|(left, top, _)| {
                     *left + width <= plot_right
+                        && *left >= plot_left
+                        && *top >= plot_top
+                        && *top + height <= plot_bottom
                         && !placed.iter().any(|&(l, t, w, h)| {
                             *left < l + w && l < *left + width && *top < t + h && t < *top + height
                         })
@@ -1139,7 +1172,14 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
     })?;
     Ok(Figure {
         name: "frontier_c5".to_string(),
-        caption: "Cost/benefit frontier (not in the paper): D-bar against M_cum for every algorithm in C1 (filled) and ACH at every C5 sweep point (hollow, one shape per parameter); points that coincide share a label. Lower left is better: less imbalance for less key movement.".to_string(),
+        caption: format!(
+            "Cost/benefit frontier (not in the paper): D-bar against M_cum for every algorithm in C1 (filled, mean over the C1 runs) and ACH at every C5 sweep point (hollow, one shape per parameter, mean over the point's runs); points on the same spot share a label. Lower left is better: less imbalance for less key movement.{}",
+            shared_labels
+                .iter()
+                .enumerate()
+                .map(|(k, text)| format!(" ({}) {text}.", k + 1))
+                .collect::<String>()
+        ),
         svg,
     })
 }
@@ -1171,12 +1211,7 @@ fn compress_labels(labels: &[String]) -> String {
             }
         })
         .collect();
-    let joined = text.join("; ");
-    if joined.chars().count() > 48 {
-        format!("{}…", joined.chars().take(47).collect::<String>())
-    } else {
-        joined
-    }
+    text.join("; ")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1215,6 +1250,7 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .disable_x_mesh()
             .x_desc("algorithm")
             .y_desc("D-bar per run (fraction of load)")
@@ -1320,8 +1356,9 @@ fn ecdf_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("D-bar per run (fraction of load)")
-            .y_desc("fraction of runs with D-bar <= x")
+            .y_desc("fraction of runs with D-bar ≤ x")
             .x_label_formatter(&|v| format!("{v:.3}"))
             .y_label_formatter(&|v| format!("{v:.1}"))
             .axis_desc_style((FONT, AXIS_LABEL_SIZE))
@@ -1403,7 +1440,9 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 .flat_map(|a| a.d_trace.low.iter().chain(&a.d_trace.high).copied()),
             0.05,
         );
-        let d_range = d_range.start.max(0.0)..d_range.end;
+        // Headroom above the data for the event labels, one row each.
+        let headroom = (d_range.end - d_range.start) * 0.08 * runs.events.len() as f64;
+        let d_range = d_range.start.max(0.0)..d_range.end + headroom;
         let mut chart = ChartBuilder::on(&top)
             .margin(10)
             .x_label_area_size(36)
@@ -1412,8 +1451,10 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("t (steps)")
             .y_desc("D(t) (fraction of load)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| format!("{v:.2}"))
             .axis_desc_style((FONT, AXIS_LABEL_SIZE))
             .label_style((FONT, TICK_SIZE))
@@ -1451,8 +1492,10 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             .map_err(draw_error)?;
         chart
             .configure_mesh()
+            .light_line_style(TRANSPARENT)
             .x_desc("t (steps)")
             .y_desc("cumulative M_keys (fraction of key space)")
+            .x_label_formatter(&|v| format!("{v:.0}"))
             .y_label_formatter(&|v| axis.label(*v))
             .axis_desc_style((FONT, AXIS_LABEL_SIZE))
             .label_style((FONT, TICK_SIZE))
@@ -1474,6 +1517,23 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 algorithm_color(&algorithm.name),
                 |v| axis.position(v),
             )?;
+        }
+        let never_moved: Vec<&str> = runs
+            .algorithms
+            .iter()
+            .filter(|a| {
+                !a.m_cumulative.high.is_empty() && a.m_cumulative.high.iter().all(|v| *v <= 0.0)
+            })
+            .map(|a| short_name(&a.name))
+            .collect();
+        if !never_moved.is_empty() {
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("0 throughout: {}", never_moved.join(", ")),
+                    (x_range.end * 0.98, axis.position(0.0) + 0.05),
+                    text_style(NOTE_SIZE, Pos::new(HPos::Right, VPos::Bottom)),
+                )))
+                .map_err(draw_error)?;
         }
         let mut entries = algorithm_legend(&names);
         for entry in &mut entries {
@@ -1516,8 +1576,10 @@ fn draw_time_marks(
             RGBColor(0xBB, 0xBB, 0xBB).mix(0.35).filled(),
         )))
         .map_err(draw_error)?;
-    for (t, what) in &runs.events {
+    let line_height = (y_range.end - y_range.start) * 0.065;
+    for (index, (t, what)) in runs.events.iter().enumerate() {
         let x = f64::from(*t);
+        let label_y = y_range.end - line_height * index as f64;
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(x, y_range.start), (x, y_range.end)],
@@ -1528,8 +1590,8 @@ fn draw_time_marks(
             .map_err(draw_error)?;
         chart
             .draw_series(std::iter::once(Text::new(
-                what.clone(),
-                (x, y_range.end),
+                format!(" t = {t}: {what}"),
+                (x, label_y),
                 text_style(NOTE_SIZE, Pos::new(HPos::Left, VPos::Top)),
             )))
             .map_err(draw_error)?;

@@ -201,8 +201,27 @@ fn finite(value: Option<f64>) -> Option<f64> {
     value.filter(|v| v.is_finite())
 }
 
-/// A cell as Markdown or LaTeX text (LaTeX still unescaped where it is plain text).
+/// A number as LaTeX text: a leading minus becomes a math minus (a hyphen is too short).
+fn latex_minus(text: String) -> String {
+    match text.strip_prefix('-') {
+        Some(rest) => format!("$-${rest}"),
+        None => text,
+    }
+}
+
+/// A cell as Markdown or LaTeX text.
 fn display(cell: &Cell, format: Format) -> String {
+    let text = display_plain(cell, format);
+    match (format, cell) {
+        (Format::Latex, Cell::Number { .. } | Cell::Difference { .. } | Cell::Estimate { .. }) => {
+            latex_minus(text)
+        }
+        _ => text,
+    }
+}
+
+/// A cell as Markdown or LaTeX text, numbers with a plain hyphen-minus.
+fn display_plain(cell: &Cell, format: Format) -> String {
     let none = missing(format);
     let plus_minus = match format {
         Format::Markdown => " ± ",
