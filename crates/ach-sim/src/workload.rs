@@ -1,32 +1,371 @@
 //! The workload of a run: key popularity folded onto the tokens, and each step's per-token
 //! request counts (spec section 2).
 //!
+//! # Model
+//!
 //! Requests arrive as `N(t) ~ Poisson(Lambda(t))`, each picks a key with probability `P(k)`
 //! and is a write with probability `write_fraction`. By Poisson thinning, the reads and the
 //! writes of token `s` are then independent Poisson variables with means
 //! `Lambda(t) * p_s * (1 - write_fraction)` and `Lambda(t) * p_s * write_fraction`, where `p_s`
 //! sums `P(k)` over the keys token `s` owns. Drawing them per token is exact in distribution
 //! and costs `O(V)` per step whatever the request rate.
+//!
+//! # Sampling method
+//!
+//! Each Poisson variable is drawn by inversion of a precomputed table, with one 32-bit half of
+//! a 64-bit random word in the common case (the reads of a token use the high half of the
+//! word, its writes the low half). For a mean `mu`, the table holds the probabilities
+//! `p_k = exp(k ln(mu) - mu - ln Gamma(k + 1))` of the values `k_lo <= k <= k_hi`. They are
+//! computed from the mode `floor(mu)` with `ln Gamma` (from `libm`) and then outwards with the
+//! exact recurrences `p_(k-1) = p_k * k / mu` and `p_(k+1) = p_k * mu / (k + 1)`. The walk
+//! stops on each side once a geometric bound on the mass left beyond it, `p_k * r / (1 - r)`
+//! with `r` the ratio of the next step, is below `2^-64`; the probabilities are then divided by
+//! their sum, so the truncated mass (at most `2^-63` in total) is spread over the table.
+//!
+//! The cumulative probabilities are stored as 64-bit fixed-point thresholds
+//! `T_i = w_0 + ... + w_i` with widths `w_j = floor(2^64 * p_(k_lo + j))`. The widths are summed
+//! in integers from both ends towards the most likely value, which takes the few units lost to
+//! the floors (so `T_(k_hi) = 2^64` and no value's width carries another value's rounding).
+//! The value drawn for a uniform 64-bit integer `x` is `k_lo + min { i : x < T_i }`,
+//! so every value has probability `(T_i - T_(i-1)) / 2^64`. This differs from the Poisson
+//! probability only by the rounding of double-precision arithmetic (a relative error of about
+//! `1e-15`, from `ln Gamma` and the recurrences), the fixed point (`2^-64` per value) and the
+//! truncated tails (at most `2^-63` in total). In words: the sampler is exact up to
+//! floating-point rounding, like any sampler that works with double-precision numbers.
+//!
+//! To find `min { i : x < T_i }` quickly, a guide table splits `[0, 2^64)` into `2^b` equal
+//! slots (`2^b` is at least twice the table length). A slot whose whole range falls between
+//! two consecutive thresholds is *pure*: its value is known from the slot alone, i.e. from the
+//! top `b` bits of `x`. For an *impure* slot (one that contains a threshold, about one slot in
+//! ten) the thresholds are searched from the slot's first candidate, comparing the top 32 bits
+//! of `x` with the top 32 bits of each threshold; only when they are equal (probability about
+//! `2^-32`) are the lower 32 bits of `x` drawn, from a fresh random word. Because the lower
+//! bits are drawn only when they matter, the top 32 bits of each draw can come from one half of
+//! a shared random word: each token's reads and writes use disjoint bits and stay independent.
+//!
+//! The cost of a draw is one table read in the common case, whatever the mean, so the cost of
+//! a step does not grow with the rate. The tables are built when the rate changes; tokens with
+//! the same probability `p_s` (all tokens owning the same number of keys under uniform
+//! popularity) share one pair of tables. When the rate changes at two consecutive steps (series
+//! C2 after `t = 350`), a rebuild would serve a single step and cost more than it saves: such a
+//! step draws with `rand_distr::Poisson` (Knuth's product method below a mean of 12, transformed
+//! rejection above), which is exact as well. The choice depends only on the sequence of rates,
+//! so the draws stay a deterministic function of the rates and the generator's state. Means above [`MAX_TABLE_MEAN`], whose tables would be large, are drawn with
+//! `rand_distr::Poisson` instead.
 
 use ach_ring::TokenRing;
+use rand::RngCore;
 use rand_distr::{Distribution, Poisson};
 use rand_pcg::Pcg64Mcg;
+
+/// Means above this are drawn with `rand_distr::Poisson` instead of a table (a table for a
+/// mean `mu` has about `20 sqrt(mu)` entries).
+pub const MAX_TABLE_MEAN: f64 = 1.0e6;
+
+/// Tables hold fewer values than this, so that a guide slot fits in 15 bits (a table for the
+/// mean [`MAX_TABLE_MEAN`] has about 19 000 values).
+const MAX_TABLE_VALUES: usize = 1 << 15;
+
+/// Below this mean the table starts at 0 with `p_0 = exp(-mu)`; from it on, at the mode.
+const SMALL_MEAN: f64 = 30.0;
+
+/// The walk away from the mode stops once the mass left beyond it is below this (`2^-64`).
+const TRUNCATED_TAIL_MASS: f64 = 1.0 / 18_446_744_073_709_551_616.0;
+
+/// `2^64` as a float, the scale of the fixed-point thresholds.
+const FIXED_POINT_SCALE: f64 = 18_446_744_073_709_551_616.0;
+
+/// The guide table has at least `2^GUIDE_EXTRA_BITS` slots per table value.
+const GUIDE_EXTRA_BITS: u32 = 1;
+
+/// The guide table of one distribution never has more than `2^MAX_GUIDE_BITS` slots.
+const MAX_GUIDE_BITS: u32 = 20;
+
+/// Marks a guide slot that contains a threshold: the lower bits of the uniform decide.
+const IMPURE_SLOT: u16 = 1 << 15;
+
+/// Where one distribution lives in the shared buffers of a [`PoissonTables`].
+#[derive(Clone, Copy, Debug)]
+struct TableHeader {
+    /// The smallest value the table can return, `k_lo`.
+    smallest_value: u64,
+    /// Index of the first guide slot in `PoissonTables::guide`, or of the fallback sampler in
+    /// `PoissonTables::large_mean_samplers` when `guide_bits` is 0.
+    guide_offset: u32,
+    /// `b`: the guide has `2^b` slots (1 to [`MAX_GUIDE_BITS`]); 0 marks a fallback sampler.
+    guide_bits: u32,
+    /// Index of the first threshold in `PoissonTables::thresholds`.
+    threshold_offset: u32,
+    /// Number of values in the table (at least 1).
+    value_count: u32,
+}
+
+/// A set of Poisson distributions, each sampled by guided inversion of a fixed-point table
+/// (see the module documentation). All tables share three buffers, so rebuilding the set
+/// reuses their memory.
+#[derive(Clone, Debug, Default)]
+struct PoissonTables {
+    headers: Vec<TableHeader>,
+    /// Guide slots: a value offset for a pure slot, `IMPURE_SLOT | first candidate` otherwise.
+    guide: Vec<u16>,
+    /// Fixed-point cumulative probabilities; the last one of each table is `u64::MAX` and is
+    /// never compared.
+    thresholds: Vec<u64>,
+    /// Exact rejection samplers for means above [`MAX_TABLE_MEAN`].
+    large_mean_samplers: Vec<Poisson<f64>>,
+    /// Probabilities below the mode, from the mode down (reused between builds).
+    lower_scratch: Vec<f64>,
+    /// Probabilities from the mode up (reused between builds).
+    upper_scratch: Vec<f64>,
+}
+
+impl PoissonTables {
+    /// Removes every table, keeping the memory.
+    fn clear(&mut self) {
+        self.headers.clear();
+        self.guide.clear();
+        self.thresholds.clear();
+        self.large_mean_samplers.clear();
+    }
+
+    /// Number of tables.
+    fn len(&self) -> usize {
+        self.headers.len()
+    }
+
+    /// Appends the table of `Poisson(mean)`. A mean that is NaN or not positive gives the
+    /// constant 0; a mean above `Poisson::MAX_LAMBDA` (about `1.8e19`, infinity included) is
+    /// clamped to it.
+    fn push(&mut self, mean: f64) {
+        if mean.is_nan() || mean <= 0.0 {
+            self.push_probabilities(0, &[1.0]);
+            return;
+        }
+        if mean > MAX_TABLE_MEAN {
+            self.push_large_mean_sampler(mean);
+            return;
+        }
+
+        let mut lower = std::mem::take(&mut self.lower_scratch);
+        let mut upper = std::mem::take(&mut self.upper_scratch);
+        lower.clear();
+        upper.clear();
+        let inverse_mean = 1.0 / mean;
+
+        // The walk starts at the mode, or at 0 for small means (p_0 = exp(-mu) needs no
+        // ln Gamma and the walk down is empty).
+        let (mode, mode_probability) = if mean < SMALL_MEAN {
+            (0.0, (-mean).exp())
+        } else {
+            let mode = mean.floor();
+            let log_probability = mode * mean.ln() - mean - libm::lgamma(mode + 1.0);
+            (mode, log_probability.exp())
+        };
+
+        // Downwards: p_(k-1) = p_k * k / mu. The ratio r = k / mu shrinks as k falls, so the
+        // mass below k is at most p_k * r / (1 - r); the test below is that bound against the
+        // truncation level, multiplied out by (1 - r).
+        let mut value = mode;
+        let mut probability = mode_probability;
+        while value > 0.0 {
+            let ratio = value * inverse_mean;
+            if probability * ratio < TRUNCATED_TAIL_MASS * (1.0 - ratio) {
+                break;
+            }
+            probability *= ratio;
+            value -= 1.0;
+            lower.push(probability);
+        }
+        let smallest_value = value as u64;
+
+        // Upwards: p_(k+1) = p_k * mu / (k + 1); the same bound with r = mu / (k + 1), which
+        // shrinks as k grows (it is below 1 only past the mean: the walk goes on until then).
+        upper.push(mode_probability);
+        let mut value = mode;
+        let mut probability = mode_probability;
+        loop {
+            let ratio = mean / (value + 1.0);
+            if ratio < 1.0 && probability * ratio < TRUNCATED_TAIL_MASS * (1.0 - ratio) {
+                break;
+            }
+            probability *= ratio;
+            value += 1.0;
+            upper.push(probability);
+        }
+
+        if lower.len() + upper.len() < MAX_TABLE_VALUES {
+            // The values in increasing order: the lower half reversed, then the upper half.
+            lower.reverse();
+            lower.extend_from_slice(&upper);
+            self.push_probabilities(smallest_value, &lower);
+        } else {
+            self.push_large_mean_sampler(mean);
+        }
+
+        self.lower_scratch = lower;
+        self.upper_scratch = upper;
+    }
+
+    /// Appends `rand_distr::Poisson(mean)` (mean clamped to `Poisson::MAX_LAMBDA`).
+    fn push_large_mean_sampler(&mut self, mean: f64) {
+        let clamped = mean.min(Poisson::<f64>::MAX_LAMBDA);
+        let sampler = Poisson::new(clamped).expect("the mean is positive and finite");
+        self.headers.push(TableHeader {
+            smallest_value: 0,
+            guide_offset: self.large_mean_samplers.len() as u32,
+            guide_bits: 0,
+            threshold_offset: 0,
+            value_count: 0,
+        });
+        self.large_mean_samplers.push(sampler);
+    }
+
+    /// Appends a table for the values `smallest_value, smallest_value + 1, ...` with relative
+    /// probabilities `weights` (non-negative, not all zero).
+    fn push_probabilities(&mut self, smallest_value: u64, weights: &[f64]) {
+        let value_count = weights.len();
+        let total: f64 = weights.iter().sum();
+        let threshold_offset = self.thresholds.len();
+        // The widths are summed in fixed point from both ends towards the most likely value,
+        // which takes the few units lost to rounding; every other value's width then carries
+        // only the relative rounding of its own probability (a cumulative sum in floating point
+        // would give the tail values an absolute error of about 1e-16).
+        let scale = FIXED_POINT_SCALE / total;
+        // `as` saturates, so a width rounded up to 2^64 gives `u64::MAX`.
+        let width = |index: usize| (weights[index] * scale) as u64;
+        let anchor = weights
+            .iter()
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(b.1))
+            .map_or(0, |(index, _)| index);
+        let mut cumulative = 0_u64;
+        for index in 0..anchor {
+            cumulative = cumulative.saturating_add(width(index));
+            self.thresholds.push(cumulative);
+        }
+        let right_start = self.thresholds.len();
+        self.thresholds
+            .resize(threshold_offset + value_count, u64::MAX);
+        let mut right_sum = 0_u64;
+        for index in (anchor..value_count - 1).rev() {
+            right_sum = right_sum.saturating_add(width(index + 1));
+            // T_index = 2^64 - (w_(index+1) + ... + w_last), kept at or above T_(index-1).
+            let threshold = if right_sum == 0 {
+                u64::MAX
+            } else {
+                (u64::MAX - right_sum + 1).max(cumulative)
+            };
+            self.thresholds[right_start + (index - anchor)] = threshold;
+        }
+        let thresholds = &self.thresholds[threshold_offset..];
+
+        // b = ceil(log2(value_count)) + GUIDE_EXTRA_BITS, between 1 and MAX_GUIDE_BITS.
+        let length_bits = usize::BITS - (value_count - 1).leading_zeros();
+        let guide_bits = (length_bits + GUIDE_EXTRA_BITS).clamp(1, MAX_GUIDE_BITS);
+        let guide_offset = self.guide.len();
+        let slot_shift = 64 - guide_bits;
+        let last = value_count - 1;
+        let mut candidate = 0;
+        for slot in 0..(1_u64 << guide_bits) {
+            let slot_start = slot << slot_shift;
+            let slot_end = slot_start | ((1_u64 << slot_shift) - 1);
+            // The value of the slot's first point: the first threshold above it.
+            while candidate < last && thresholds[candidate] <= slot_start {
+                candidate += 1;
+            }
+            let pure = candidate == last || thresholds[candidate] > slot_end;
+            self.guide.push(if pure {
+                candidate as u16
+            } else {
+                IMPURE_SLOT | candidate as u16
+            });
+        }
+
+        self.headers.push(TableHeader {
+            smallest_value,
+            guide_offset: guide_offset as u32,
+            guide_bits,
+            threshold_offset: threshold_offset as u32,
+            value_count: value_count as u32,
+        });
+    }
+
+    /// Draws from table `table`, with `high_bits` as the top 32 bits of the 64-bit uniform
+    /// `x`; draws the lower 32 bits from `rng` only if they matter.
+    #[inline(always)]
+    fn sample(&self, table: usize, high_bits: u32, rng: &mut Pcg64Mcg) -> u64 {
+        let header = self.headers[table];
+        if header.guide_bits == 0 {
+            return self.large_mean_samplers[header.guide_offset as usize].sample(rng) as u64;
+        }
+        let slot = (high_bits >> (32 - header.guide_bits)) as usize;
+        let entry = self.guide[header.guide_offset as usize + slot];
+        if entry & IMPURE_SLOT == 0 {
+            return header.smallest_value + u64::from(entry);
+        }
+        // An impure slot: search its thresholds with the top 32 bits of x. If they exceed the
+        // top 32 bits of T_i, then x >= T_i; if they are below, x < T_i; only on a tie (with
+        // probability about 2^-32) do the lower bits decide.
+        let thresholds =
+            &self.thresholds[header.threshold_offset as usize..][..header.value_count as usize];
+        let last = thresholds.len() - 1;
+        let prefix = u64::from(high_bits);
+        let mut index = usize::from(entry & !IMPURE_SLOT);
+        while index < last && prefix > thresholds[index] >> 32 {
+            index += 1;
+        }
+        if index < last && prefix == thresholds[index] >> 32 {
+            index = Self::resolve_tie(thresholds, index, prefix, rng);
+        }
+        header.smallest_value + index as u64
+    }
+
+    /// The rare path of [`PoissonTables::sample`]: completes `x` with 32 fresh lower bits and
+    /// goes on searching from `index`.
+    #[cold]
+    fn resolve_tie(thresholds: &[u64], mut index: usize, prefix: u64, rng: &mut Pcg64Mcg) -> usize {
+        let uniform = (prefix << 32) | (rng.next_u64() >> 32);
+        let last = thresholds.len() - 1;
+        while index < last && uniform >= thresholds[index] {
+            index += 1;
+        }
+        index
+    }
+}
 
 /// The shared workload of a run: key popularity folded onto the tokens.
 pub struct Workload {
     /// `p[s]`: probability that a request's key belongs to token `s`.
     token_probability: Vec<f64>,
-    /// Poisson distributions of reads and writes per token for the current rate, or `None`
-    /// for tokens that own no key.
-    reads: Vec<Option<Poisson<f64>>>,
-    writes: Vec<Option<Poisson<f64>>>,
+    /// The distinct values of `token_probability`, in increasing order.
+    distinct_probability: Vec<f64>,
+    /// For each token, the index of its probability in `distinct_probability` (and of its
+    /// tables in `read_tables` and `write_tables`).
+    token_table: Vec<u32>,
+    /// One table per distinct probability for the reads at the current rate.
+    read_tables: PoissonTables,
+    /// One table per distinct probability for the writes at the current rate.
+    write_tables: PoissonTables,
+    /// The rate of the previous draw (NaN before the first draw).
     rate: f64,
+    /// Whether the tables hold the distributions of `rate`.
+    tables_current: bool,
+    /// Whether the rate of the previous draw differed from the one before it.
+    rate_changed_last_step: bool,
+    /// Direct samplers of reads and writes per distinct probability, for rates that change
+    /// every step (`None` for a mean of zero).
+    direct_reads: Vec<Option<Poisson<f64>>>,
+    direct_writes: Vec<Option<Poisson<f64>>>,
     write_fraction: f64,
 }
 
 impl Workload {
     /// Folds key popularity (Zipf exponent `zipf_s`, 0 for uniform) onto the tokens at
     /// `positions` (sorted, strictly increasing): key `k` with hash `hashes[k]` has rank `k + 1`.
+    ///
+    /// # Panics
+    ///
+    /// If `positions` is empty, unsorted or outside `[0, 1)`; the run validates them first.
     pub fn new(positions: &[f64], hashes: &[f64], zipf_s: f64, write_fraction: f64) -> Workload {
         let lookup = TokenRing::round_robin(positions.to_vec(), 1)
             .expect("positions were validated by the caller");
@@ -45,11 +384,30 @@ impl Workload {
         for (&h, w) in hashes.iter().zip(&weights) {
             token_probability[lookup.lookup(h)] += w / total;
         }
+
+        let mut distinct_probability = token_probability.clone();
+        distinct_probability.sort_by(f64::total_cmp);
+        distinct_probability.dedup_by(|a, b| a.to_bits() == b.to_bits());
+        let token_table = token_probability
+            .iter()
+            .map(|p| {
+                distinct_probability
+                    .binary_search_by(|q| q.total_cmp(p))
+                    .expect("every probability is in the distinct list") as u32
+            })
+            .collect();
+
         Workload {
             token_probability,
-            reads: Vec::new(),
-            writes: Vec::new(),
+            distinct_probability,
+            token_table,
+            read_tables: PoissonTables::default(),
+            write_tables: PoissonTables::default(),
             rate: f64::NAN,
+            tables_current: false,
+            rate_changed_last_step: false,
+            direct_reads: Vec::new(),
+            direct_writes: Vec::new(),
             write_fraction,
         }
     }
@@ -59,7 +417,23 @@ impl Workload {
         &self.token_probability
     }
 
-    /// Draws this step's read and write counts of every token at rate `rate`.
+    /// Number of distinct token probabilities, i.e. of table pairs built per rate.
+    pub fn distinct_probability_count(&self) -> usize {
+        self.distinct_probability.len()
+    }
+
+    /// Draws this step's read and write counts of every token at rate `rate`:
+    /// `requests[s]` receives reads plus writes of token `s`, `writes[s]` its writes.
+    ///
+    /// The result is a deterministic function of the rates of this and the previous calls and
+    /// of the state of `rng`. The tables are rebuilt when the rate differs from the previous
+    /// call's; when it also differed at the previous call (a rate that changes every step),
+    /// this call draws with `rand_distr::Poisson` instead, which is exact too and cheaper than
+    /// a rebuild that serves one step only.
+    ///
+    /// Preconditions: `rate` is finite and non-negative (a NaN or non-positive rate draws no
+    /// requests) and both slices have one entry per token (only the first `min(len)` tokens are
+    /// drawn otherwise).
     pub fn draw(
         &mut self,
         rate: f64,
@@ -67,27 +441,359 @@ impl Workload {
         requests: &mut [u64],
         writes: &mut [u64],
     ) {
-        if rate != self.rate {
+        let rate_changed = rate.to_bits() != self.rate.to_bits();
+        if rate_changed {
             self.rate = rate;
-            let poisson = |mean: f64| Poisson::new(mean).ok().filter(|_| mean > 0.0);
-            let read_share = rate * (1.0 - self.write_fraction);
-            let write_share = rate * self.write_fraction;
-            self.reads = self
-                .token_probability
-                .iter()
-                .map(|p| poisson(read_share * p))
-                .collect();
-            self.writes = self
-                .token_probability
-                .iter()
-                .map(|p| poisson(write_share * p))
-                .collect();
+            self.tables_current = false;
         }
-        for s in 0..self.token_probability.len() {
-            let r = self.reads[s].as_ref().map_or(0, |d| d.sample(rng) as u64);
-            let w = self.writes[s].as_ref().map_or(0, |d| d.sample(rng) as u64);
-            requests[s] = r + w;
-            writes[s] = w;
+        let volatile = rate_changed && self.rate_changed_last_step;
+        self.rate_changed_last_step = rate_changed;
+        debug_assert_eq!(requests.len(), self.token_table.len());
+        debug_assert_eq!(writes.len(), self.token_table.len());
+        if volatile {
+            self.draw_direct(rng, requests, writes);
+            return;
+        }
+        if !self.tables_current {
+            self.rebuild_tables();
+        }
+        for ((&table, request_count), write_count) in self
+            .token_table
+            .iter()
+            .zip(requests.iter_mut())
+            .zip(writes.iter_mut())
+        {
+            let table = table as usize;
+            let word = rng.next_u64();
+            let reads = self.read_tables.sample(table, (word >> 32) as u32, rng);
+            let token_writes = self.write_tables.sample(table, word as u32, rng);
+            *request_count = reads + token_writes;
+            *write_count = token_writes;
         }
     }
+
+    /// Draws with `rand_distr::Poisson` directly, for a rate that changed at this step and at
+    /// the previous one: building the tables would then cost more than it saves.
+    fn draw_direct(&mut self, rng: &mut Pcg64Mcg, requests: &mut [u64], writes: &mut [u64]) {
+        let sampler = |mean: f64| {
+            (mean > 0.0)
+                .then(|| Poisson::new(mean.min(Poisson::<f64>::MAX_LAMBDA)).ok())
+                .flatten()
+        };
+        let read_share = self.rate * (1.0 - self.write_fraction);
+        let write_share = self.rate * self.write_fraction;
+        self.direct_reads.clear();
+        self.direct_writes.clear();
+        for &probability in &self.distinct_probability {
+            self.direct_reads.push(sampler(read_share * probability));
+            self.direct_writes.push(sampler(write_share * probability));
+        }
+        for ((&table, request_count), write_count) in self
+            .token_table
+            .iter()
+            .zip(requests.iter_mut())
+            .zip(writes.iter_mut())
+        {
+            let table = table as usize;
+            let reads = self.direct_reads[table].map_or(0, |d| d.sample(rng) as u64);
+            let token_writes = self.direct_writes[table].map_or(0, |d| d.sample(rng) as u64);
+            *request_count = reads + token_writes;
+            *write_count = token_writes;
+        }
+    }
+
+    /// Builds the read and write tables of every distinct probability for the current rate.
+    fn rebuild_tables(&mut self) {
+        self.tables_current = true;
+        let rate = self.rate;
+        let read_share = rate * (1.0 - self.write_fraction);
+        let write_share = rate * self.write_fraction;
+        self.read_tables.clear();
+        self.write_tables.clear();
+        for &probability in &self.distinct_probability {
+            self.read_tables.push(read_share * probability);
+            self.write_tables.push(write_share * probability);
+        }
+        debug_assert_eq!(self.read_tables.len(), self.distinct_probability.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
+
+    /// The exact Poisson probability of `k`, computed in log space.
+    fn poisson_pmf(mean: f64, k: u64) -> f64 {
+        if mean == 0.0 {
+            return if k == 0 { 1.0 } else { 0.0 };
+        }
+        let k = k as f64;
+        (k * mean.ln() - mean - libm::lgamma(k + 1.0)).exp()
+    }
+
+    /// Pearson's chi-square test of `samples` against Poisson(`mean`); cells are merged from
+    /// both ends until every expected count is at least 5. Returns the p-value.
+    fn chi_square_p_value(samples: &[u64], mean: f64) -> f64 {
+        let n = samples.len() as f64;
+        let largest = *samples.iter().max().unwrap();
+        let upper = largest.max((mean + 20.0 * mean.sqrt() + 20.0) as u64);
+        let mut observed = vec![0.0; upper as usize + 1];
+        for &s in samples {
+            observed[s as usize] += 1.0;
+        }
+        let expected: Vec<f64> = (0..=upper).map(|k| n * poisson_pmf(mean, k)).collect();
+        // Merge into cells with expected count >= 5, from the left.
+        let mut cells: Vec<(f64, f64)> = Vec::new();
+        let (mut o, mut e) = (0.0, 0.0);
+        for k in 0..=upper as usize {
+            o += observed[k];
+            e += expected[k];
+            if e >= 5.0 {
+                cells.push((o, e));
+                o = 0.0;
+                e = 0.0;
+            }
+        }
+        // The right tail beyond `upper` has negligible expectation; fold the rest (and the
+        // remaining expected mass) into the last cell.
+        let remaining_expected = n - expected.iter().sum::<f64>();
+        e += remaining_expected.max(0.0);
+        if let Some(last) = cells.last_mut() {
+            last.0 += o;
+            last.1 += e;
+        } else {
+            cells.push((o, e));
+        }
+        let statistic: f64 = cells.iter().map(|&(o, e)| (o - e) * (o - e) / e).sum();
+        let degrees = (cells.len() - 1).max(1) as f64;
+        1.0 - ChiSquared::new(degrees).unwrap().cdf(statistic)
+    }
+
+    /// Samples `count` values of the single table built for `mean`.
+    fn sample_table(mean: f64, count: usize, seed: u64) -> Vec<u64> {
+        let mut tables = PoissonTables::default();
+        tables.push(mean);
+        let mut rng = Pcg64Mcg::seed_from_u64(seed);
+        (0..count)
+            .map(|_| {
+                let word = rng.next_u64();
+                tables.sample(0, (word >> 32) as u32, &mut rng)
+            })
+            .collect()
+    }
+
+    const SAMPLES: usize = 400_000;
+    /// The tests fail below this p-value; with a fixed seed they are deterministic.
+    const ALPHA: f64 = 1e-4;
+
+    #[test]
+    fn table_matches_poisson_for_small_medium_and_large_means() {
+        for (i, &mean) in [0.05, 0.43, 1.0, 3.7, 12.0, 126.0, 1437.5, 12_600.0]
+            .iter()
+            .enumerate()
+        {
+            let samples = sample_table(mean, SAMPLES, 1000 + i as u64);
+            let p = chi_square_p_value(&samples, mean);
+            assert!(p > ALPHA, "mean {mean}: chi-square p-value {p}");
+            let sample_mean = samples.iter().sum::<u64>() as f64 / SAMPLES as f64;
+            let tolerance = 5.0 * (mean / SAMPLES as f64).sqrt();
+            assert!(
+                (sample_mean - mean).abs() < tolerance,
+                "mean {mean}: sample mean {sample_mean}"
+            );
+        }
+    }
+
+    /// The test must be able to fail: a table for a slightly wrong mean, and rand_distr's
+    /// own sampler as a sanity check of the test itself.
+    #[test]
+    fn chi_square_test_detects_a_wrong_mean() {
+        let samples = sample_table(1.03, SAMPLES, 7);
+        assert!(chi_square_p_value(&samples, 1.0) < ALPHA);
+        let samples = sample_table(130.0, SAMPLES, 8);
+        assert!(chi_square_p_value(&samples, 126.0) < ALPHA);
+        let mut rng = Pcg64Mcg::seed_from_u64(9);
+        let reference = Poisson::new(3.7).unwrap();
+        let samples: Vec<u64> = (0..SAMPLES)
+            .map(|_| reference.sample(&mut rng) as u64)
+            .collect();
+        assert!(chi_square_p_value(&samples, 3.7) > ALPHA);
+    }
+
+    #[test]
+    fn table_probabilities_match_the_pmf() {
+        for &mean in &[0.3, 1.0, 9.5, 126.0, 10_000.0] {
+            let mut tables = PoissonTables::default();
+            tables.push(mean);
+            let header = tables.headers[0];
+            let thresholds = &tables.thresholds[..header.value_count as usize];
+            let mut previous = 0_u64;
+            let mut covered = 0.0;
+            for (i, &threshold) in thresholds.iter().enumerate() {
+                let k = header.smallest_value + i as u64;
+                // The width of the value's interval, in integers (the last one ends at 2^64).
+                let width = if i + 1 == thresholds.len() {
+                    (u64::MAX - previous) as f64 + 1.0
+                } else {
+                    (threshold - previous) as f64
+                };
+                let table_probability = width / FIXED_POINT_SCALE;
+                let exact = poisson_pmf(mean, k);
+                assert!(
+                    (table_probability - exact).abs() <= 1e-9 * exact + 1e-18,
+                    "mean {mean}, k {k}: table {table_probability}, exact {exact}"
+                );
+                covered += exact;
+                previous = threshold;
+            }
+            assert!(1.0 - covered < 1e-13, "mean {mean}: table covers {covered}");
+        }
+    }
+
+    #[test]
+    fn zero_and_invalid_means_give_zero() {
+        let mut tables = PoissonTables::default();
+        tables.push(0.0);
+        tables.push(f64::NAN);
+        tables.push(-3.0);
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        for table in 0..3 {
+            for _ in 0..100 {
+                let word = rng.next_u64();
+                assert_eq!(tables.sample(table, word as u32, &mut rng), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn large_means_use_the_rejection_sampler() {
+        let mut tables = PoissonTables::default();
+        tables.push(4.0e6);
+        tables.push(f64::INFINITY);
+        assert_eq!(tables.headers[0].guide_bits, 0);
+        let mut rng = Pcg64Mcg::seed_from_u64(2);
+        let samples: Vec<u64> = (0..20_000).map(|_| tables.sample(0, 0, &mut rng)).collect();
+        let mean = samples.iter().sum::<u64>() as f64 / samples.len() as f64;
+        assert!((mean - 4.0e6).abs() < 5.0 * (4.0e6_f64 / 20_000.0).sqrt());
+        assert!(tables.sample(1, 0, &mut rng) > 0);
+    }
+
+    /// A workload with uniform keys over `tokens` tokens, from a fixed seed.
+    fn uniform_workload(tokens: usize, keys: usize, write_fraction: f64) -> Workload {
+        use rand::Rng;
+        let mut rng = Pcg64Mcg::seed_from_u64(11);
+        let hashes: Vec<f64> = (0..keys).map(|_| rng.random()).collect();
+        let mut positions = hashes[..tokens].to_vec();
+        positions.sort_by(f64::total_cmp);
+        Workload::new(&positions, &hashes, 0.0, write_fraction)
+    }
+
+    /// The reads and writes of one token, drawn through the workload, match their Poisson laws
+    /// at a constant rate, at rates that change every other step (the tables are rebuilt at
+    /// each change) and at rates that change every step (the direct path).
+    #[test]
+    fn workload_draws_match_poisson_including_rate_changes() {
+        let mut workload = uniform_workload(20, 2000, 0.3);
+        let token = 3;
+        let p = workload.token_probability()[token];
+        let mut rng = Pcg64Mcg::seed_from_u64(12);
+        let mut requests = vec![0; 20];
+        let mut writes = vec![0; 20];
+        // Two rates and which of them each step uses.
+        type Pattern = ([f64; 2], fn(usize) -> usize);
+        let patterns: [Pattern; 3] = [
+            ([300.0, 300.0], |step| step % 2),
+            ([250.0, 350.0], |step| (step / 2) % 2),
+            ([250.0, 350.0], |step| step % 2),
+        ];
+        for (rates, which_rate) in patterns {
+            let mut reads_at = [Vec::new(), Vec::new()];
+            let mut writes_at = [Vec::new(), Vec::new()];
+            for step in 0..SAMPLES / 2 {
+                let which = which_rate(step);
+                workload.draw(rates[which], &mut rng, &mut requests, &mut writes);
+                reads_at[which].push(requests[token] - writes[token]);
+                writes_at[which].push(writes[token]);
+            }
+            for which in 0..2 {
+                let rate = rates[which];
+                let p_reads = chi_square_p_value(&reads_at[which], rate * p * 0.7);
+                let p_writes = chi_square_p_value(&writes_at[which], rate * p * 0.3);
+                assert!(p_reads > ALPHA, "rate {rate}: reads p-value {p_reads}");
+                assert!(p_writes > ALPHA, "rate {rate}: writes p-value {p_writes}");
+            }
+        }
+    }
+
+    /// Reads and writes share a random word; they must stay independent. Their correlation
+    /// over many draws is close to zero.
+    #[test]
+    fn reads_and_writes_are_independent() {
+        let mut workload = uniform_workload(5, 500, 0.5);
+        let mut rng = Pcg64Mcg::seed_from_u64(13);
+        let mut requests = vec![0; 5];
+        let mut writes = vec![0; 5];
+        let (mut sum_r, mut sum_w, mut sum_rw, mut sum_rr, mut sum_ww) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        let n = SAMPLES as f64;
+        for _ in 0..SAMPLES {
+            workload.draw(40.0, &mut rng, &mut requests, &mut writes);
+            let r = (requests[0] - writes[0]) as f64;
+            let w = writes[0] as f64;
+            sum_r += r;
+            sum_w += w;
+            sum_rw += r * w;
+            sum_rr += r * r;
+            sum_ww += w * w;
+        }
+        let covariance = sum_rw / n - sum_r / n * sum_w / n;
+        let correlation = covariance
+            / ((sum_rr / n - (sum_r / n).powi(2)) * (sum_ww / n - (sum_w / n).powi(2))).sqrt();
+        assert!(
+            correlation.abs() < 5.0 / n.sqrt(),
+            "correlation {correlation}"
+        );
+    }
+
+    #[test]
+    fn uniform_keys_share_tables() {
+        let workload = uniform_workload(1000, 50_000, 0.3);
+        assert!(workload.distinct_probability_count() < 400);
+    }
+
+    /// Value stability: these numbers must not change between releases, or recorded results
+    /// stop being reproducible. The four steps go through the table path (new rate, same rate,
+    /// new rate after a constant one) and the direct path (a rate that changed twice in a row).
+    #[test]
+    fn draws_are_pinned() {
+        let mut workload = uniform_workload(8, 800, 0.3);
+        let mut rng = Pcg64Mcg::seed_from_u64(42);
+        let mut requests = vec![0; 8];
+        let mut writes = vec![0; 8];
+        let mut drawn = Vec::new();
+        for rate in [100.0, 100.0, 5000.0, 6000.0] {
+            workload.draw(rate, &mut rng, &mut requests, &mut writes);
+            drawn.push((requests.clone(), writes.clone()));
+        }
+        let pinned: Vec<(Vec<u64>, Vec<u64>)> = PINNED
+            .iter()
+            .map(|(r, w)| (r.to_vec(), w.to_vec()))
+            .collect();
+        assert_eq!(drawn, pinned);
+    }
+
+    /// Requests and writes of the eight tokens at each step of [`draws_are_pinned`].
+    const PINNED: [([u64; 8], [u64; 8]); 4] = [
+        ([2, 10, 7, 4, 19, 28, 15, 3], [0, 6, 2, 2, 5, 10, 6, 2]),
+        ([3, 10, 11, 5, 30, 30, 14, 0], [1, 3, 9, 3, 7, 9, 2, 0]),
+        (
+            [149, 470, 407, 192, 1426, 1477, 872, 42],
+            [44, 154, 131, 62, 419, 425, 256, 17],
+        ),
+        (
+            [184, 551, 476, 243, 1710, 1727, 998, 55],
+            [56, 168, 137, 72, 506, 509, 297, 17],
+        ),
+    ];
 }
