@@ -214,6 +214,14 @@ fn high_request_rate_negative() {
 }
 
 #[test]
+fn request_rate_that_would_overflow_the_counts() {
+    series_c7(
+        "request_rate_that_would_overflow_the_counts",
+        "[load]\nkind = \"constant\"\nlambda = 1e13\n",
+    );
+}
+
+#[test]
 fn periodic_amplitude_of_one_stops_the_load() {
     series_c7(
         "periodic_amplitude_of_one_stops_the_load",

@@ -653,15 +653,24 @@ impl SeriesConfig {
     }
 
     fn validate_load(&self) -> Result<(), (String, String, String)> {
+        // Requests per step are counted in `u64` per token; a rate far above any cluster's keeps
+        // those counts (and their sums) from overflowing.
+        const MAX_RATE: f64 = 1e12;
         let positive = |field: &str, v: f64| {
-            if v.is_finite() && v > 0.0 {
-                Ok(())
-            } else {
+            if !(v.is_finite() && v > 0.0) {
                 Err((
                     format!("load.{field}"),
                     v.to_string(),
                     "must be > 0".to_string(),
                 ))
+            } else if field != "period" && v > MAX_RATE {
+                Err((
+                    format!("load.{field}"),
+                    v.to_string(),
+                    format!("must be <= {MAX_RATE:e} requests per step"),
+                ))
+            } else {
+                Ok(())
             }
         };
         match self.load {
