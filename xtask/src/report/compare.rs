@@ -128,12 +128,15 @@ fn numeric_verdict(
             return Verdict::NotBanded;
         }
     };
-    let tolerance = Some(tolerance);
     // A tiny slack absorbs the binary representation of printed decimals (0.177 - 0.172).
-    if (ours - paper).abs() <= tolerance.unwrap_or(0.0) + 1e-12 {
-        Verdict::Within { tolerance }
+    if (ours - paper).abs() <= tolerance + 1e-12 {
+        Verdict::Within {
+            tolerance: Some(tolerance),
+        }
     } else {
-        Verdict::Outside { tolerance }
+        Verdict::Outside {
+            tolerance: Some(tolerance),
+        }
     }
 }
 

@@ -153,14 +153,13 @@ where
 }
 
 /// A vertical error bar with caps.
-fn error_bar<DB: DrawingBackend>(
+fn error_bar(
     x: f64,
     low: f64,
     high: f64,
     color: RGBColor,
 ) -> impl IntoIterator<Item = PathElement<(f64, f64)>> {
     let cap = 0.08;
-    let _ = std::marker::PhantomData::<DB>;
     [
         PathElement::new(vec![(x, low), (x, high)], color.stroke_width(2)),
         PathElement::new(vec![(x - cap, low), (x + cap, low)], color.stroke_width(2)),
@@ -487,12 +486,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             let color = algorithm_color(&a.name);
             let ci = a.d_mean.ci95.unwrap_or(0.0);
             chart
-                .draw_series(error_bar::<SVGBackend<'_>>(
-                    x,
-                    a.d_mean.mean - ci,
-                    a.d_mean.mean + ci,
-                    color,
-                ))
+                .draw_series(error_bar(x, a.d_mean.mean - ci, a.d_mean.mean + ci, color))
                 .map_err(draw_error)?;
             draw_marker(
                 &chart,
@@ -555,7 +549,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             let ci = a.m_cum.ci95.unwrap_or(0.0);
             if ci > 0.0 {
                 chart
-                    .draw_series(error_bar::<SVGBackend<'_>>(
+                    .draw_series(error_bar(
                         x,
                         axis.position(a.m_cum.mean - ci),
                         axis.position(a.m_cum.mean + ci),
@@ -668,7 +662,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
         points => keep(
             &mut figures,
             &mut notes,
-            noise_figure(results, &points),
+            noise_figure(&points),
             "fig4_noise_gradient",
         ),
     }
@@ -726,7 +720,7 @@ fn noise_points(results: &Results) -> Vec<NoisePoint<'_>> {
     points
 }
 
-fn noise_figure(results: &Results, points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
+fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
     let eps_off = points[0].eps_off;
     let sigma_max = points.iter().map(|p| p.sigma).fold(eps_off, f64::max);
     let x_range = 0.0..sigma_max * 1.15;
@@ -951,10 +945,6 @@ fn noise_figure(results: &Results, points: &[NoisePoint<'_>]) -> DrawResult<Figu
         ),
         svg,
     })
-    .map(|figure| {
-        let _ = results;
-        figure
-    })
 }
 
 /// Shades the region `sigma > eps_off` and draws its boundary.
@@ -1137,6 +1127,19 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
                 })
                 .unwrap_or(&candidates[0]);
             placed.push((chosen.0, chosen.1, width, height));
+            // A label moved away from its point gets a leader line back to it.
+            if (chosen.1 + height / 2 - py).abs() > height / 2 {
+                let end_x = if chosen.0 > px {
+                    chosen.0 - 2
+                } else {
+                    chosen.0 + width + 2
+                };
+                plot.draw(&PathElement::new(
+                    vec![(px, py), (end_x, chosen.1 + height / 2)],
+                    RGBColor(0x88, 0x88, 0x88).stroke_width(1),
+                ))
+                .map_err(draw_error)?;
+            }
             plot.draw(&Text::new(
                 text,
                 (chosen.0, chosen.1 + height / 2),
@@ -1313,16 +1316,19 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 ])
                 .map_err(draw_error)?;
             // Every run as a dot, spread deterministically across the box's width.
-            let spread = algorithm.d_mean_per_run.len().max(1) as f64;
             chart
                 .draw_series(algorithm.d_mean_per_run.iter().enumerate().map(|(k, &v)| {
                     let offset = ((k as f64 * 0.618_033_988_75) % 1.0 - 0.5) * 0.36;
-                    let _ = spread;
                     Circle::new((x + offset, v), 2, BLACK.mix(0.55).filled())
                 }))
                 .map_err(draw_error)?;
         }
-        draw_legend_strip(&legend, &algorithm_legend(&names))
+        // The plot shows boxes, so the legend shows filled squares in each box's colour.
+        let mut entries = algorithm_legend(&names);
+        for entry in &mut entries {
+            entry.marker = Some(Marker::Square);
+        }
+        draw_legend_strip(&legend, &entries)
     })?;
     Ok(Figure {
         name: format!("boxplot_{}", runs.name),
@@ -1576,10 +1582,8 @@ fn draw_time_marks(
             RGBColor(0xBB, 0xBB, 0xBB).mix(0.35).filled(),
         )))
         .map_err(draw_error)?;
-    let line_height = (y_range.end - y_range.start) * 0.065;
-    for (index, (t, what)) in runs.events.iter().enumerate() {
+    for (t, _) in &runs.events {
         let x = f64::from(*t);
-        let label_y = y_range.end - line_height * index as f64;
         chart
             .draw_series(DashedLineSeries::new(
                 vec![(x, y_range.start), (x, y_range.end)],
@@ -1588,10 +1592,28 @@ fn draw_time_marks(
                 RGBColor(0x44, 0x44, 0x44).stroke_width(1),
             ))
             .map_err(draw_error)?;
+    }
+    // Labels go on top of every line, each on a white patch so that no line runs through it.
+    let line_height = (y_range.end - y_range.start) * 0.065;
+    let origin = chart.backend_coord(&(0.0, y_range.start));
+    let unit = chart.backend_coord(&(1.0, y_range.start));
+    let pixels_per_step = f64::from((unit.0 - origin.0).max(1));
+    for (index, (t, what)) in runs.events.iter().enumerate() {
+        let x = f64::from(*t);
+        let label_y = y_range.end - line_height * index as f64;
+        let text = format!("t = {t}: {what}");
+        let width = f64::from(text_width(&text, NOTE_SIZE)) / pixels_per_step;
+        let left = x + 4.0 / pixels_per_step;
+        chart
+            .draw_series(std::iter::once(Rectangle::new(
+                [(left, label_y), (left + width, label_y - line_height * 0.9)],
+                WHITE.mix(0.85).filled(),
+            )))
+            .map_err(draw_error)?;
         chart
             .draw_series(std::iter::once(Text::new(
-                format!(" t = {t}: {what}"),
-                (x, label_y),
+                text,
+                (left, label_y),
                 text_style(NOTE_SIZE, Pos::new(HPos::Left, VPos::Top)),
             )))
             .map_err(draw_error)?;

@@ -246,6 +246,20 @@ pub fn scenario_events(config: &SeriesConfig) -> Vec<(u32, String)> {
         .iter()
         .map(|d| (d.t, format!("degradation x{}", d.factor)))
         .collect();
+    if let ach_sim::config::LoadProfile::StepPeriodic {
+        high,
+        step_at,
+        periodic_from,
+        amplitude,
+        ..
+    } = config.load
+    {
+        events.push((step_at, format!("load steps to {high} req/step")));
+        events.push((
+            periodic_from,
+            format!("periodic load, amplitude {amplitude}"),
+        ));
+    }
     for churn in &config.churn {
         let mut parts = Vec::new();
         if !churn.remove.is_empty() {
