@@ -1,5 +1,6 @@
 //! A3 Bounded-Loads, as the published simulation implements it.
 
+use ach_control::planner::{ArcOrder, take_in_arc_order};
 use ach_control::{Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
@@ -52,15 +53,21 @@ impl Balancer for BoundedLoads {
         };
         let arcs = ring.arcs();
         let mut moves = Vec::new();
+        let mut tokens_by_node = ring.tokens_by_node(obs.n_nodes());
         for &i in &sources {
             let node = NodeId(i as u32);
-            let mut tokens = ring.tokens_of(node);
+            let mut tokens = std::mem::take(&mut tokens_by_node[i]);
             if tokens.len() <= V_MIN {
                 continue;
             }
             let n = self.tokens_per_source.min(tokens.len() - V_MIN);
-            tokens.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
-            moves.extend(tokens[..n].iter().map(|&token| TokenMove {
+            let mut left = n;
+            let count = take_in_arc_order(&mut tokens, arcs, ArcOrder::LongestFirst, |_| {
+                let more = left > 0;
+                left = left.saturating_sub(1);
+                more
+            });
+            moves.extend(tokens[..count].iter().map(|&token| TokenMove {
                 token,
                 from: node,
                 to: NodeId(receiver as u32),

@@ -1,6 +1,7 @@
 //! A2 Dynamic-R: dynamic reweighting without a budget.
 
 use ach_control::apportion::round_half_even_fixed_total;
+use ach_control::planner::{ArcOrder, take_in_arc_order};
 use ach_control::{Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
@@ -60,26 +61,31 @@ impl Balancer for DynamicR {
         }
         let arcs = ring.arcs();
         let mut moves = Vec::new();
+        let mut tokens_by_node = ring.tokens_by_node(obs.n_nodes());
         for &i in &sources {
             let node = NodeId(i as u32);
-            let mut tokens = ring.tokens_of(node);
+            let mut tokens = std::mem::take(&mut tokens_by_node[i]);
+            // The share is summed in token index order, before any reordering.
             let target = self.rate * tokens.iter().map(|&s| arcs[s]).sum::<f64>();
-            tokens.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+            let owned = tokens.len();
             let mut taken_arc = 0.0;
-            let mut taken = Vec::new();
-            for &token in &tokens {
-                if !(taken_arc < target && tokens.len() - taken.len() > V_MIN) {
-                    break;
+            let mut kept = owned;
+            let count = take_in_arc_order(&mut tokens, arcs, ArcOrder::ShortestFirst, |token| {
+                if taken_arc < target && kept > V_MIN {
+                    taken_arc += arcs[token];
+                    kept -= 1;
+                    true
+                } else {
+                    false
                 }
-                taken_arc += arcs[token];
-                taken.push(token);
-            }
+            });
+            let taken = &tokens[..count];
             // Each source's tokens are split among the receivers on their own (this is what the
             // published simulation does; pooling them first would round differently).
             let n = taken.len();
             let raw: Vec<f64> = needs.iter().map(|r| n as f64 * (r / need_sum)).collect();
             let quota = round_half_even_fixed_total(n, &raw);
-            let mut next = taken.into_iter();
+            let mut next = taken.iter().copied();
             for (&j, &q) in receivers.iter().zip(&quota) {
                 for token in next.by_ref().take(q.max(0) as usize) {
                     moves.push(TokenMove {

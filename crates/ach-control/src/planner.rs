@@ -1,8 +1,60 @@
 //! The three-phase token planner of ACH (Algorithm 1, steps 6-8).
 
+use std::cmp::Ordering;
+
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
 use crate::apportion::floor_largest_remainder;
+
+/// Which tokens come first when a node gives tokens away.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ArcOrder {
+    /// Longest arc first (ACH, A3).
+    LongestFirst,
+    /// Shortest arc first (A2).
+    ShortestFirst,
+}
+
+/// Takes tokens in arc order (ties: lower token index first) while `take(token)` says so, and
+/// returns how many were taken: they are then `tokens[..count]`, in that order.
+///
+/// Equivalent to a stable sort of `tokens` (given in increasing index order) by arc followed by
+/// a scan, but sorts only as much as the scan reaches: a partial selection of a window that
+/// doubles until `take` refuses or the tokens run out.
+pub fn take_in_arc_order(
+    tokens: &mut [usize],
+    arcs: &[f64],
+    order: ArcOrder,
+    mut take: impl FnMut(usize) -> bool,
+) -> usize {
+    let compare = |a: &usize, b: &usize| -> Ordering {
+        let by_arc = match order {
+            ArcOrder::LongestFirst => arcs[*b].total_cmp(&arcs[*a]),
+            ArcOrder::ShortestFirst => arcs[*a].total_cmp(&arcs[*b]),
+        };
+        by_arc.then(a.cmp(b))
+    };
+    let mut taken = 0;
+    let mut window = 8;
+    loop {
+        let end = (taken + window).min(tokens.len());
+        let rest = &mut tokens[taken..];
+        if end < taken + rest.len() {
+            rest.select_nth_unstable_by(end - taken - 1, compare);
+        }
+        rest[..end - taken].sort_unstable_by(compare);
+        while taken < end {
+            if !take(tokens[taken]) {
+                return taken;
+            }
+            taken += 1;
+        }
+        if end == tokens.len() {
+            return taken;
+        }
+        window *= 2;
+    }
+}
 
 /// Phase 1 and 2 (select and pool): every source gives its longest tokens until it has given
 /// its share of the budget, keeping at least `v_min`.
@@ -30,17 +82,18 @@ pub fn select_tokens(
         }
         let node = NodeId(source as u32);
         let mut tokens = ring.tokens_of(node);
-        tokens.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
         let mut taken = 0.0;
         let mut kept = owned;
-        for token in tokens {
-            if !(taken < share && kept > v_min) {
-                break;
+        let count = take_in_arc_order(&mut tokens, arcs, ArcOrder::LongestFirst, |token| {
+            if taken < share && kept > v_min {
+                taken += arcs[token];
+                kept -= 1;
+                true
+            } else {
+                false
             }
-            taken += arcs[token];
-            kept -= 1;
-            pool.push((token, node));
-        }
+        });
+        pool.extend(tokens[..count].iter().map(|&token| (token, node)));
     }
     pool
 }
@@ -118,6 +171,30 @@ mod tests {
         assert_eq!(pool.iter().map(|p| p.0).collect::<Vec<_>>(), vec![0, 2, 3]);
         // A source with v_min tokens or fewer is skipped.
         assert!(select_tokens(&r, &[(1, 1.0)], 10.0, &counts, 1).is_empty());
+    }
+
+    #[test]
+    fn partial_ordering_equals_a_stable_sort() {
+        // Arcs with ties; tokens given in increasing index order, as a node's tokens are.
+        let arcs: Vec<f64> = (0..40).map(|s| ((s * 7) % 5) as f64 + 1.0).collect();
+        let tokens: Vec<usize> = (0..40).collect();
+        for order in [ArcOrder::LongestFirst, ArcOrder::ShortestFirst] {
+            let mut expected = tokens.clone();
+            expected.sort_by(|&a, &b| match order {
+                ArcOrder::LongestFirst => arcs[b].total_cmp(&arcs[a]),
+                ArcOrder::ShortestFirst => arcs[a].total_cmp(&arcs[b]),
+            });
+            for limit in [0, 1, 7, 8, 9, 25, 40] {
+                let mut work = tokens.clone();
+                let mut seen = 0;
+                let count = take_in_arc_order(&mut work, &arcs, order, |_| {
+                    seen += 1;
+                    seen <= limit
+                });
+                assert_eq!(count, limit);
+                assert_eq!(work[..count], expected[..count], "{order:?} {limit}");
+            }
+        }
     }
 
     #[test]

@@ -388,6 +388,18 @@ impl TokenRing {
             .collect()
     }
 
+    /// The tokens of every node `0..n_nodes`, each list in increasing index order, in one pass
+    /// over the ring. Owners outside that range are left out.
+    pub fn tokens_by_node(&self, n_nodes: usize) -> Vec<Vec<usize>> {
+        let mut lists = vec![Vec::new(); n_nodes];
+        for (s, owner) in self.owners.iter().enumerate() {
+            if let Some(list) = lists.get_mut(owner.index()) {
+                list.push(s);
+            }
+        }
+        lists
+    }
+
     /// Applies a set of owner changes in order and returns their `M_keys`: the sum of the arcs
     /// of the tokens whose owner at the end differs from their owner at the start. A token moved
     /// away and back costs nothing.
