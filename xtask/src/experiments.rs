@@ -196,6 +196,8 @@ pub fn run(args: Args) -> ExitCode {
 /// Runs the plan: reuses saved runs, runs the rest in parallel, writes every output.
 pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
     let start = Instant::now();
+    store::remove_stray_temporaries(&plan.out)
+        .map_err(|e| format!("{}: cannot clean temporary files: {e}", plan.out.display()))?;
     let all_jobs = jobs(&plan.series, plan.runs);
     let mut records: Vec<Option<RunRecord>> = all_jobs
         .iter()

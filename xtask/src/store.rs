@@ -3,8 +3,9 @@
 //!
 //! Every file is written atomically: to a temporary file in the same folder, then renamed over
 //! the target. A killed process (Ctrl-C, kill -9) leaves either the old file, the new file, or a
-//! stray temporary file (ignored and overwritten later), never a half-written result. Files are
-//! not fsynced: a power loss may lose the last results, which a rerun then recomputes.
+//! stray temporary file (never read as a result, and removed by the next matrix started in the
+//! same folder, see [`remove_stray_temporaries`]), never a half-written result. Files are not
+//! fsynced: a power loss may lose the last results, which a rerun then recomputes.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -59,6 +60,41 @@ pub fn reusable_record(out: &Path, job: &Job, profile: ach_sim::Profile) -> Opti
     matches.then_some(record)
 }
 
+/// The name of the temporary file `write_atomic` writes before renaming it to `name`.
+fn temporary_name(name: &str) -> String {
+    format!(".{name}.tmp{}", std::process::id())
+}
+
+/// True for a file name [`temporary_name`] could have made (in any process).
+fn is_temporary_name(name: &str) -> bool {
+    name.starts_with('.')
+        && name
+            .rsplit_once(".tmp")
+            .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Removes the temporary files that killed runs left anywhere under `out`; returns how many.
+pub fn remove_stray_temporaries(out: &Path) -> std::io::Result<usize> {
+    let mut removed = 0;
+    let mut folders = vec![out.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                folders.push(path);
+            } else if is_temporary_name(&entry.file_name().to_string_lossy()) {
+                std::fs::remove_file(&path)?;
+                removed += 1;
+            }
+        }
+    }
+    Ok(removed)
+}
+
 /// Writes `bytes` to `path` atomically, creating parent folders.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let parent = path.parent().unwrap_or(Path::new("."));
@@ -67,7 +103,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = parent.join(format!(".{name}.tmp{}", std::process::id()));
+    let tmp = parent.join(temporary_name(&name));
     {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
@@ -78,6 +114,15 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn temporary_names_are_recognised() {
+        assert!(is_temporary_name(&temporary_name("run_001.bin")));
+        assert!(is_temporary_name(".summary.json.tmp123"));
+        assert!(!is_temporary_name("run_001.bin"));
+        assert!(!is_temporary_name(".hidden"));
+        assert!(!is_temporary_name(".x.tmpabc"));
+    }
 
     #[test]
     fn a_truncated_or_foreign_file_is_not_a_record() {

@@ -282,6 +282,11 @@ fn runs_zero_in_a_file() {
 }
 
 #[test]
+fn seed_stride_zero_repeats_one_seed() {
+    series_c7("seed_stride_zero_repeats_one_seed", "seed_stride = 0\n");
+}
+
+#[test]
 fn warmup_not_below_steps() {
     series_c7("warmup_not_below_steps", "steps = 100\nwarmup = 100\n");
 }

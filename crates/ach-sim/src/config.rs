@@ -528,6 +528,13 @@ impl SeriesConfig {
         if self.runs == 0 {
             return Err(fail("runs", &self.runs, "must be >= 1"));
         }
+        if self.seed_stride == 0 {
+            return Err(fail(
+                "seed_stride",
+                &self.seed_stride,
+                "must be >= 1 (every run needs its own seed)",
+            ));
+        }
         if self.steps == 0 {
             return Err(fail("steps", &self.steps, "must be >= 1"));
         }
