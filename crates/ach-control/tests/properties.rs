@@ -38,19 +38,21 @@ fn config_strategy() -> impl Strategy<Value = AchConfig> {
         1usize..50,
         1usize..4,
     )
-        .prop_map(|(ell_star, eps_on, ratio, tau, kappa, m_max, m_h, h, v_min)| AchConfig {
-            ell_star,
-            eps_on,
-            eps_off: eps_on * ratio,
-            tau,
-            tau_min: tau * 0.5,
-            kappa,
-            m_max,
-            m_horizon: m_h,
-            horizon: h,
-            v_min,
-            v_max: None,
-        })
+        .prop_map(
+            |(ell_star, eps_on, ratio, tau, kappa, m_max, m_h, h, v_min)| AchConfig {
+                ell_star,
+                eps_on,
+                eps_off: eps_on * ratio,
+                tau,
+                tau_min: tau * 0.5,
+                kappa,
+                m_max,
+                m_horizon: m_h,
+                horizon: h,
+                v_min,
+                v_max: None,
+            },
+        )
 }
 
 proptest! {
