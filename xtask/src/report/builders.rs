@@ -29,6 +29,22 @@ pub fn long_name(algorithm: &str) -> String {
     }
 }
 
+/// An algorithm: `Static-W (A0)` in Markdown and LaTeX, `Static-W` in CSV.
+fn algorithm_cell(name: &str) -> Cell {
+    Cell::Label {
+        text: long_name(name),
+        csv: name.to_string(),
+    }
+}
+
+/// A right-aligned key column (counts that identify a row, such as the number of runs).
+fn numeric_key(header: &str, csv_name: &str) -> Column {
+    Column {
+        align: super::tables::Align::Right,
+        ..Column::key(header, csv_name)
+    }
+}
+
 /// Decimals (paper, ours) of a metric.
 fn decimals(metric: Metric) -> (usize, usize) {
     match metric {
@@ -155,7 +171,7 @@ pub fn check_table(name: &str, title: &str, rows: &[CheckRow]) -> Table {
                 },
             };
             cells.extend([
-                Cell::text(long_name(&row.algorithm)),
+                algorithm_cell(&row.algorithm),
                 metric,
                 paper,
                 ours,
@@ -284,7 +300,7 @@ fn statistics_table(summary: &MatrixSummary) -> Table {
         for c in &series.comparisons {
             rows.push(vec![
                 Cell::text(&series.name),
-                Cell::text(long_name(&c.baseline)),
+                algorithm_cell(&c.baseline),
                 Cell::Count(Some(c.n as u64)),
                 Cell::number(c.wilcoxon_statistic, 1),
                 Cell::PValue(c.p_value),
@@ -340,9 +356,9 @@ fn sensitivity_table(results: &Results) -> Table {
     let columns = vec![
         Column::key("Series", "series"),
         Column::key("Parameter", "parameter"),
-        Column::key("Value", "value"),
+        Column::key("Value", "parameter_value"),
         Column::key("Base", "base"),
-        Column::key("Runs", "runs"),
+        numeric_key("Runs", "runs"),
         Column::value("D-bar", "d_mean"),
         Column::value("M_cum", "m_cum"),
         Column::value("pi_chg", "pi_chg"),
@@ -455,7 +471,7 @@ fn all_algorithms_table(summary: &MatrixSummary) -> Table {
     let columns = vec![
         Column::key("Series", "series"),
         Column::key("Algorithm", "algorithm"),
-        Column::key("Runs", "runs"),
+        numeric_key("Runs", "runs"),
         Column::value("D-bar", "d_mean"),
         Column::value("D-bar (true)", "d_true_mean"),
         Column::value("D_max", "d_max"),
@@ -468,7 +484,7 @@ fn all_algorithms_table(summary: &MatrixSummary) -> Table {
         for a in &series.algorithms {
             rows.push(vec![
                 Cell::text(&series.name),
-                Cell::text(long_name(&a.name)),
+                algorithm_cell(&a.name),
                 Cell::Count(Some(a.runs as u64)),
                 estimate(a.d_mean),
                 estimate(a.d_true_mean),

@@ -1088,6 +1088,10 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
         let plot_top = chart.backend_coord(&(x_axis.start, y_range.end)).1;
         let plot_bottom = chart.backend_coord(&(x_axis.start, y_range.start)).1;
         let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
+        let pixels: Vec<(i32, i32)> = groups
+            .iter()
+            .map(|(x, y, _)| chart.backend_coord(&(*x, *y)))
+            .collect();
         // Markers are obstacles for labels too.
         for (x, y, _) in &groups {
             let (px, py) = chart.backend_coord(&(*x, *y));
@@ -1109,26 +1113,51 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             let height = NOTE_SIZE as i32;
             // Beside the point first, then ever further above and below, right before left.
             let mut candidates = Vec::new();
-            for step in [0, -1, 1, -2, 2, -3, 3] {
+            for step in [0, -1, 1, -2, 2, -3, 3, -4, 4, -5, 5] {
                 let top = py - height / 2 + step * (height + 2);
                 candidates.push((px + 10, top, HPos::Left));
                 candidates.push((px - 10 - width, top, HPos::Left));
             }
+            // Further away, joined to the point by a leader line, for crowded spots.
+            let mut far = Vec::new();
+            for step in [-2, 2, -3, 3, -4, 4] {
+                let top = py - height / 2 + step * (height + 2);
+                far.push((px + 45, top, HPos::Left));
+                far.push((px - 45 - width, top, HPos::Left));
+            }
+            let free = |left: i32, top: i32| {
+                left + width <= plot_right
+                    && left >= plot_left
+                    && top >= plot_top
+                    && top + height <= plot_bottom
+                    && !placed.iter().any(|&(l, t, w, h)| {
+                        left < l + w && l < left + width && top < t + h && t < top + height
+                    })
+            };
+            // A label must sit nearer its own point than any other point, or it would be read
+            // as the other point's label.
+            let unambiguous = |left: i32, top: i32| {
+                let anchor_x = if left > px { left } else { left + width };
+                let anchor_y = top + height / 2;
+                let distance = |(x, y): (i32, i32)| {
+                    let (dx, dy) = (f64::from(x - anchor_x), f64::from(y - anchor_y));
+                    dx.hypot(dy)
+                };
+                let own = distance((px, py));
+                pixels
+                    .iter()
+                    .filter(|&&other| other != (px, py))
+                    .all(|&other| distance(other) > own)
+            };
             let chosen = candidates
                 .iter()
-                .find(|(left, top, _)| {
-                    *left + width <= plot_right
-                        && *left >= plot_left
-                        && *top >= plot_top
-                        && *top + height <= plot_bottom
-                        && !placed.iter().any(|&(l, t, w, h)| {
-                            *left < l + w && l < *left + width && *top < t + h && t < *top + height
-                        })
-                })
+                .find(|(left, top, _)| free(*left, *top) && unambiguous(*left, *top))
+                .or_else(|| far.iter().find(|(left, top, _)| free(*left, *top)))
+                .or_else(|| candidates.iter().find(|(left, top, _)| free(*left, *top)))
                 .unwrap_or(&candidates[0]);
             placed.push((chosen.0, chosen.1, width, height));
             // A label moved away from its point gets a leader line back to it.
-            if (chosen.1 + height / 2 - py).abs() > height / 2 {
+            if (chosen.1 + height / 2 - py).abs() > height / 2 || (chosen.0 - px).abs() > 40 {
                 let end_x = if chosen.0 > px {
                     chosen.0 - 2
                 } else {
@@ -1556,7 +1585,7 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
     Ok(Figure {
         name: format!("traces_{}", runs.name),
         caption: format!(
-            "{}: D(t) (top) and cumulative M_keys(t) counted from the end of the warm-up (bottom, log axis with a lane for 0), median over {} runs with the inter-quartile band; quantiles are taken per step and averaged over windows of {window} steps. Grey: warm-up (t < {}).{}",
+            "{}: observed D(t) (top; the imbalance of the telemetry the algorithms see) and cumulative M_keys(t) counted from the end of the warm-up (bottom, log axis with a lane for 0), median over {} runs with the inter-quartile band; quantiles are taken per step and averaged over windows of {window} steps. Grey: warm-up (t < {}).{}",
             runs.name,
             runs.runs,
             runs.warmup,
