@@ -58,6 +58,10 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64;
 
+use self::bucket_index::{Buckets, SINGLE_OWNER_MAX_VNODES, SingleOwnerBuckets};
+
+mod bucket_index;
+
 /// The weight (number of virtual nodes) of a node when none is given, as in the Go consistent-hash
 /// rings the seeds describe.
 pub const DEFAULT_WEIGHT: u32 = 150;
@@ -72,23 +76,12 @@ pub const HASH_SPACE_SIZE: u128 = 1 << 64;
 /// indices in 31 bits).
 pub const MAX_VNODES: u32 = (1 << 31) - 1;
 
-/// Marks an entry of the lookup index that holds an owner slot rather than a virtual-node index.
-const SINGLE_OWNER_FLAG: u32 = 1 << 31;
-
-/// How many positions a lookup compares one by one before it falls back to a binary search.
+/// How many positions a lookup in an overflowing bucket compares one by one before it falls
+/// back to a binary search.
 const LINEAR_SCAN_LIMIT: usize = 8;
 
-/// Base-2 logarithm of the number of buckets of the lookup index per virtual node, rounded up,
-/// for small rings: with 3, between 8 and 16 buckets per virtual node, so that most buckets have
-/// a single owner and a lookup is one memory access.
-const BUCKETS_PER_VNODE_LOG2: u32 = 3;
-
-/// Large rings get fewer buckets per virtual node (at least 2), but still up to
-/// `2^PREFERRED_BUCKET_BITS` buckets (1 MiB): a larger index only adds cache misses.
-const PREFERRED_BUCKET_BITS: u32 = 18;
-
-/// The largest lookup index has `2^MAX_BUCKET_BITS` buckets (64 MiB); larger rings fall back to
-/// a binary search inside each bucket, which stays correct.
+/// The largest lookup index has `2^MAX_BUCKET_BITS` buckets (256 MiB); larger rings fall back
+/// to a scan or binary search of the positions in crowded buckets, which stays correct.
 const MAX_BUCKET_BITS: u32 = 24;
 
 /// The stable 64-bit hash of a key: XXH3-64 with seed 0 of its bytes.
@@ -252,32 +245,27 @@ struct NodeEntry {
     weight: u32,
 }
 
-/// A bucket index over `[0, 2^64)` in front of the sorted virtual-node positions.
-///
-/// The hash space is cut into `2^bits` equal buckets, addressed by the top `bits` bits of a hash.
-/// Entry `b` describes bucket `b`, the hashes `[b << shift, (b + 1) << shift)`:
-///
-/// * when every hash of the bucket has the same owner (always the case when no virtual node sits
-///   inside the bucket), the entry is `SINGLE_OWNER_FLAG | slot`: the lookup is one memory
-///   access;
-/// * otherwise it is the index of the first position `>= b << shift`, from which the lookup
-///   scans forward.
+/// The lookup index in front of the sorted virtual-node positions (see [`bucket_index`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct HashBucketIndex {
-    /// `64 - bits`.
-    shift: u32,
-    /// `2^bits` entries; empty for an empty ring.
-    entries: Vec<u32>,
+enum HashBucketIndex {
+    /// At most [`SINGLE_OWNER_MAX_VNODES`] virtual nodes: a small index of 4-byte entries, most
+    /// of them the single owner of their bucket (the lookup is compute bound, and this is the
+    /// shortest path).
+    Small(SingleOwnerBuckets),
+    /// More virtual nodes, at most `2^16` nodes: 16-byte entries with `u16` owner slots, one
+    /// cache line per lookup (the lookup is bound by cache misses).
+    Narrow(Buckets<u16>),
+    /// More virtual nodes and more nodes: 32-byte entries with `u32` owner slots.
+    Wide(Buckets<u32>),
 }
 
 impl Default for HashBucketIndex {
-    /// The index of an empty ring: no bucket. The shift keeps `hash >> shift` at most 1, so that
-    /// a lookup computes a valid (absent) bucket number without overflow.
+    /// The index of an empty ring: no bucket.
     fn default() -> Self {
-        HashBucketIndex {
+        HashBucketIndex::Narrow(Buckets {
             shift: 63,
             entries: Vec::new(),
-        }
+        })
     }
 }
 
@@ -287,36 +275,15 @@ impl HashBucketIndex {
         if positions.is_empty() {
             return HashBucketIndex::default();
         }
-        let vnode_bits = usize::BITS - (positions.len() - 1).leading_zeros();
-        let bits = (vnode_bits + BUCKETS_PER_VNODE_LOG2)
-            .min((vnode_bits + 1).max(PREFERRED_BUCKET_BITS))
-            .clamp(1, MAX_BUCKET_BITS);
-        let shift = 64 - bits;
-        let bucket_count = 1usize << bits;
-        let mut entries = Vec::with_capacity(bucket_count);
-        // `first` is the first position `>= ` the start of the bucket, `next` the first position
-        // `>=` the start of the next bucket.
-        let mut first = 0usize;
-        for bucket in 0..bucket_count {
-            let bucket_end = (bucket as u128 + 1) << shift;
-            let mut next = first;
-            while next < positions.len() && u128::from(positions[next]) < bucket_end {
-                next += 1;
-            }
-            // The hashes of the bucket are owned by the virtual nodes `first..=next` (index
-            // `positions.len()` wrapping around to 0).
-            let owner_of = |index: usize| owners[if index == positions.len() { 0 } else { index }];
-            let single_owner = owner_of(first);
-            let entry = if (first..=next).all(|index| owner_of(index) == single_owner) {
-                SINGLE_OWNER_FLAG | single_owner
-            } else {
-                // Below 2^31: the ring holds at most MAX_VNODES virtual nodes.
-                first as u32
-            };
-            entries.push(entry);
-            first = next;
+        if positions.len() <= SINGLE_OWNER_MAX_VNODES {
+            return HashBucketIndex::Small(SingleOwnerBuckets::new(positions, owners));
         }
-        HashBucketIndex { shift, entries }
+        match Buckets::new(positions, owners) {
+            Some(narrow) => HashBucketIndex::Narrow(narrow),
+            None => HashBucketIndex::Wide(
+                Buckets::new(positions, owners).expect("every u32 slot fits in a u32"),
+            ),
+        }
     }
 }
 
@@ -326,10 +293,13 @@ impl HashBucketIndex {
 ///
 /// Virtual nodes are stored as a sorted `Vec<u64>` of positions with parallel owner arrays (no
 /// pointer chasing). [`ClassicRing::lookup`] is `O(1)` expected: a bucket index on the top bits of
-/// the hash gives the owner directly for most hashes (buckets with a single owner) and otherwise
-/// the first of the few virtual nodes to compare; the worst case is a binary search
-/// inside one bucket. [`ClassicRing::lookup_hash_binary_search`] is the plain binary search it is
-/// tested against. Adding or removing a node costs `O(V)` for `V` virtual nodes on the ring.
+/// the hash answers most lookups from one entry. Small rings (at most 4096 virtual nodes) use
+/// 4-byte entries that hold the owner of single-owner buckets; larger rings use 16-byte entries
+/// that hold up to three owner changes of their bucket (15-bit fractions of the boundaries,
+/// compared at once) and their owners, so that a lookup reads one cache line. Rare crowded
+/// buckets and undecided comparisons fall back to a scan or binary search of the positions.
+/// [`ClassicRing::lookup_hash_binary_search`] is the plain binary search it is tested against.
+/// Adding or removing a node costs `O(V)` for `V` virtual nodes on the ring.
 ///
 /// Two rings with the same nodes and weights are equal, whatever order the nodes were added in.
 /// With serde, the ring (de)serializes as its [`RingState`].
@@ -712,27 +682,11 @@ impl ClassicRing {
     /// The slot of the node that owns `hash`, through the bucket index.
     #[inline]
     fn owner_slot_of_hash(&self, hash: u64) -> Option<u32> {
-        let bucket = (hash >> self.bucket_index.shift) as usize;
-        // Only an empty ring has no bucket.
-        let entry = *self.bucket_index.entries.get(bucket)?;
-        if entry & SINGLE_OWNER_FLAG != 0 {
-            return Some(entry & !SINGLE_OWNER_FLAG);
+        match &self.bucket_index {
+            HashBucketIndex::Small(index) => index.owner_slot(hash, &self.positions, &self.owners),
+            HashBucketIndex::Narrow(index) => index.owner_slot(hash, &self.positions, &self.owners),
+            HashBucketIndex::Wide(index) => index.owner_slot(hash, &self.positions, &self.owners),
         }
-        // Positions from `first` on are sorted and the first of them `>= hash` is the answer; it
-        // is usually within a step or two, so scan, and fall back to a binary search if not.
-        let first = entry as usize;
-        let tail = self.positions.get(first..).unwrap_or(&[]);
-        let offset = match tail.iter().take(LINEAR_SCAN_LIMIT).position(|&p| p >= hash) {
-            Some(offset) => offset,
-            None => tail.partition_point(|&p| p < hash),
-        };
-        let index = first + offset;
-        let vnode = if index == self.positions.len() {
-            0
-        } else {
-            index
-        };
-        self.owners.get(vnode).copied()
     }
 
     /// The name of the owner of virtual node `vnode`.

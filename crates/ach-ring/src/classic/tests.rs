@@ -64,33 +64,140 @@ fn assert_consistent(ring: &ClassicRing) {
     for (entry, count) in ring.nodes.iter().zip(per_node) {
         assert_eq!(entry.weight, count, "{}", entry.name);
     }
-    // Every entry of the bucket index is either the single owner of its bucket or the first
-    // position of the bucket.
-    let index = &ring.bucket_index;
+    match &ring.bucket_index {
+        HashBucketIndex::Small(index) => {
+            assert!(!ring.positions.is_empty());
+            assert!(ring.positions.len() <= bucket_index::SINGLE_OWNER_MAX_VNODES);
+            assert_single_owner_index_consistent(ring, index);
+        }
+        HashBucketIndex::Narrow(index) => {
+            assert!(ring.nodes.len() <= 1 << 16);
+            assert!(
+                ring.positions.is_empty()
+                    || ring.positions.len() > bucket_index::SINGLE_OWNER_MAX_VNODES
+            );
+            assert_index_consistent(ring, index);
+        }
+        HashBucketIndex::Wide(index) => {
+            assert!(ring.nodes.len() > 1 << 16);
+            assert_index_consistent(ring, index);
+        }
+    }
+    // Whatever index the ring chose, the other kinds, built on the same virtual nodes, are
+    // consistent too (small rings test the code of large ones).
+    let (positions, owners) = (&ring.positions, &ring.owners);
+    if !positions.is_empty() {
+        assert_single_owner_index_consistent(ring, &SingleOwnerBuckets::new(positions, owners));
+    }
+    if let Some(index) = Buckets::<u16>::new(positions, owners) {
+        assert_index_consistent(ring, &index);
+    }
+    assert_index_consistent(ring, &Buckets::<u32>::new(positions, owners).unwrap());
+}
+
+/// Checks every entry of a [`SingleOwnerBuckets`] index: either the single owner of its bucket
+/// or the first position of the bucket.
+fn assert_single_owner_index_consistent(ring: &ClassicRing, index: &SingleOwnerBuckets) {
+    let buckets = 1usize << (64 - index.shift);
+    assert_eq!(index.entries.len(), buckets);
+    assert!(buckets >= ring.positions.len());
+    for (bucket, &entry) in index.entries.iter().enumerate() {
+        let bucket_start = (bucket as u64) << index.shift;
+        let bucket_last = bucket_start | (u64::MAX >> (64 - index.shift));
+        if entry & bucket_index::SINGLE_OWNER_FLAG != 0 {
+            let slot = entry & !bucket_index::SINGLE_OWNER_FLAG;
+            let name = Some(ring.nodes[slot as usize].name.as_str());
+            for hash in [bucket_start, bucket_last] {
+                assert_eq!(ring.lookup_hash_binary_search(hash), name);
+            }
+            let inside = ring.positions.partition_point(|&p| p < bucket_start)
+                ..ring.positions.partition_point(|&p| p <= bucket_last);
+            for position in &ring.positions[inside] {
+                assert_eq!(ring.lookup_hash_binary_search(*position), name);
+            }
+        } else {
+            let expected = ring.positions.partition_point(|&p| p < bucket_start);
+            assert_eq!(entry as usize, expected, "bucket {bucket}");
+        }
+    }
+}
+
+/// Checks every entry of the bucket index against the binary search: a compact entry gives the
+/// owner of every segment of its bucket, at both ends of each segment, and lists exactly the
+/// owner changes of the bucket; an overflow entry has more than `MAX_BOUNDARIES` of them and
+/// points to the first position of its bucket.
+fn assert_index_consistent<O: bucket_index::OwnerSlot>(
+    ring: &ClassicRing,
+    index: &bucket_index::Buckets<O>,
+) {
     if ring.positions.is_empty() {
         assert!(index.entries.is_empty());
-    } else {
-        let buckets = 1usize << (64 - index.shift);
-        assert_eq!(index.entries.len(), buckets);
-        assert!(buckets >= ring.positions.len().min(1 << MAX_BUCKET_BITS));
-        for (bucket, &entry) in index.entries.iter().enumerate() {
-            let bucket_start = (bucket as u64) << index.shift;
-            let bucket_last = bucket_start | (u64::MAX >> (64 - index.shift));
-            if entry & SINGLE_OWNER_FLAG != 0 {
-                let slot = entry & !SINGLE_OWNER_FLAG;
-                let name = Some(ring.nodes[slot as usize].name.as_str());
-                for hash in [bucket_start, bucket_last] {
-                    assert_eq!(ring.lookup_hash_binary_search(hash), name);
-                }
-                let inside = ring.positions.partition_point(|&p| p < bucket_start)
-                    ..ring.positions.partition_point(|&p| p <= bucket_last);
-                for position in &ring.positions[inside] {
-                    assert_eq!(ring.lookup_hash_binary_search(*position), name);
-                }
-            } else {
-                let expected = ring.positions.partition_point(|&p| p < bucket_start);
-                assert_eq!(entry as usize, expected, "bucket {bucket}");
-            }
+        return;
+    }
+    let buckets = 1usize << (64 - index.shift);
+    assert_eq!(index.entries.len(), buckets);
+    assert!(buckets >= ring.positions.len().min(1 << MAX_BUCKET_BITS));
+    let name_of = |slot: u32| Some(ring.nodes[slot as usize].name.as_str());
+    for (bucket, entry) in index.entries.iter().enumerate() {
+        let bucket_start = (bucket as u64) << index.shift;
+        let bucket_last = bucket_start | (u64::MAX >> (64 - index.shift));
+        let inside = ring.positions.partition_point(|&p| p < bucket_start)
+            ..ring.positions.partition_point(|&p| p <= bucket_last);
+        // The owner changes inside the bucket: positions `p` (not the last hash of the bucket)
+        // owned by a different node than `p + 1`.
+        let changes: Vec<u64> = ring.positions[inside.clone()]
+            .iter()
+            .copied()
+            .filter(|&p| {
+                p < bucket_last
+                    && ring.lookup_hash_binary_search(p) != ring.lookup_hash_binary_search(p + 1)
+            })
+            .collect();
+        let mut changes_dedup = changes.clone();
+        changes_dedup.dedup();
+        if entry.is_overflow() {
+            assert!(
+                changes_dedup.len() > bucket_index::MAX_BOUNDARIES,
+                "bucket {bucket}"
+            );
+            assert_eq!(entry.first_position(), inside.start, "bucket {bucket}");
+            continue;
+        }
+        assert!(
+            changes_dedup.len() <= bucket_index::MAX_BOUNDARIES,
+            "bucket {bucket}"
+        );
+        let used = changes_dedup.len();
+        assert_eq!(entry.packed >> 48, 1, "bucket {bucket}");
+        for rank in 0..bucket_index::MAX_BOUNDARIES {
+            let expected = changes_dedup
+                .get(rank)
+                .map_or(bucket_index::UNUSED_FRACTION, |&change| {
+                    bucket_index::fraction(change, index.shift)
+                });
+            assert_eq!(entry.fraction(rank), expected, "bucket {bucket}");
+        }
+        // Segment `rank` runs from `starts[rank]` to `ends[rank]`, both included.
+        let starts = std::iter::once(bucket_start).chain(changes_dedup.iter().map(|&p| p + 1));
+        let ends = changes_dedup
+            .iter()
+            .copied()
+            .chain(std::iter::once(bucket_last));
+        for (rank, (start, end)) in starts.zip(ends).enumerate() {
+            let owner = name_of(entry.owners[rank].slot());
+            assert_eq!(
+                ring.lookup_hash_binary_search(start),
+                owner,
+                "bucket {bucket}"
+            );
+            assert_eq!(
+                ring.lookup_hash_binary_search(end),
+                owner,
+                "bucket {bucket}"
+            );
+        }
+        for &owner in &entry.owners[used..] {
+            assert_eq!(owner, entry.owners[used], "bucket {bucket}");
         }
     }
 }
@@ -100,17 +207,35 @@ fn edge_hashes(ring: &ClassicRing) -> Vec<u64> {
     let mut hashes = vec![0, 1, u64::MAX - 1, u64::MAX, 1 << 63];
     for &p in &ring.positions {
         hashes.extend([p.wrapping_sub(1), p, p.wrapping_add(1)]);
+        // Near the boundary but in another 16-bit fraction of the bucket, so that the index
+        // decides without the exact path.
+        for offset in [1u64 << 36, 1 << 40, 1 << 44] {
+            hashes.extend([p.wrapping_sub(offset), p.wrapping_add(offset)]);
+        }
     }
     hashes
 }
 
 fn assert_fast_equals_binary_search(ring: &ClassicRing, extra: &[u64]) {
+    // Every kind of index on these virtual nodes, not only the one the ring chose.
+    let (positions, owners) = (&ring.positions, &ring.owners);
+    let small = (!positions.is_empty()).then(|| SingleOwnerBuckets::new(positions, owners));
+    let narrow = Buckets::<u16>::new(positions, owners);
+    let wide = Buckets::<u32>::new(positions, owners).unwrap();
     for &hash in edge_hashes(ring).iter().chain(extra) {
-        assert_eq!(
-            ring.lookup_hash(hash),
-            ring.lookup_hash_binary_search(hash),
-            "hash {hash:#x}"
-        );
+        let expected = ring.lookup_hash_binary_search(hash);
+        assert_eq!(ring.lookup_hash(hash), expected, "hash {hash:#x}");
+        let name_of = |slot: Option<u32>| slot.map(|slot| ring.nodes[slot as usize].name.as_str());
+        if let Some(small) = &small {
+            assert_eq!(name_of(small.owner_slot(hash, positions, owners)), expected);
+        }
+        if let Some(narrow) = &narrow {
+            assert_eq!(
+                name_of(narrow.owner_slot(hash, positions, owners)),
+                expected
+            );
+        }
+        assert_eq!(name_of(wide.owner_slot(hash, positions, owners)), expected);
     }
 }
 
@@ -485,5 +610,100 @@ proptest! {
             let state: RingState = serde_json::from_str(&json).unwrap();
             prop_assert_eq!(&ClassicRing::from_state(&state).unwrap(), &ring);
         }
+    }
+}
+
+/// Sorted positions crowded into a few buckets, with owners changing at most positions, and the
+/// reference answer for them.
+fn crowded_positions() -> (Vec<u64>, Vec<u32>) {
+    let mut vnodes: Vec<(u64, u32)> = Vec::new();
+    // 64 virtual nodes: buckets of 2^58 hashes. Bucket 3 holds 12 owner changes (overflow),
+    // bucket 5 exactly 3, bucket 9 a tie and a virtual node on its last hash, bucket 11 two
+    // positions one fraction apart, and the rest is spread out.
+    let bucket = |b: u64| b << 58;
+    for i in 0..12u64 {
+        vnodes.push((bucket(3) + i * (1 << 50) + 7, (i % 3) as u32));
+    }
+    for i in 0..3u64 {
+        vnodes.push((bucket(5) + (i + 1) * (1 << 54), 4 + i as u32));
+    }
+    vnodes.push((bucket(9) + 1000, 1));
+    vnodes.push((bucket(9) + 1000, 2));
+    vnodes.push((bucket(10) - 1, 3));
+    vnodes.push((bucket(11) + (5 << 42), 5));
+    vnodes.push((bucket(11) + (5 << 42) + 1, 6));
+    vnodes.push((bucket(11) + (6 << 42), 7));
+    let mut k = 0u64;
+    while vnodes.len() < 64 {
+        let position = key_hash(&k.to_le_bytes());
+        vnodes.push((position, (k % 8) as u32));
+        k += 1;
+    }
+    vnodes.sort_unstable();
+    vnodes.into_iter().unzip()
+}
+
+fn reference_slot(positions: &[u64], owners: &[u32], hash: u64) -> u32 {
+    let index = positions.partition_point(|&p| p < hash);
+    owners[if index == positions.len() { 0 } else { index }]
+}
+
+fn assert_buckets_exact<O: bucket_index::OwnerSlot>(positions: &[u64], owners: &[u32]) {
+    let index = bucket_index::Buckets::<O>::new(positions, owners).unwrap();
+    assert_eq!(index.entries.len(), 64);
+    assert!(index.entries.iter().any(|entry| entry.is_overflow()));
+    let mut hashes = vec![0, 1, u64::MAX - 1, u64::MAX];
+    for &p in positions {
+        for offset in [0u64, 1, 2, 1 << 20, 1 << 41, 1 << 42, 1 << 43, 1 << 50] {
+            hashes.extend([p.wrapping_sub(offset), p.wrapping_add(offset)]);
+        }
+    }
+    for b in 0..64u64 {
+        hashes.extend([b << 58, (b << 58) | ((1 << 58) - 1)]);
+    }
+    hashes.extend(sample_hashes(20_000));
+    for hash in hashes {
+        assert_eq!(
+            index.owner_slot(hash, positions, owners),
+            Some(reference_slot(positions, owners, hash)),
+            "hash {hash:#x}"
+        );
+    }
+}
+
+#[test]
+fn overflow_buckets_round_trip_large_first_positions() {
+    for first in [0usize, 1, 0x7FFF, 0x8000, 0xFFFF, 0x1_2345, 0x7FFF_FFFF] {
+        let entry = bucket_index::Bucket::<u16>::overflow(first);
+        assert!(entry.is_overflow());
+        assert_eq!(entry.first_position(), first);
+        // No lane has its top bit set.
+        assert_eq!(entry.packed & 0x8000_8000_8000_8000, 0);
+    }
+}
+
+#[test]
+fn narrow_and_wide_indexes_match_the_binary_search_on_crowded_buckets() {
+    let (positions, owners) = crowded_positions();
+    assert_buckets_exact::<u16>(&positions, &owners);
+    assert_buckets_exact::<u32>(&positions, &owners);
+    // Slots beyond u16 need the wide index.
+    let wide_owners: Vec<u32> = owners.iter().map(|&o| o + 70_000).collect();
+    assert!(bucket_index::Buckets::<u16>::new(&positions, &wide_owners).is_none());
+    assert_buckets_exact::<u32>(&positions, &wide_owners);
+}
+
+#[test]
+fn a_ring_of_more_than_65536_nodes_uses_the_wide_index() {
+    let nodes: Vec<NodeState> = (0..65_600)
+        .map(|node| NodeState {
+            name: format!("n{node}"),
+            weight: 1,
+        })
+        .collect();
+    let ring = ClassicRing::with_nodes(&nodes).unwrap();
+    assert!(matches!(ring.bucket_index, HashBucketIndex::Wide(_)));
+    for hash in sample_hashes(20_000).chain(edge_hashes(&ring).into_iter().take(30_000)) {
+        assert_eq!(ring.lookup_hash(hash), ring.lookup_hash_binary_search(hash));
     }
 }
