@@ -40,6 +40,22 @@ impl From<&Figure> for FigureEntry {
     }
 }
 
+/// A heading for a figure, from its file stem.
+fn figure_heading(name: &str) -> String {
+    match name {
+        "fig2_c1" => "Fig. 2 — C1: D-bar and M_cum per algorithm".to_string(),
+        "fig3_c3" => "Fig. 3 — C3: D-bar and M_cum per algorithm, with violations".to_string(),
+        "fig4_noise_gradient" => "Fig. 4 — ACH against A0 as the telemetry noise grows".to_string(),
+        "frontier_c5" => "Cost/benefit frontier — C1 and every C5 point".to_string(),
+        _ => match name.split_once('_') {
+            Some(("boxplot", series)) => format!("{series} — per-run D-bar, boxplot"),
+            Some(("ecdf", series)) => format!("{series} — per-run D-bar, ECDF"),
+            Some(("traces", series)) => format!("{series} — D(t) and cumulative M_keys(t)"),
+            _ => name.to_string(),
+        },
+    }
+}
+
 /// Number of cells flagged outside the band, and of cells with a band and a value.
 fn flagged(table: &Table) -> (usize, usize) {
     let mut outside = 0;
@@ -205,8 +221,11 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     for figure in input.figures {
         let _ = writeln!(
             out,
-            "### {0}\n\n![{0}](figures/{0}.svg)\n\n{1}\n",
-            figure.name, figure.caption
+            "### {}\n\n![{}](figures/{}.svg)\n\n{}\n",
+            figure_heading(&figure.name),
+            figure.name,
+            figure.name,
+            figure.caption
         );
     }
     if !input.missing_figures.is_empty() {
