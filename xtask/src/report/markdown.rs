@@ -121,7 +121,7 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     let _ = writeln!(out, "## Summary\n");
     let _ = writeln!(
         out,
-        "- Published cells compared: {banded} with an agreement band; **{outside} fall outside it** (marked **⚠ outside** below)."
+        "- Published cells compared: {banded} with an agreement band; **{outside} fall outside it** (marked **⚠ outside** below). A value the paper prints in two tables (C3 in Tables 2 and 3) counts twice."
     );
     let _ = writeln!(
         out,
