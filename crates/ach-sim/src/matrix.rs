@@ -4,7 +4,9 @@ use rayon::prelude::*;
 
 use crate::config::{Profile, SeriesConfig, SweepPoint};
 use crate::record::{RunRecord, fingerprint};
-use crate::run::{RunSpec, SimError, simulate};
+use std::collections::HashMap;
+
+use crate::run::{RunSpec, SimError, shared_workload_key, simulate, simulate_group};
 
 /// One run to do: a series at a sweep point (if any) and a run index.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,14 +43,19 @@ impl Job {
         }
     }
 
-    /// Runs the job.
-    pub fn run(&self, profile: Profile) -> Result<RunRecord, SimError> {
-        simulate(&RunSpec {
+    /// What the simulator needs to run the job.
+    pub fn spec(&self, profile: Profile) -> RunSpec<'_> {
+        RunSpec {
             config: &self.config,
             point: self.point.as_ref(),
             profile,
             run_index: self.run_index,
-        })
+        }
+    }
+
+    /// Runs the job.
+    pub fn run(&self, profile: Profile) -> Result<RunRecord, SimError> {
+        simulate(&self.spec(profile))
     }
 }
 
@@ -82,16 +89,45 @@ pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
 /// Runs the jobs on the current rayon thread pool and returns their results in job order.
 /// `on_done` is called, from the worker threads, as each job finishes (for progress and for
 /// saving results as they come).
+///
+/// Jobs that share a workload (same scenario, seed and profile: for example run `r` of C1, of
+/// the noise series C4-C4c and of every C5 sweep point) are simulated together in one pass
+/// ([`simulate_group`]); each still gets exactly the record it would get alone.
 pub fn run_jobs<F>(jobs: &[Job], profile: Profile, on_done: F) -> Vec<Result<RunRecord, SimError>>
 where
     F: Fn(&Job, &Result<RunRecord, SimError>) + Sync,
 {
-    jobs.par_iter()
-        .map(|job| {
-            let result = job.run(profile);
-            on_done(job, &result);
-            result
+    let specs: Vec<RunSpec<'_>> = jobs.iter().map(|job| job.spec(profile)).collect();
+    let mut group_of_key: HashMap<String, usize> = HashMap::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (k, spec) in specs.iter().enumerate() {
+        let next = groups.len();
+        let g = *group_of_key
+            .entry(shared_workload_key(spec))
+            .or_insert(next);
+        if g == next {
+            groups.push(Vec::new());
+        }
+        groups[g].push(k);
+    }
+    let done: Vec<Vec<(usize, Result<RunRecord, SimError>)>> = groups
+        .par_iter()
+        .map(|members| {
+            let group: Vec<RunSpec<'_>> = members.iter().map(|&k| specs[k].clone()).collect();
+            let results = simulate_group(&group);
+            for (&k, result) in members.iter().zip(&results) {
+                on_done(&jobs[k], result);
+            }
+            members.iter().copied().zip(results).collect()
         })
+        .collect();
+    let mut results: Vec<Option<Result<RunRecord, SimError>>> = vec![None; jobs.len()];
+    for (k, result) in done.into_iter().flatten() {
+        results[k] = Some(result);
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every job belongs to one group"))
         .collect()
 }
 

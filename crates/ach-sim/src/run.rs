@@ -190,11 +190,110 @@ fn imbalance(loads: &[f64], mask: &[bool], scratch: &mut Vec<f64>) -> f64 {
 
 /// Runs one simulation. A pure function of the configuration, the profile and the run index.
 pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
-    let config = spec.config;
-    config.validate(spec.profile)?;
-    let seed = config.seed(spec.run_index);
-    let internal = |step: u32, detail: String| SimError::Internal {
-        series: config.name.clone(),
+    simulate_group(std::slice::from_ref(spec))
+        .pop()
+        .expect("one result per spec")
+}
+
+/// The part of a configuration that fixes a run's requests and cluster events. Runs that agree
+/// on it, on the seed and on the profile draw exactly the same requests.
+#[derive(serde::Serialize)]
+struct SharedScenario<'a> {
+    tokens: usize,
+    keys: usize,
+    zipf_s: f64,
+    write_fraction: f64,
+    steps: u32,
+    cluster: &'a crate::config::ClusterConfig,
+    load: &'a crate::config::LoadProfile,
+    degradation: &'a [crate::config::Degradation],
+    churn: &'a [crate::config::Churn],
+    v_min: usize,
+}
+
+/// A key that is equal for runs that can share one workload: same scenario, seed and profile.
+pub fn shared_workload_key(spec: &RunSpec<'_>) -> String {
+    let c = spec.config;
+    let scenario = SharedScenario {
+        tokens: c.tokens,
+        keys: c.keys,
+        zipf_s: c.zipf_s,
+        write_fraction: c.write_fraction,
+        steps: c.steps,
+        cluster: &c.cluster,
+        load: &c.load,
+        degradation: &c.degradation,
+        churn: &c.churn,
+        v_min: c.ach.v_min,
+    };
+    format!(
+        "{}|{}|{}",
+        serde_json::to_string(&scenario).expect("a scenario serialises"),
+        c.seed(spec.run_index),
+        spec.profile.name()
+    )
+}
+
+/// One run of a group: its arms and its own telemetry noise.
+struct Member<'a> {
+    spec: &'a RunSpec<'a>,
+    seed: u64,
+    arms: Vec<Arm>,
+    noise_rng: rand_pcg::Pcg64Mcg,
+    gauss: Option<Normal<f64>>,
+    p_miss: Option<f64>,
+    gauss_draws: Vec<Metrics>,
+    missing_draws: Vec<[bool; 3]>,
+}
+
+/// Runs several simulations that share one workload in a single pass: the requests are drawn
+/// once and every run's arms route them. Each record is exactly the record [`simulate`] gives
+/// for its spec alone (the runs do not interact); sharing only saves the drawing. Specs whose
+/// [`shared_workload_key`] differs from the first's are simulated on their own.
+pub fn simulate_group(specs: &[RunSpec<'_>]) -> Vec<Result<RunRecord, SimError>> {
+    let Some(first) = specs.first() else {
+        return Vec::new();
+    };
+    let key = shared_workload_key(first);
+    let mut results: Vec<Option<Result<RunRecord, SimError>>> = vec![None; specs.len()];
+    let mut members = Vec::new();
+    for (k, spec) in specs.iter().enumerate() {
+        if let Err(e) = spec.config.validate(spec.profile) {
+            results[k] = Some(Err(e.into()));
+        } else if k > 0 && shared_workload_key(spec) != key {
+            results[k] = Some(simulate(spec));
+        } else {
+            members.push(k);
+        }
+    }
+    if !members.is_empty() {
+        let group: Vec<&RunSpec<'_>> = members.iter().map(|&k| &specs[k]).collect();
+        match simulate_members(&group) {
+            Ok(records) => {
+                for (&k, record) in members.iter().zip(records) {
+                    results[k] = Some(Ok(record));
+                }
+            }
+            Err(e) => {
+                for &k in &members {
+                    results[k] = Some(Err(e.clone()));
+                }
+            }
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.expect("every spec has a result"))
+        .collect()
+}
+
+/// The shared pass of [`simulate_group`] over validated specs with one workload key.
+fn simulate_members(specs: &[&RunSpec<'_>]) -> Result<Vec<RunRecord>, SimError> {
+    let lead = specs[0];
+    let config = lead.config;
+    let seed = config.seed(lead.run_index);
+    let internal = |spec: &RunSpec<'_>, step: u32, detail: String| SimError::Internal {
+        series: spec.config.name.clone(),
         run: spec.run_index,
         step,
         detail,
@@ -202,7 +301,7 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
 
     // Token positions and key hashes (spec section 2, the coupling quirk in the paper profile).
     let mut ring_rng = stream(seed, Stream::Ring);
-    let (positions, hashes) = match spec.profile {
+    let (positions, hashes) = match lead.profile {
         Profile::Paper => {
             let hashes: Vec<f64> = (0..config.keys).map(|_| ring_rng.random()).collect();
             let mut positions = hashes[..config.tokens].to_vec();
@@ -221,36 +320,48 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
     let initial_ring =
         TokenRing::round_robin(positions.clone(), n0).map_err(|e| SimError::Ring {
             series: config.name.clone(),
-            run: spec.run_index,
+            run: lead.run_index,
             detail: e.to_string(),
         })?;
     let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
     drop(hashes);
+    let mut cluster = Cluster::new(config, lead.profile);
 
-    let mut cluster = Cluster::new(config, spec.profile);
-    let distortion = config.noise.distortion();
-    let mut arms: Vec<Arm> = Vec::with_capacity(config.algorithms.len());
-    for name in &config.algorithms {
-        arms.push(Arm::new(name, config, initial_ring.clone()).map_err(|e| internal(0, e))?);
+    let mut members = Vec::with_capacity(specs.len());
+    for &spec in specs {
+        let c = spec.config;
+        let mut arms = Vec::with_capacity(c.algorithms.len());
+        for name in &c.algorithms {
+            arms.push(Arm::new(name, c, initial_ring.clone()).map_err(|e| internal(spec, 0, e))?);
+        }
+        let distortion = c.noise.distortion();
+        let gauss = if distortion.uses_gauss() {
+            Some(Normal::new(0.0, distortion.sigma).map_err(|e| internal(spec, 0, e.to_string()))?)
+        } else {
+            None
+        };
+        members.push(Member {
+            spec,
+            seed,
+            arms,
+            noise_rng: stream(seed, Stream::Noise),
+            gauss,
+            p_miss: distortion.uses_missing().then_some(distortion.p_miss),
+            gauss_draws: Vec::new(),
+            missing_draws: Vec::new(),
+        });
     }
 
     let mut request_rng = stream(seed, Stream::Requests);
-    let mut noise_rng = stream(seed, Stream::Noise);
-    let gauss = if distortion.uses_gauss() {
-        Some(Normal::new(0.0, distortion.sigma).map_err(|e| internal(0, e.to_string()))?)
-    } else {
-        None
-    };
     let mut token_requests = vec![0u64; config.tokens];
     let mut token_writes = vec![0u64; config.tokens];
-    let mut gauss_draws: Vec<Metrics> = Vec::new();
-    let mut missing_draws: Vec<[bool; 3]> = Vec::new();
     let mut scratch = Vec::new();
     let v_min = config.ach.v_min;
 
     for t in 0..config.steps {
-        if apply_events(config, t, &mut cluster, &mut arms) {
-            for arm in &mut arms {
+        let mut all_arms: Vec<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
+        if apply_events(config, t, &mut cluster, &mut all_arms) {
+            for arm in &mut all_arms {
                 arm.needs_check = true;
             }
         }
@@ -261,133 +372,176 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
             &mut token_requests,
             &mut token_writes,
         );
-        // One set of telemetry draws per step, shared by every algorithm.
-        if let Some(normal) = &gauss {
-            gauss_draws.clear();
-            gauss_draws.extend((0..n).map(|_| {
-                [
-                    normal.sample(&mut noise_rng),
-                    normal.sample(&mut noise_rng),
-                    normal.sample(&mut noise_rng),
-                ]
-            }));
-        }
-        if distortion.uses_missing() {
-            let p = distortion.p_miss;
-            missing_draws.clear();
-            missing_draws.extend((0..n).map(|_| {
-                [
-                    noise_rng.random::<f64>() < p,
-                    noise_rng.random::<f64>() < p,
-                    noise_rng.random::<f64>() < p,
-                ]
-            }));
-        }
-        let draws = StepDraws {
-            gauss: gauss.as_ref().map(|_| gauss_draws.as_slice()),
-            missing: distortion
-                .uses_missing()
-                .then_some(missing_draws.as_slice()),
+        let requests = StepRequests {
+            per_token: &token_requests,
+            writes_per_token: &token_writes,
         };
-
-        for arm in &mut arms {
-            arm.requests.clear();
-            arm.requests.resize(n, 0);
-            arm.writes.clear();
-            arm.writes.resize(n, 0);
-            for (s, owner) in arm.ring.owners().iter().enumerate() {
-                let i = owner.index();
-                arm.requests[i] += token_requests[s];
-                arm.writes[i] += token_writes[s];
-            }
-            raw_metrics_for_cluster(
-                &arm.requests,
-                &arm.writes,
-                &cluster.service_rate,
-                &mut arm.raw,
-            )
-            .map_err(|e| internal(t, e.to_string()))?;
-            if let Some(truth) = &mut arm.truth {
-                let loads = truth
-                    .observe(&arm.raw, &StepDraws::none())
-                    .map_err(|e| internal(t, e.to_string()))?;
-                arm.d_true
-                    .push(imbalance(loads.loads, &cluster.usable, &mut scratch));
-            }
-            let observed = arm
-                .telemetry
-                .observe(&arm.raw, &draws)
-                .map_err(|e| internal(t, e.to_string()))?;
-            arm.d
-                .push(imbalance(observed.loads, &cluster.usable, &mut scratch));
-            let observation = Observation {
-                step: u64::from(t),
-                loads: observed.loads,
-                total_load: observed.total_load,
-                live: &cluster.usable,
+        for member in &mut members {
+            // One set of telemetry draws per step, shared by every algorithm of the run.
+            member.draw_noise(n);
+            let draws = StepDraws {
+                gauss: member.gauss.as_ref().map(|_| member.gauss_draws.as_slice()),
+                missing: member.p_miss.map(|_| member.missing_draws.as_slice()),
             };
-            let plan = arm.balancer.plan(&arm.ring, &observation);
-            commit(&mut arm.ring, &plan).map_err(|e| internal(t, e.to_string()))?;
-            arm.m.push(plan.m_keys);
-            if !plan.within_budget() {
-                let bound = plan.budget_bound.unwrap_or(f64::INFINITY);
-                arm.record_violation(
-                    t,
-                    "budget",
-                    format!("M_keys = {} > m + |O| max L = {bound}", plan.m_keys),
-                );
-            }
-            if !plan.moves.is_empty() {
-                arm.needs_check = true;
-            }
-            // The five invariants are a function of the ring and the membership only: a step
-            // that changed neither has exactly the violations of the last check.
-            if arm.needs_check {
-                let violations = arm.ring.check_invariants(&InvariantCheck {
-                    n_nodes: n,
-                    live: &cluster.member,
-                    v_min,
-                });
-                arm.standing_violations = violations.len() as u64;
-                for v in violations {
-                    let (kind, detail) = describe_violation(&v);
-                    arm.record_violation(t, kind, detail);
-                }
-                arm.needs_check = false;
-            } else {
-                for _ in 0..arm.standing_violations {
-                    arm.record_violation(t, "invariant", "unchanged since the last step".into());
-                }
+            for arm in &mut member.arms {
+                arm.step(t, &cluster, &requests, &draws, v_min, &mut scratch)
+                    .map_err(|e| internal(member.spec, t, e))?;
             }
         }
     }
 
-    let warmup = config.warmup as usize;
-    let algorithms = config
-        .algorithms
-        .iter()
-        .zip(arms)
-        .map(|(name, arm)| {
-            let aggregates = Aggregates::of(&arm.d, &arm.d_true, &arm.m, warmup, arm.n_violations);
-            AlgorithmRecord {
-                name: name.clone(),
-                aggregates,
-                d_trace: arm.d,
-                d_true_trace: arm.d_true,
-                m_trace: arm.m,
-                violations: arm.violations,
+    Ok(members.into_iter().map(Member::into_record).collect())
+}
+
+/// This step's per-token request counts.
+struct StepRequests<'a> {
+    per_token: &'a [u64],
+    writes_per_token: &'a [u64],
+}
+
+impl Member<'_> {
+    /// Draws this step's Gaussian deltas and missing-data mask for `n` nodes.
+    fn draw_noise(&mut self, n: usize) {
+        if let Some(normal) = &self.gauss {
+            let rng = &mut self.noise_rng;
+            self.gauss_draws.clear();
+            self.gauss_draws.extend(
+                (0..n).map(|_| [normal.sample(rng), normal.sample(rng), normal.sample(rng)]),
+            );
+        }
+        if let Some(p) = self.p_miss {
+            let rng = &mut self.noise_rng;
+            self.missing_draws.clear();
+            self.missing_draws.extend((0..n).map(|_| {
+                [
+                    rng.random::<f64>() < p,
+                    rng.random::<f64>() < p,
+                    rng.random::<f64>() < p,
+                ]
+            }));
+        }
+    }
+
+    fn into_record(self) -> RunRecord {
+        let config = self.spec.config;
+        let warmup = config.warmup as usize;
+        let algorithms = config
+            .algorithms
+            .iter()
+            .zip(self.arms)
+            .map(|(name, arm)| {
+                let aggregates =
+                    Aggregates::of(&arm.d, &arm.d_true, &arm.m, warmup, arm.n_violations);
+                AlgorithmRecord {
+                    name: name.clone(),
+                    aggregates,
+                    d_trace: arm.d,
+                    d_true_trace: arm.d_true,
+                    m_trace: arm.m,
+                    violations: arm.violations,
+                }
+            })
+            .collect();
+        RunRecord {
+            series: config.name.clone(),
+            point: self.spec.point.cloned(),
+            run_index: self.spec.run_index,
+            seed: self.seed,
+            profile: self.spec.profile,
+            fingerprint: crate::record::fingerprint(config, self.spec.profile),
+            algorithms,
+        }
+    }
+}
+
+impl Arm {
+    /// One step of this arm: route, telemetry, plan, commit, metrics, invariants.
+    fn step(
+        &mut self,
+        t: u32,
+        cluster: &Cluster,
+        requests: &StepRequests<'_>,
+        draws: &StepDraws<'_>,
+        v_min: usize,
+        scratch: &mut Vec<f64>,
+    ) -> Result<(), String> {
+        let n = cluster.capacity.len();
+        self.requests.clear();
+        self.requests.resize(n, 0);
+        self.writes.clear();
+        self.writes.resize(n, 0);
+        for ((owner, &r), &w) in self
+            .ring
+            .owners()
+            .iter()
+            .zip(requests.per_token)
+            .zip(requests.writes_per_token)
+        {
+            let i = owner.index();
+            self.requests[i] += r;
+            self.writes[i] += w;
+        }
+        raw_metrics_for_cluster(
+            &self.requests,
+            &self.writes,
+            &cluster.service_rate,
+            &mut self.raw,
+        )
+        .map_err(|e| e.to_string())?;
+        if let Some(truth) = &mut self.truth {
+            let loads = truth
+                .observe(&self.raw, &StepDraws::none())
+                .map_err(|e| e.to_string())?;
+            self.d_true
+                .push(imbalance(loads.loads, &cluster.usable, scratch));
+        }
+        let observed = self
+            .telemetry
+            .observe(&self.raw, draws)
+            .map_err(|e| e.to_string())?;
+        self.d
+            .push(imbalance(observed.loads, &cluster.usable, scratch));
+        let observation = Observation {
+            step: u64::from(t),
+            loads: observed.loads,
+            total_load: observed.total_load,
+            live: &cluster.usable,
+        };
+        let plan = self.balancer.plan(&self.ring, &observation);
+        commit(&mut self.ring, &plan).map_err(|e| e.to_string())?;
+        self.m.push(plan.m_keys);
+        if !plan.within_budget() {
+            let bound = plan.budget_bound.unwrap_or(f64::INFINITY);
+            self.record_violation(
+                t,
+                "budget",
+                format!("M_keys = {} > m + |O| max L = {bound}", plan.m_keys),
+            );
+        }
+        if !plan.moves.is_empty() {
+            self.needs_check = true;
+        }
+        // The five invariants are a function of the ring and the membership only: a step that
+        // changed neither has exactly the violations of the last check.
+        if self.needs_check {
+            let violations = self.ring.check_invariants(&InvariantCheck {
+                n_nodes: n,
+                live: &cluster.member,
+                v_min,
+            });
+            self.standing_violations = violations.len() as u64;
+            for v in violations {
+                let (kind, detail) = describe_violation(&v);
+                self.record_violation(t, kind, detail);
             }
-        })
-        .collect();
-    Ok(RunRecord {
-        series: config.name.clone(),
-        point: spec.point.cloned(),
-        run_index: spec.run_index,
-        seed,
-        profile: spec.profile,
-        fingerprint: crate::record::fingerprint(config, spec.profile),
-        algorithms,
-    })
+            self.needs_check = false;
+        } else {
+            for _ in 0..self.standing_violations {
+                self.record_violation(t, "invariant", "unchanged since the last step".into());
+            }
+        }
+        Ok(())
+    }
 }
 
 fn describe_violation(v: &InvariantViolation) -> (&'static str, String) {
@@ -408,7 +562,12 @@ fn describe_violation(v: &InvariantViolation) -> (&'static str, String) {
 }
 
 /// Applies the scenario events of step `t`; returns true if any happened.
-fn apply_events(config: &SeriesConfig, t: u32, cluster: &mut Cluster, arms: &mut [Arm]) -> bool {
+fn apply_events(
+    config: &SeriesConfig,
+    t: u32,
+    cluster: &mut Cluster,
+    arms: &mut [&mut Arm],
+) -> bool {
     let mut happened = false;
     for d in config.degradation.iter().filter(|d| d.t == t) {
         for &node in &d.nodes {
@@ -431,7 +590,7 @@ fn apply_events(config: &SeriesConfig, t: u32, cluster: &mut Cluster, arms: &mut
 }
 
 /// Removes a node (spec section 7 for the paper profile, section 9 for the corrected one).
-fn remove_node(node: NodeId, cluster: &mut Cluster, arms: &mut [Arm]) {
+fn remove_node(node: NodeId, cluster: &mut Cluster, arms: &mut [&mut Arm]) {
     let profile = cluster.profile;
     let i = node.index();
     cluster.capacity[i] = 0.0;
@@ -472,7 +631,7 @@ fn remove_node(node: NodeId, cluster: &mut Cluster, arms: &mut [Arm]) {
 
 /// A node joins: it gets `v_min` tokens, the lowest-indexed tokens of the node that owns the
 /// most (ties: lower id), if that node owns more than `v_min`.
-fn join_node(capacity: f64, config: &SeriesConfig, cluster: &mut Cluster, arms: &mut [Arm]) {
+fn join_node(capacity: f64, config: &SeriesConfig, cluster: &mut Cluster, arms: &mut [&mut Arm]) {
     let new = NodeId(cluster.capacity.len() as u32);
     cluster.capacity.push(capacity);
     cluster.service_rate.push(capacity * config.cluster.mu_base);
@@ -531,6 +690,10 @@ mod tests {
         c
     }
 
+    fn refs(arms: &mut [Arm]) -> Vec<&mut Arm> {
+        arms.iter_mut().collect()
+    }
+
     fn setup(config: &SeriesConfig, profile: Profile) -> (Cluster, Vec<Arm>) {
         let positions: Vec<f64> = (0..config.tokens)
             .map(|s| (s as f64 + 0.5) / config.tokens as f64)
@@ -548,7 +711,7 @@ mod tests {
     fn paper_removal_gives_tokens_to_node_zero_and_keeps_the_node_in_view() {
         let config = small("C1");
         let (mut cluster, mut arms) = setup(&config, Profile::Paper);
-        remove_node(NodeId(2), &mut cluster, &mut arms);
+        remove_node(NodeId(2), &mut cluster, &mut refs(&mut arms));
         for arm in &arms {
             assert_eq!(arm.ring.count(NodeId(2)), 0);
             // Round-robin over 4 nodes: node 0 had 15 tokens and now also has node 2's 15.
@@ -566,7 +729,7 @@ mod tests {
     fn corrected_removal_hands_each_token_to_the_next_live_owner_clockwise() {
         let config = small("C1");
         let (mut cluster, mut arms) = setup(&config, Profile::Corrected);
-        remove_node(NodeId(2), &mut cluster, &mut arms);
+        remove_node(NodeId(2), &mut cluster, &mut refs(&mut arms));
         let ring = &arms[0].ring;
         // Token 2 (owned by node 2) is followed by token 3, owned by node 3.
         assert_eq!(ring.owner(2), NodeId(3));
@@ -575,7 +738,7 @@ mod tests {
         assert_eq!(ring.counts(4), vec![15, 15, 0, 30]);
         assert!(!cluster.usable[2]);
         // Remove node 3 too: its tokens go clockwise to node 0 (token 60 wraps to token 0).
-        remove_node(NodeId(3), &mut cluster, &mut arms);
+        remove_node(NodeId(3), &mut cluster, &mut refs(&mut arms));
         assert_eq!(arms[0].ring.owner(59), NodeId(0));
         assert_eq!(arms[0].ring.owner(2), NodeId(0));
         assert_eq!(arms[0].ring.counts(4), vec![45, 15, 0, 0]);
@@ -585,12 +748,12 @@ mod tests {
     fn a_joining_node_takes_v_min_tokens_from_the_largest_owner() {
         let config = small("C1");
         let (mut cluster, mut arms) = setup(&config, Profile::Paper);
-        remove_node(NodeId(3), &mut cluster, &mut arms);
+        remove_node(NodeId(3), &mut cluster, &mut refs(&mut arms));
         join_node(
             NodeClass::Medium.capacity(),
             &config,
             &mut cluster,
-            &mut arms,
+            &mut refs(&mut arms),
         );
         let ring = &arms[0].ring;
         // Node 0 owns the most (30); its three lowest-indexed tokens are 0, 3 and 4.
@@ -609,8 +772,13 @@ mod tests {
             factor: 0.4,
         });
         let (mut cluster, mut arms) = setup(&config, Profile::Paper);
-        assert!(!apply_events(&config, 2, &mut cluster, &mut arms));
-        assert!(apply_events(&config, 3, &mut cluster, &mut arms));
+        assert!(!apply_events(
+            &config,
+            2,
+            &mut cluster,
+            &mut refs(&mut arms)
+        ));
+        assert!(apply_events(&config, 3, &mut cluster, &mut refs(&mut arms)));
         assert_eq!(cluster.service_rate[1], 350.0 * 0.4);
         assert_eq!(cluster.service_rate[0], 350.0);
     }
@@ -683,10 +851,48 @@ mod tests {
     fn corrected_profile_excludes_removed_nodes_from_the_imbalance() {
         let config = small("C1");
         let (mut cluster, mut arms) = setup(&config, Profile::Corrected);
-        remove_node(NodeId(1), &mut cluster, &mut arms);
+        remove_node(NodeId(1), &mut cluster, &mut refs(&mut arms));
         let mut scratch = Vec::new();
         let loads = [0.5, 0.0, 0.5, 0.5];
         assert_eq!(imbalance(&loads, &cluster.usable, &mut scratch), 0.0);
         assert!(imbalance(&loads, &[true; 4], &mut scratch) > 0.1);
+    }
+
+    #[test]
+    fn a_group_gives_each_run_its_own_record() {
+        let base = small("C1");
+        let mut noisy = small("C4c");
+        noisy.algorithms = vec!["ACH".into(), "Static-W".into()];
+        let mut other_seed = small("C1");
+        other_seed.seed_base = 7;
+        let mut tighter = small("C1");
+        tighter.ach.eps_on = 0.2;
+        tighter.algorithms = vec!["ACH".into()];
+        let configs = [&base, &noisy, &other_seed, &tighter];
+        let specs: Vec<RunSpec<'_>> = configs
+            .iter()
+            .map(|config| RunSpec {
+                config,
+                point: None,
+                profile: Profile::Paper,
+                run_index: 1,
+            })
+            .collect();
+        assert_eq!(
+            shared_workload_key(&specs[0]),
+            shared_workload_key(&specs[1])
+        );
+        assert_eq!(
+            shared_workload_key(&specs[0]),
+            shared_workload_key(&specs[3])
+        );
+        assert_ne!(
+            shared_workload_key(&specs[0]),
+            shared_workload_key(&specs[2])
+        );
+        let grouped = simulate_group(&specs);
+        for (spec, record) in specs.iter().zip(grouped) {
+            assert_eq!(record.unwrap(), simulate(spec).unwrap());
+        }
     }
 }
