@@ -459,13 +459,33 @@ impl TokenRing {
     }
 
     /// Checks the five correctness invariants of spec section 1 and returns every violation
-    /// found (an empty vector when the ring is sound).
+    /// found (an empty vector when the ring is sound), in the order of the invariants.
     pub fn check_invariants(&self, check: &InvariantCheck<'_>) -> Vec<InvariantViolation> {
         let mut violations = Vec::new();
         let sum: f64 = self.arcs.iter().sum();
         if (sum - 1.0).abs() >= 1e-9 {
             violations.push(InvariantViolation::ArcSum { sum });
         }
+        violations.extend(self.check_owner_invariants(check));
+        if let Some(index) =
+            (1..self.positions.len()).find(|&s| self.positions[s] < self.positions[s - 1])
+        {
+            violations.push(InvariantViolation::Unsorted { index });
+        }
+        for (token, &length) in self.arcs.iter().enumerate() {
+            if length.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
+                violations.push(InvariantViolation::EmptyArc { token, length });
+            }
+        }
+        violations
+    }
+
+    /// Checks invariants 2 (every live node owns `v_min` tokens) and 3 (every owner is a node)
+    /// only: the two that depend on the owners. Invariants 1, 4 and 5 depend on the positions
+    /// alone, which no operation of this type changes, so a caller that has checked them once
+    /// for a ring may check only these after each change of owners.
+    pub fn check_owner_invariants(&self, check: &InvariantCheck<'_>) -> Vec<InvariantViolation> {
+        let mut violations = Vec::new();
         let counts = self.counts(check.n_nodes);
         for (i, &count) in counts.iter().enumerate() {
             let live = check.live.get(i).copied().unwrap_or(true);
@@ -484,16 +504,6 @@ impl TokenRing {
                     owner,
                     n_nodes: check.n_nodes,
                 });
-            }
-        }
-        if let Some(index) =
-            (1..self.positions.len()).find(|&s| self.positions[s] < self.positions[s - 1])
-        {
-            violations.push(InvariantViolation::Unsorted { index });
-        }
-        for (token, &length) in self.arcs.iter().enumerate() {
-            if length.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
-                violations.push(InvariantViolation::EmptyArc { token, length });
             }
         }
         violations

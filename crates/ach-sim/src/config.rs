@@ -660,9 +660,11 @@ impl SeriesConfig {
     }
 
     fn validate_load(&self) -> Result<(), (String, String, String)> {
-        // Requests per step are counted in `u64` per token; a rate far above any cluster's keeps
-        // those counts (and their sums) from overflowing.
-        const MAX_RATE: f64 = 1e12;
+        // A node's requests and writes of one step are summed in the two 32-bit halves of one
+        // `u64` (see `run.rs`). With this cap and an amplitude below 1, a step's mean is below
+        // 2e9 requests, and a Poisson count reaching 2^32 ~ 4.3e9 is beyond any probability a
+        // run could meet (tens of thousands of standard deviations).
+        const MAX_RATE: f64 = 1e9;
         let positive = |field: &str, v: f64| {
             if !(v.is_finite() && v > 0.0) {
                 Err((
