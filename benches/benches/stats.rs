@@ -3,8 +3,10 @@
 //!
 //! Run with `CARGO_TARGET_DIR=/work/target-bench cargo bench -p ach-benches --bench stats`.
 
-use ach_stats::{cliffs_delta, wilcoxon, WilcoxonMethod, WilcoxonOptions};
-use criterion::{criterion_group, criterion_main, Criterion};
+#![allow(missing_docs)] // `criterion_group!` generates an undocumented public function.
+
+use ach_stats::{WilcoxonMethod, WilcoxonOptions, cliffs_delta, wilcoxon};
+use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 
 /// A deterministic pseudo-random sequence (SplitMix64) mapped to [0, 1).
@@ -24,7 +26,10 @@ fn uniform_values(seed: u64, count: usize) -> Vec<f64> {
 
 fn cliffs_delta_million(c: &mut Criterion) {
     let x = uniform_values(1, 1_000_000);
-    let y: Vec<f64> = uniform_values(2, 1_000_000).iter().map(|v| v + 0.1).collect();
+    let y: Vec<f64> = uniform_values(2, 1_000_000)
+        .iter()
+        .map(|v| v + 0.1)
+        .collect();
     let mut group = c.benchmark_group("cliffs_delta");
     group.sample_size(10);
     group.bench_function("1e6_vs_1e6", |b| {
