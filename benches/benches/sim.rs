@@ -6,6 +6,7 @@
 
 #![allow(missing_docs)] // `criterion_group!` generates an undocumented public function.
 
+use ach_benches::uniform_values;
 use ach_sim::config::LoadProfile;
 use ach_sim::streams::{Stream, stream};
 use ach_sim::workload::Workload;
@@ -16,21 +17,6 @@ use std::time::Duration;
 
 /// The request rate of series C1.
 const C1_RATE: f64 = 1437.5;
-
-/// A deterministic pseudo-random sequence (SplitMix64) mapped to [0, 1).
-fn uniform_values(seed: u64, count: usize) -> Vec<f64> {
-    let mut state = seed;
-    (0..count)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1_u64 << 53) as f64
-        })
-        .collect()
-}
 
 /// The built-in series called `name`.
 fn series(name: &str) -> SeriesConfig {

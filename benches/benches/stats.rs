@@ -5,24 +5,10 @@
 
 #![allow(missing_docs)] // `criterion_group!` generates an undocumented public function.
 
+use ach_benches::uniform_values;
 use ach_stats::{WilcoxonMethod, WilcoxonOptions, cliffs_delta, wilcoxon};
 use criterion::{Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
-
-/// A deterministic pseudo-random sequence (SplitMix64) mapped to [0, 1).
-fn uniform_values(seed: u64, count: usize) -> Vec<f64> {
-    let mut state = seed;
-    (0..count)
-        .map(|_| {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^= z >> 31;
-            (z >> 11) as f64 / (1_u64 << 53) as f64
-        })
-        .collect()
-}
 
 fn cliffs_delta_million(c: &mut Criterion) {
     let x = uniform_values(1, 1_000_000);

@@ -58,13 +58,7 @@ pub fn write_all(
                 .join(format!("run_{:03}.json", record.run_index));
             write_json(&path, &ReferenceRun(record))?;
         }
-        let mut sweeps: Vec<&str> = summary
-            .sensitivity
-            .iter()
-            .map(|p| p.series.as_str())
-            .collect();
-        sweeps.dedup();
-        for name in sweeps {
+        for name in summary.sweep_series() {
             write_json(
                 &out.join(name).join("sensitivity.json"),
                 &ReferenceSensitivity {

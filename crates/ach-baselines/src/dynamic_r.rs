@@ -1,7 +1,7 @@
 //! A2 Dynamic-R: dynamic reweighting without a budget.
 
 use ach_control::apportion::round_half_even_fixed_total;
-use ach_control::planner::{ArcOrder, take_in_arc_order};
+use ach_control::planner::{ArcOrder, take_share};
 use ach_control::{Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
@@ -67,18 +67,7 @@ impl Balancer for DynamicR {
             let mut tokens = std::mem::take(&mut tokens_by_node[i]);
             // The share is summed in token index order, before any reordering.
             let target = self.rate * tokens.iter().map(|&s| arcs[s]).sum::<f64>();
-            let owned = tokens.len();
-            let mut taken_arc = 0.0;
-            let mut kept = owned;
-            let count = take_in_arc_order(&mut tokens, arcs, ArcOrder::ShortestFirst, |token| {
-                if taken_arc < target && kept > V_MIN {
-                    taken_arc += arcs[token];
-                    kept -= 1;
-                    true
-                } else {
-                    false
-                }
-            });
+            let count = take_share(&mut tokens, arcs, ArcOrder::ShortestFirst, target, V_MIN);
             let taken = &tokens[..count];
             // Each source's tokens are split among the receivers on their own (this is what the
             // published simulation does; pooling them first would round differently).

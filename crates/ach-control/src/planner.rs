@@ -56,6 +56,31 @@ pub fn take_in_arc_order(
     }
 }
 
+/// Takes a node's tokens in arc order while the arc taken so far is below `share` and the node
+/// still keeps more than `v_min` tokens (so it gives at least one token when it can, and
+/// overshoots `share` by at most one arc). `tokens` are all the node's tokens in increasing
+/// index order; the taken ones are `tokens[..count]` on return. ACH's phase 1 takes longest
+/// first, A2 shortest first.
+pub fn take_share(
+    tokens: &mut [usize],
+    arcs: &[f64],
+    order: ArcOrder,
+    share: f64,
+    v_min: usize,
+) -> usize {
+    let mut taken = 0.0;
+    let mut kept = tokens.len();
+    take_in_arc_order(tokens, arcs, order, |token| {
+        if taken < share && kept > v_min {
+            taken += arcs[token];
+            kept -= 1;
+            true
+        } else {
+            false
+        }
+    })
+}
+
 /// Phase 1 and 2 (select and pool): every source gives its longest tokens until it has given
 /// its share of the budget, keeping at least `v_min`.
 ///
@@ -82,17 +107,7 @@ pub fn select_tokens(
         }
         let node = NodeId(source as u32);
         let mut tokens = ring.tokens_of(node);
-        let mut taken = 0.0;
-        let mut kept = owned;
-        let count = take_in_arc_order(&mut tokens, arcs, ArcOrder::LongestFirst, |token| {
-            if taken < share && kept > v_min {
-                taken += arcs[token];
-                kept -= 1;
-                true
-            } else {
-                false
-            }
-        });
+        let count = take_share(&mut tokens, arcs, ArcOrder::LongestFirst, share, v_min);
         pool.extend(tokens[..count].iter().map(|&token| (token, node)));
     }
     pool

@@ -130,6 +130,15 @@ pub struct MatrixSummary {
     pub total_violations: u64,
 }
 
+impl MatrixSummary {
+    /// The names of the series with a sweep, in order, each once.
+    pub fn sweep_series(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.sensitivity.iter().map(|p| p.series.as_str()).collect();
+        names.dedup();
+        names
+    }
+}
+
 /// Summarises one algorithm over runs.
 pub fn summarize_algorithm(name: &str, aggregates: &[Aggregates]) -> AlgorithmSummary {
     let pick =

@@ -427,13 +427,7 @@ fn violations_table(summary: &MatrixSummary) -> Table {
         )));
         rows.push(row);
     }
-    let mut sweeps: Vec<&str> = summary
-        .sensitivity
-        .iter()
-        .map(|p| p.series.as_str())
-        .collect();
-    sweeps.dedup();
-    for sweep in sweeps {
+    for sweep in summary.sweep_series() {
         let points: Vec<AlgorithmSummary> = summary
             .sensitivity
             .iter()
