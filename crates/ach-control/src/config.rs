@@ -4,8 +4,11 @@ use serde::{Deserialize, Serialize};
 
 /// Parameters of ACH (paper Table 1a). Build with [`AchConfig::paper`] and check with
 /// [`AchConfig::validate`] before use.
+///
+/// Serialised with the paper's names (`M_max`, `M_H`, `H` for the budget fields); fields left
+/// out take the paper's values, unknown fields are rejected.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct AchConfig {
     /// Target load `l*`.
     pub ell_star: f64,
@@ -20,10 +23,13 @@ pub struct AchConfig {
     /// Half-saturation constant of the imbalance term (`kappa > 0`).
     pub kappa: f64,
     /// Per-step budget cap `M_max` (fraction of key space).
+    #[serde(rename = "M_max")]
     pub m_max: f64,
     /// Horizon budget `M_H` (fraction of key space per `horizon` steps).
+    #[serde(rename = "M_H")]
     pub m_horizon: f64,
     /// Horizon length `H` in steps.
+    #[serde(rename = "H")]
     pub horizon: usize,
     /// Minimum tokens per node (`v_min`).
     pub v_min: usize,

@@ -144,77 +144,6 @@ impl NoiseConfig {
     }
 }
 
-/// Parameters of the ACH controller, with the names of the paper (`M_max`, `M_H`, `H`).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-#[allow(non_snake_case)]
-pub struct AchParams {
-    /// Target load `l*`.
-    pub ell_star: f64,
-    /// `eps_on`.
-    pub eps_on: f64,
-    /// `eps_off`.
-    pub eps_off: f64,
-    /// `tau`.
-    pub tau: f64,
-    /// `tau_min`.
-    pub tau_min: f64,
-    /// `kappa`.
-    pub kappa: f64,
-    /// `M_max`.
-    pub M_max: f64,
-    /// `M_H`.
-    pub M_H: f64,
-    /// `H`.
-    pub H: usize,
-    /// `v_min`.
-    pub v_min: usize,
-    /// `v_max` (unset in every series of the paper).
-    pub v_max: Option<usize>,
-}
-
-impl Default for AchParams {
-    fn default() -> Self {
-        AchParams::from_config(&AchConfig::paper())
-    }
-}
-
-impl AchParams {
-    /// From the controller crate's configuration.
-    pub fn from_config(c: &AchConfig) -> AchParams {
-        AchParams {
-            ell_star: c.ell_star,
-            eps_on: c.eps_on,
-            eps_off: c.eps_off,
-            tau: c.tau,
-            tau_min: c.tau_min,
-            kappa: c.kappa,
-            M_max: c.m_max,
-            M_H: c.m_horizon,
-            H: c.horizon,
-            v_min: c.v_min,
-            v_max: c.v_max,
-        }
-    }
-
-    /// As the controller crate's configuration.
-    pub fn config(&self) -> AchConfig {
-        AchConfig {
-            ell_star: self.ell_star,
-            eps_on: self.eps_on,
-            eps_off: self.eps_off,
-            tau: self.tau,
-            tau_min: self.tau_min,
-            kappa: self.kappa,
-            m_max: self.M_max,
-            m_horizon: self.M_H,
-            horizon: self.H,
-            v_min: self.v_min,
-            v_max: self.v_max,
-        }
-    }
-}
-
 /// Smoothing and composite-load parameters (spec section 3).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -372,7 +301,7 @@ pub struct SeriesConfig {
     /// Smoothing and composite.
     pub telemetry: TelemetryParams,
     /// ACH parameters.
-    pub ach: AchParams,
+    pub ach: AchConfig,
     /// Capacity changes.
     pub degradation: Vec<Degradation>,
     /// Nodes leaving and joining.
@@ -400,7 +329,7 @@ impl Default for SeriesConfig {
             load: LoadProfile::Constant { lambda: 1437.5 },
             noise: NoiseConfig::default(),
             telemetry: TelemetryParams::default(),
-            ach: AchParams::default(),
+            ach: AchConfig::paper(),
             degradation: Vec::new(),
             churn: Vec::new(),
             sweep: None,
@@ -494,7 +423,7 @@ impl SeriesConfig {
             }
             "kappa" => c.ach.kappa = point.value,
             "tau" => c.ach.tau = point.value,
-            "M_max" => c.ach.M_max = point.value,
+            "M_max" => c.ach.m_max = point.value,
             _ => {}
         }
         c
@@ -619,7 +548,6 @@ impl SeriesConfig {
             fail(&field, &value, &rule)
         })?;
         self.ach
-            .config()
             .validate()
             .map_err(|e| fail(&format!("ach.{}", e.field), &e.value, &e.rule))?;
         let v_min = self.ach.v_min;
@@ -647,7 +575,7 @@ impl SeriesConfig {
             }
             for point in self.sweep_points() {
                 let at = self.at_point(&point);
-                at.ach.config().validate().map_err(|e| {
+                at.ach.validate().map_err(|e| {
                     fail(
                         &format!("sweep.{}", point.parameter),
                         &point.value,

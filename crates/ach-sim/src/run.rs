@@ -176,7 +176,7 @@ fn make_balancer(name: &str, config: &SeriesConfig) -> Box<dyn Balancer + Send> 
         )),
         "Dynamic-R" => Box::new(DynamicR::paper()),
         "Bounded-Loads" => Box::new(BoundedLoads::paper()),
-        _ => Box::new(Ach::new(config.ach.config()).expect("validated configuration")),
+        _ => Box::new(Ach::new(config.ach.clone()).expect("validated configuration")),
     }
 }
 

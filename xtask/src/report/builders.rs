@@ -346,7 +346,7 @@ fn is_base(config: Option<&SeriesConfig>, parameter: &str, value: f64) -> bool {
         "eps_on" => config.ach.eps_on,
         "kappa" => config.ach.kappa,
         "tau" => config.ach.tau,
-        "M_max" => config.ach.M_max,
+        "M_max" => config.ach.m_max,
         _ => return false,
     };
     (base - value).abs() < 1e-12
