@@ -52,12 +52,13 @@ impl Plan {
     }
 
     /// Builds a plan from moves (one per token), sorting them by token and summing their arcs.
+    /// A move naming a token the ring does not have adds nothing here; [`commit`] rejects it.
     pub fn from_moves(ring: &TokenRing, mut moves: Vec<TokenMove>) -> Plan {
         moves.sort_by_key(|mv| mv.token);
         let m_keys = moves
             .iter()
             .filter(|mv| mv.from != mv.to)
-            .map(|mv| ring.arcs()[mv.token])
+            .filter_map(|mv| ring.arcs().get(mv.token))
             .sum();
         Plan {
             moves,

@@ -28,6 +28,16 @@
 //! The crate depends on `ach-ring` only. It does no I/O, reads no clock and draws no random
 //! numbers.
 //!
+//! # What can fail
+//!
+//! Only two operations return errors: [`Ach::new`] (and [`AchConfig::validate`]) rejects
+//! parameters that break a rule of the spec, naming the field, the value and the rule; and
+//! [`commit`] passes on the ring's error when a plan does not fit the ring it is applied to (a
+//! plan made for another ring, or committed twice). Planning itself cannot fail and does not
+//! panic: any load vector (NaN and infinities included), any live mask and any ring whose
+//! owners are nodes give a plan, at worst an empty one. The helpers in [`planner`] and
+//! [`apportion`] take any input as well.
+//!
 //! # Example
 //!
 //! ```

@@ -101,7 +101,7 @@ pub fn select_tokens(
     let mut pool = Vec::new();
     for &(source, gain) in sources {
         let share = budget * gain / gain_sum;
-        let owned = counts[source];
+        let owned = counts.get(source).copied().unwrap_or(0);
         if owned <= v_min {
             continue;
         }
@@ -129,7 +129,7 @@ pub fn assign_tokens(
     let mut quota = floor_largest_remainder(pool.len(), &weights);
     if let Some(v_max) = v_max {
         for (q, &(j, _)) in quota.iter_mut().zip(receivers) {
-            *q = (*q).min(v_max.saturating_sub(counts[j]));
+            *q = (*q).min(v_max.saturating_sub(counts.get(j).copied().unwrap_or(0)));
         }
     }
     let mut moves = Vec::with_capacity(pool.len());
@@ -144,12 +144,12 @@ pub fn assign_tokens(
         }
     }
     let rest: Vec<_> = next.collect();
-    if !rest.is_empty() {
-        let lowest = receivers
-            .iter()
-            .map(|&(j, _)| j)
-            .min_by(|&a, &b| loads[a].total_cmp(&loads[b]).then(a.cmp(&b)))
-            .expect("assign_tokens is called with at least one receiver");
+    let lowest = receivers.iter().map(|&(j, _)| j).min_by(|&a, &b| {
+        let load = |i: usize| loads.get(i).copied().unwrap_or(f64::INFINITY);
+        load(a).total_cmp(&load(b)).then(a.cmp(&b))
+    });
+    // Without receivers nothing moves: the leftover tokens stay with their sources.
+    if let Some(lowest) = lowest {
         for &(token, from) in rest {
             moves.push(TokenMove {
                 token,

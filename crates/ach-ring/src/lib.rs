@@ -66,6 +66,17 @@
 //! let state: RingState = serde_json::from_str(&json).unwrap();
 //! assert_eq!(ClassicRing::from_state(&state).unwrap(), ring);
 //! ```
+//!
+//! # What can fail
+//!
+//! [`TokenRing::new`] and [`TokenRing::round_robin`] reject bad positions or owners with a
+//! [`RingError`]; [`TokenRing::apply`] rejects a move naming a token out of range or a wrong
+//! source, and leaves the ring unchanged. Lookups never fail (any `f64`, NaN included, gives a
+//! token) and neither do shares, counts, token lists or the invariant checks, which return
+//! violations as values. Two accessors panic, as slice indexing does: [`TokenRing::owner`] with a
+//! token out of range and [`TokenRing::m_keys_to`] with a wrong number of owners. The classic
+//! ring's changes return [`classic::ClassicRingError`]; its lookups return `None` on an empty
+//! ring.
 
 pub mod classic;
 mod token_ring;
