@@ -51,25 +51,27 @@ impl Balancer for BoundedLoads {
         else {
             return Plan::none();
         };
-        let arcs = ring.arcs();
+        let counts = ring.counts(obs.n_nodes());
+        // Sources with more than v_min tokens, and how many tokens each gives.
+        let givers: Vec<(usize, usize)> = sources
+            .iter()
+            .filter_map(|&i| {
+                let owned = counts.get(i).copied().unwrap_or(0);
+                (owned > V_MIN).then(|| (i, self.tokens_per_source.min(owned - V_MIN)))
+            })
+            .collect();
+        let nodes: Vec<usize> = givers.iter().map(|&(i, _)| i).collect();
+        let mut left: Vec<usize> = givers.iter().map(|&(_, n)| n).collect();
+        let taken = take_in_arc_order(ring, ArcOrder::LongestFirst, &nodes, |k, _| {
+            let more = left[k] > 0;
+            left[k] = left[k].saturating_sub(1);
+            more
+        });
         let mut moves = Vec::new();
-        let mut tokens_by_node = ring.tokens_by_node(obs.n_nodes());
-        for &i in &sources {
-            let node = NodeId(i as u32);
-            let mut tokens = std::mem::take(&mut tokens_by_node[i]);
-            if tokens.len() <= V_MIN {
-                continue;
-            }
-            let n = self.tokens_per_source.min(tokens.len() - V_MIN);
-            let mut left = n;
-            let count = take_in_arc_order(&mut tokens, arcs, ArcOrder::LongestFirst, |_| {
-                let more = left > 0;
-                left = left.saturating_sub(1);
-                more
-            });
-            moves.extend(tokens[..count].iter().map(|&token| TokenMove {
+        for (&i, tokens) in nodes.iter().zip(&taken) {
+            moves.extend(tokens.iter().map(|&token| TokenMove {
                 token,
-                from: node,
+                from: NodeId(i as u32),
                 to: NodeId(receiver as u32),
             }));
         }

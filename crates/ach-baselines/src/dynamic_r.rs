@@ -1,7 +1,7 @@
 //! A2 Dynamic-R: dynamic reweighting without a budget.
 
 use ach_control::apportion::round_half_even_fixed_total;
-use ach_control::planner::{ArcOrder, take_share};
+use ach_control::planner::{ArcOrder, take_shares};
 use ach_control::{Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
@@ -59,16 +59,23 @@ impl Balancer for DynamicR {
         if need_sum < 1e-12 {
             return Plan::none();
         }
-        let arcs = ring.arcs();
+        let n = obs.n_nodes();
+        // The share of a node is summed in token index order, as `shares` does.
+        let shares = ring.shares(n);
+        let targets: Vec<(usize, f64)> = sources
+            .iter()
+            .map(|&i| (i, self.rate * shares.get(i).copied().unwrap_or(0.0)))
+            .collect();
+        let taken_by_source = take_shares(
+            ring,
+            ArcOrder::ShortestFirst,
+            &targets,
+            &ring.counts(n),
+            V_MIN,
+        );
         let mut moves = Vec::new();
-        let mut tokens_by_node = ring.tokens_by_node(obs.n_nodes());
-        for &i in &sources {
+        for (&i, taken) in sources.iter().zip(&taken_by_source) {
             let node = NodeId(i as u32);
-            let mut tokens = std::mem::take(&mut tokens_by_node[i]);
-            // The share is summed in token index order, before any reordering.
-            let target = self.rate * tokens.iter().map(|&s| arcs[s]).sum::<f64>();
-            let count = take_share(&mut tokens, arcs, ArcOrder::ShortestFirst, target, V_MIN);
-            let taken = &tokens[..count];
             // Each source's tokens are split among the receivers on their own (this is what the
             // published simulation does; pooling them first would round differently).
             let n = taken.len();

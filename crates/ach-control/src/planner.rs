@@ -1,7 +1,5 @@
 //! The three-phase token planner of ACH (Algorithm 1, steps 6-8).
 
-use std::cmp::Ordering;
-
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
 use crate::apportion::floor_largest_remainder;
@@ -15,65 +13,74 @@ pub enum ArcOrder {
     ShortestFirst,
 }
 
-/// Takes tokens in arc order (ties: lower token index first) while `take(token)` says so, and
-/// returns how many were taken: they are then `tokens[..count]`, in that order.
+/// Takes tokens from several nodes at once, each node's in arc order (ties: lower token index
+/// first): walks the ring's tokens once in that order and offers each token of a listed node to
+/// `take(k, token)`, where `k` indexes `nodes`. A node whose `take` refuses once gets no more
+/// offers. Returns, for each of `nodes`, the tokens taken, in the order taken.
 ///
-/// Equivalent to a stable sort of `tokens` (given in increasing index order) by arc followed by
-/// a scan, but sorts only as much as the scan reaches: a partial selection of a window that
-/// doubles until `take` refuses or the tokens run out.
+/// This is what sorting each node's tokens by arc and scanning them would give, in one pass over
+/// the ring's fixed arc order ([`TokenRing::tokens_longest_first`]) and without sorting.
 pub fn take_in_arc_order(
-    tokens: &mut [usize],
-    arcs: &[f64],
+    ring: &TokenRing,
     order: ArcOrder,
-    mut take: impl FnMut(usize) -> bool,
-) -> usize {
-    let compare = |a: &usize, b: &usize| -> Ordering {
-        let by_arc = match order {
-            ArcOrder::LongestFirst => arcs[*b].total_cmp(&arcs[*a]),
-            ArcOrder::ShortestFirst => arcs[*a].total_cmp(&arcs[*b]),
-        };
-        by_arc.then(a.cmp(b))
+    nodes: &[usize],
+    mut take: impl FnMut(usize, usize) -> bool,
+) -> Vec<Vec<usize>> {
+    let in_order = match order {
+        ArcOrder::LongestFirst => ring.tokens_longest_first(),
+        ArcOrder::ShortestFirst => ring.tokens_shortest_first(),
     };
-    let mut taken = 0;
-    let mut window = 8;
-    loop {
-        let end = (taken + window).min(tokens.len());
-        let rest = &mut tokens[taken..];
-        if end < taken + rest.len() {
-            rest.select_nth_unstable_by(end - taken - 1, compare);
-        }
-        rest[..end - taken].sort_unstable_by(compare);
-        while taken < end {
-            if !take(tokens[taken]) {
-                return taken;
-            }
-            taken += 1;
-        }
-        if end == tokens.len() {
-            return taken;
-        }
-        window *= 2;
+    let slots = nodes.iter().max().map_or(0, |&i| i + 1);
+    let mut slot_of_node = vec![None; slots];
+    for (k, &i) in nodes.iter().enumerate() {
+        slot_of_node[i] = Some(k);
     }
+    let mut taken = vec![Vec::new(); nodes.len()];
+    let mut done = vec![false; nodes.len()];
+    let mut active = nodes.len();
+    let owners = ring.owners();
+    for &token in in_order {
+        if active == 0 {
+            break;
+        }
+        let Some(&Some(k)) = slot_of_node.get(owners[token].index()) else {
+            continue;
+        };
+        if done[k] {
+            continue;
+        }
+        if take(k, token) {
+            taken[k].push(token);
+        } else {
+            done[k] = true;
+            active -= 1;
+        }
+    }
+    taken
 }
 
-/// Takes a node's tokens in arc order while the arc taken so far is below `share` and the node
-/// still keeps more than `v_min` tokens (so it gives at least one token when it can, and
-/// overshoots `share` by at most one arc). `tokens` are all the node's tokens in increasing
-/// index order; the taken ones are `tokens[..count]` on return. ACH's phase 1 takes longest
-/// first, A2 shortest first.
-pub fn take_share(
-    tokens: &mut [usize],
-    arcs: &[f64],
+/// Takes from each `(node, share)` its tokens in arc order while the arc taken so far is below
+/// `share` and the node still keeps more than `v_min` tokens (so a node gives at least one token
+/// when it can, and overshoots its share by at most one arc). `counts` are the tokens each node
+/// owns. ACH's phase 1 takes longest first, A2 shortest first.
+pub fn take_shares(
+    ring: &TokenRing,
     order: ArcOrder,
-    share: f64,
+    shares: &[(usize, f64)],
+    counts: &[usize],
     v_min: usize,
-) -> usize {
-    let mut taken = 0.0;
-    let mut kept = tokens.len();
-    take_in_arc_order(tokens, arcs, order, |token| {
-        if taken < share && kept > v_min {
-            taken += arcs[token];
-            kept -= 1;
+) -> Vec<Vec<usize>> {
+    let arcs = ring.arcs();
+    let nodes: Vec<usize> = shares.iter().map(|&(i, _)| i).collect();
+    let mut taken_arc = vec![0.0; shares.len()];
+    let mut kept: Vec<usize> = nodes
+        .iter()
+        .map(|&i| counts.get(i).copied().unwrap_or(0))
+        .collect();
+    take_in_arc_order(ring, order, &nodes, |k, token| {
+        if taken_arc[k] < shares[k].1 && kept[k] > v_min {
+            taken_arc[k] += arcs[token];
+            kept[k] -= 1;
             true
         } else {
             false
@@ -85,10 +92,11 @@ pub fn take_share(
 /// its share of the budget, keeping at least `v_min`.
 ///
 /// For each source `i` (in the order given, increasing id): `share_i = m * g_i / sum g`. A
-/// source that owns `v_min` tokens or fewer is skipped. Its tokens are taken longest arc first
-/// (ties: lower token index first) while the arc taken so far is `< share_i` and the tokens it
-/// still keeps are `> v_min`; so a source gives at least one token when it can, and overshoots
-/// its share by at most one arc. Returns the pool `(token, source)` in the order taken.
+/// source that owns `v_min` tokens or fewer gives nothing. Its tokens are taken longest arc
+/// first (ties: lower token index first) while the arc taken so far is `< share_i` and the tokens
+/// it still keeps are `> v_min`; so a source gives at least one token when it can, and overshoots
+/// its share by at most one arc. Returns the pool `(token, source)`: source by source, each in
+/// the order taken.
 pub fn select_tokens(
     ring: &TokenRing,
     sources: &[(usize, f64)],
@@ -97,20 +105,16 @@ pub fn select_tokens(
     v_min: usize,
 ) -> Vec<(usize, NodeId)> {
     let gain_sum: f64 = sources.iter().map(|&(_, g)| g).sum();
-    let arcs = ring.arcs();
-    let mut pool = Vec::new();
-    for &(source, gain) in sources {
-        let share = budget * gain / gain_sum;
-        let owned = counts.get(source).copied().unwrap_or(0);
-        if owned <= v_min {
-            continue;
-        }
-        let node = NodeId(source as u32);
-        let mut tokens = ring.tokens_of(node);
-        let count = take_share(&mut tokens, arcs, ArcOrder::LongestFirst, share, v_min);
-        pool.extend(tokens[..count].iter().map(|&token| (token, node)));
-    }
-    pool
+    let shares: Vec<(usize, f64)> = sources
+        .iter()
+        .map(|&(i, gain)| (i, budget * gain / gain_sum))
+        .collect();
+    let taken = take_shares(ring, ArcOrder::LongestFirst, &shares, counts, v_min);
+    sources
+        .iter()
+        .zip(taken)
+        .flat_map(|(&(i, _), tokens)| tokens.into_iter().map(move |t| (t, NodeId(i as u32))))
+        .collect()
 }
 
 /// Phase 3 (assign): split the pool among the receivers in proportion to their weights
@@ -189,25 +193,35 @@ mod tests {
     }
 
     #[test]
-    fn partial_ordering_equals_a_stable_sort() {
-        // Arcs with ties; tokens given in increasing index order, as a node's tokens are.
-        let arcs: Vec<f64> = (0..40).map(|s| ((s * 7) % 5) as f64 + 1.0).collect();
-        let tokens: Vec<usize> = (0..40).collect();
+    fn taking_in_arc_order_equals_a_stable_sort_per_node() {
+        // Arcs with ties: 40 tokens, owners round-robin over 3 nodes.
+        let mut gaps: Vec<f64> = (0..40).map(|s| ((s * 7) % 5) as f64 + 1.0).collect();
+        let total: f64 = gaps.iter().sum();
+        gaps.iter_mut().for_each(|g| *g /= total);
+        let mut positions = Vec::new();
+        let mut acc = 0.0;
+        for g in &gaps {
+            positions.push(acc);
+            acc += g;
+        }
+        let r = TokenRing::round_robin(positions, 3).unwrap();
+        let arcs = r.arcs();
         for order in [ArcOrder::LongestFirst, ArcOrder::ShortestFirst] {
-            let mut expected = tokens.clone();
-            expected.sort_by(|&a, &b| match order {
-                ArcOrder::LongestFirst => arcs[b].total_cmp(&arcs[a]),
-                ArcOrder::ShortestFirst => arcs[a].total_cmp(&arcs[b]),
-            });
-            for limit in [0, 1, 7, 8, 9, 25, 40] {
-                let mut work = tokens.clone();
-                let mut seen = 0;
-                let count = take_in_arc_order(&mut work, &arcs, order, |_| {
-                    seen += 1;
-                    seen <= limit
+            for limit in [0, 1, 5, 13, 14] {
+                let mut offered = [0usize; 2];
+                let taken = take_in_arc_order(&r, order, &[2, 0], |k, _| {
+                    offered[k] += 1;
+                    offered[k] <= limit
                 });
-                assert_eq!(count, limit);
-                assert_eq!(work[..count], expected[..count], "{order:?} {limit}");
+                for (k, node) in [2u32, 0].into_iter().enumerate() {
+                    let mut expected = r.tokens_of(NodeId(node));
+                    expected.sort_by(|&a, &b| match order {
+                        ArcOrder::LongestFirst => arcs[b].total_cmp(&arcs[a]),
+                        ArcOrder::ShortestFirst => arcs[a].total_cmp(&arcs[b]),
+                    });
+                    expected.truncate(limit);
+                    assert_eq!(taken[k], expected, "{order:?} {limit} node {node}");
+                }
             }
         }
     }

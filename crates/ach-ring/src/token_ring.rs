@@ -156,6 +156,10 @@ pub struct TokenRing {
     arcs: Vec<f64>,
     owners: Vec<NodeId>,
     bucket_index: BucketIndex,
+    /// Token indices by arc length, shortest first; ties in increasing index order.
+    shortest_first: Vec<usize>,
+    /// Token indices by arc length, longest first; ties in increasing index order.
+    longest_first: Vec<usize>,
 }
 
 /// How many positions of a bucket [`TokenRing::lookup`] compares one by one; it binary-searches
@@ -237,11 +241,19 @@ impl TokenRing {
         }
         let arcs = arc_lengths(&positions);
         let bucket_index = BucketIndex::new(&positions);
+        // Positions never change, so neither do these orders: computed once, they spare every
+        // algorithm a sort of its tokens at every step. Stable sorts keep ties by index.
+        let mut shortest_first: Vec<usize> = (0..arcs.len()).collect();
+        shortest_first.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+        let mut longest_first: Vec<usize> = (0..arcs.len()).collect();
+        longest_first.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
         Ok(TokenRing {
             positions,
             arcs,
             owners,
             bucket_index,
+            shortest_first,
+            longest_first,
         })
     }
 
@@ -284,6 +296,16 @@ impl TokenRing {
     /// The owner of token `token`. Panics if `token >= len()`.
     pub fn owner(&self, token: usize) -> NodeId {
         self.owners[token]
+    }
+
+    /// Every token index ordered by arc length, shortest first (ties: lower index first).
+    pub fn tokens_shortest_first(&self) -> &[usize] {
+        &self.shortest_first
+    }
+
+    /// Every token index ordered by arc length, longest first (ties: lower index first).
+    pub fn tokens_longest_first(&self) -> &[usize] {
+        &self.longest_first
     }
 
     /// The longest arc.
@@ -386,18 +408,6 @@ impl TokenRing {
         (0..self.owners.len())
             .filter(|&s| self.owners[s] == node)
             .collect()
-    }
-
-    /// The tokens of every node `0..n_nodes`, each list in increasing index order, in one pass
-    /// over the ring. Owners outside that range are left out.
-    pub fn tokens_by_node(&self, n_nodes: usize) -> Vec<Vec<usize>> {
-        let mut lists = vec![Vec::new(); n_nodes];
-        for (s, owner) in self.owners.iter().enumerate() {
-            if let Some(list) = lists.get_mut(owner.index()) {
-                list.push(s);
-            }
-        }
-        lists
     }
 
     /// Applies a set of owner changes in order and returns their `M_keys`: the sum of the arcs
