@@ -69,7 +69,8 @@ pub enum LoadProfile {
         lambda: f64,
     },
     /// `lambda` before `step_at`, then `high`; from `periodic_from` on multiplied by
-    /// `1 + amplitude * sin(2 pi (t - periodic_from) / period)`.
+    /// `1 + amplitude * sin(2 pi (t - periodic_from) / period)` (with `t - periodic_from` taken
+    /// modulo `period`: the same value up to rounding, repeating exactly).
     StepPeriodic {
         /// Requests per step before the step.
         lambda: f64,
@@ -101,7 +102,11 @@ impl LoadProfile {
             } => {
                 let base = if t < step_at { lambda } else { high };
                 if t >= periodic_from {
-                    let phase = 2.0 * std::f64::consts::PI * f64::from(t - periodic_from) / period;
+                    // The elapsed time is reduced modulo the period first (`%` on floats is
+                    // exact), so the rate repeats exactly from period to period; the sine's
+                    // argument then stays in [0, 2 pi), where it is most accurate.
+                    let elapsed = f64::from(t - periodic_from) % period;
+                    let phase = 2.0 * std::f64::consts::PI * elapsed / period;
                     base * (1.0 + amplitude * phase.sin())
                 } else {
                     base
@@ -811,6 +816,10 @@ mod tests {
             .abs()
                 < 1e-9
         );
+        // Exactly periodic, and equal to the unreduced formula up to rounding.
+        assert_eq!(c2.load.rate(1362).to_bits(), c2.load.rate(362).to_bits());
+        let unreduced = 3200.0 * (1.0 + 0.25 * (2.0 * std::f64::consts::PI * 1012.0 / 50.0).sin());
+        assert!((c2.load.rate(1362) - unreduced).abs() < 1e-9);
     }
 
     #[test]

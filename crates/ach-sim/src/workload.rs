@@ -44,14 +44,17 @@
 //! a shared random word: each token's reads and writes use disjoint bits and stay independent.
 //!
 //! The cost of a draw is one table read in the common case, whatever the mean, so the cost of
-//! a step does not grow with the rate. The tables are built when the rate changes; tokens with
-//! the same probability `p_s` (all tokens owning the same number of keys under uniform
-//! popularity) share one pair of tables. When the rate changes at two consecutive steps (series
-//! C2 after `t = 350`), a rebuild would serve a single step and cost more than it saves: such a
-//! step draws with `rand_distr::Poisson` (Knuth's product method below a mean of 12, transformed
-//! rejection above), which is exact as well. The choice depends only on the sequence of rates,
-//! so the draws stay a deterministic function of the rates and the generator's state. Means above [`MAX_TABLE_MEAN`], whose tables would be large, are drawn with
-//! `rand_distr::Poisson` instead.
+//! a step does not grow with the rate. Tables are built for a rate when it is first met, and
+//! kept for up to 64 rates; tokens with the same probability `p_s` (all tokens owning the same
+//! number of keys under uniform popularity) share one pair of tables. When the rate changes at
+//! two consecutive steps to a rate not met before, tables would likely serve a single step and
+//! cost more than they save: such a step draws with `rand_distr::Poisson` (Knuth's product
+//! method below a mean of 12, transformed rejection above), which is exact as well, and the rate
+//! is remembered; met again, it gets tables. A periodic load (series C2 from `t = 350`, whose
+//! rate repeats exactly every 50 steps) is therefore served from tables after its first period.
+//! The choices depend only on the sequence of rates, so the draws stay a deterministic function
+//! of the rates and the generator's state. Means above [`MAX_TABLE_MEAN`], whose tables would be
+//! large, are drawn with `rand_distr::Poisson` instead.
 
 use ach_ring::TokenRing;
 use rand::RngCore;
@@ -333,6 +336,20 @@ impl PoissonTables {
     }
 }
 
+/// Most rates whose tables a workload keeps (series C2's periodic load has 50 plus two).
+const MAX_CACHED_RATES: usize = 64;
+
+/// Most rates a workload remembers having drawn directly.
+const MAX_REMEMBERED_RATES: usize = 256;
+
+/// The read and write tables of one rate.
+#[derive(Clone, Debug)]
+struct RateTables {
+    rate_bits: u64,
+    reads: PoissonTables,
+    writes: PoissonTables,
+}
+
 /// The shared workload of a run: key popularity folded onto the tokens.
 pub struct Workload {
     /// `p[s]`: probability that a request's key belongs to token `s`.
@@ -340,16 +357,18 @@ pub struct Workload {
     /// The distinct values of `token_probability`, in increasing order.
     distinct_probability: Vec<f64>,
     /// For each token, the index of its probability in `distinct_probability` (and of its
-    /// tables in `read_tables` and `write_tables`).
+    /// tables in each entry of `cached`).
     token_table: Vec<u32>,
-    /// One table per distinct probability for the reads at the current rate.
-    read_tables: PoissonTables,
-    /// One table per distinct probability for the writes at the current rate.
-    write_tables: PoissonTables,
+    /// Tables for the rates met so far (at most [`MAX_CACHED_RATES`], oldest evicted first):
+    /// one table per distinct probability for the reads and one for the writes.
+    cached: Vec<RateTables>,
+    /// Index in `cached` of the tables of `rate`, if they are built.
+    current: Option<usize>,
+    /// Rates drawn directly so far (the last [`MAX_REMEMBERED_RATES`]): a rate met a second
+    /// time gets tables, so that a periodic rate is served from tables after one period.
+    drawn_directly: Vec<u64>,
     /// The rate of the previous draw (NaN before the first draw).
     rate: f64,
-    /// Whether the tables hold the distributions of `rate`.
-    tables_current: bool,
     /// Whether the rate of the previous draw differed from the one before it.
     rate_changed_last_step: bool,
     /// Direct samplers of reads and writes per distinct probability, for rates that change
@@ -401,10 +420,10 @@ impl Workload {
             token_probability,
             distinct_probability,
             token_table,
-            read_tables: PoissonTables::default(),
-            write_tables: PoissonTables::default(),
+            cached: Vec::new(),
+            current: None,
+            drawn_directly: Vec::new(),
             rate: f64::NAN,
-            tables_current: false,
             rate_changed_last_step: false,
             direct_reads: Vec::new(),
             direct_writes: Vec::new(),
@@ -426,10 +445,10 @@ impl Workload {
     /// `requests[s]` receives reads plus writes of token `s`, `writes[s]` its writes.
     ///
     /// The result is a deterministic function of the rates of this and the previous calls and
-    /// of the state of `rng`. The tables are rebuilt when the rate differs from the previous
-    /// call's; when it also differed at the previous call (a rate that changes every step),
-    /// this call draws with `rand_distr::Poisson` instead, which is exact too and cheaper than
-    /// a rebuild that serves one step only.
+    /// of the state of `rng`. Tables are built for a rate the first time it is met, unless the
+    /// rate also changed at the previous call and this rate was not met before: that call draws
+    /// with `rand_distr::Poisson` instead, exact too and cheaper than tables that may serve one
+    /// step only (see the module documentation).
     ///
     /// Preconditions: `rate` is finite and non-negative (a NaN or non-positive rate draws no
     /// requests) and both slices have one entry per token (only the first `min(len)` tokens are
@@ -444,19 +463,28 @@ impl Workload {
         let rate_changed = rate.to_bits() != self.rate.to_bits();
         if rate_changed {
             self.rate = rate;
-            self.tables_current = false;
+            self.current = self
+                .cached
+                .iter()
+                .position(|t| t.rate_bits == rate.to_bits());
         }
         let volatile = rate_changed && self.rate_changed_last_step;
         self.rate_changed_last_step = rate_changed;
         debug_assert_eq!(requests.len(), self.token_table.len());
         debug_assert_eq!(writes.len(), self.token_table.len());
-        if volatile {
-            self.draw_direct(rng, requests, writes);
-            return;
+        if self.current.is_none() {
+            let met_before = self.drawn_directly.contains(&rate.to_bits());
+            if volatile && !met_before {
+                if self.drawn_directly.len() == MAX_REMEMBERED_RATES {
+                    self.drawn_directly.remove(0);
+                }
+                self.drawn_directly.push(rate.to_bits());
+                self.draw_direct(rng, requests, writes);
+                return;
+            }
+            self.current = Some(self.build_tables());
         }
-        if !self.tables_current {
-            self.rebuild_tables();
-        }
+        let tables = &self.cached[self.current.expect("tables were just found or built")];
         for ((&table, request_count), write_count) in self
             .token_table
             .iter()
@@ -465,8 +493,8 @@ impl Workload {
         {
             let table = table as usize;
             let word = rng.next_u64();
-            let reads = self.read_tables.sample(table, (word >> 32) as u32, rng);
-            let token_writes = self.write_tables.sample(table, word as u32, rng);
+            let reads = tables.reads.sample(table, (word >> 32) as u32, rng);
+            let token_writes = tables.writes.sample(table, word as u32, rng);
             *request_count = reads + token_writes;
             *write_count = token_writes;
         }
@@ -502,19 +530,31 @@ impl Workload {
         }
     }
 
-    /// Builds the read and write tables of every distinct probability for the current rate.
-    fn rebuild_tables(&mut self) {
-        self.tables_current = true;
+    /// Builds the read and write tables of every distinct probability for the current rate,
+    /// evicting the oldest rate's tables when the cache is full; returns their index.
+    fn build_tables(&mut self) -> usize {
         let rate = self.rate;
         let read_share = rate * (1.0 - self.write_fraction);
         let write_share = rate * self.write_fraction;
-        self.read_tables.clear();
-        self.write_tables.clear();
+        let mut entry = if self.cached.len() == MAX_CACHED_RATES {
+            self.cached.remove(0)
+        } else {
+            RateTables {
+                rate_bits: 0,
+                reads: PoissonTables::default(),
+                writes: PoissonTables::default(),
+            }
+        };
+        entry.rate_bits = rate.to_bits();
+        entry.reads.clear();
+        entry.writes.clear();
         for &probability in &self.distinct_probability {
-            self.read_tables.push(read_share * probability);
-            self.write_tables.push(write_share * probability);
+            entry.reads.push(read_share * probability);
+            entry.writes.push(write_share * probability);
         }
-        debug_assert_eq!(self.read_tables.len(), self.distinct_probability.len());
+        debug_assert_eq!(entry.reads.len(), self.distinct_probability.len());
+        self.cached.push(entry);
+        self.cached.len() - 1
     }
 }
 
