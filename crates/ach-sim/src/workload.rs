@@ -336,6 +336,25 @@ impl PoissonTables {
     }
 }
 
+/// Fills each token's request count (reads plus writes) and write count from `draw(table)`,
+/// which returns the token's (reads, writes) for its table index, token by token in order.
+fn fill_counts(
+    token_table: &[u32],
+    requests: &mut [u64],
+    writes: &mut [u64],
+    mut draw: impl FnMut(usize) -> (u64, u64),
+) {
+    for ((&table, request_count), write_count) in token_table
+        .iter()
+        .zip(requests.iter_mut())
+        .zip(writes.iter_mut())
+    {
+        let (reads, token_writes) = draw(table as usize);
+        *request_count = reads + token_writes;
+        *write_count = token_writes;
+    }
+}
+
 /// Most rates whose tables a workload keeps (series C2's periodic load has 50 plus two).
 const MAX_CACHED_RATES: usize = 64;
 
@@ -485,19 +504,12 @@ impl Workload {
             self.current = Some(self.build_tables());
         }
         let tables = &self.cached[self.current.expect("tables were just found or built")];
-        for ((&table, request_count), write_count) in self
-            .token_table
-            .iter()
-            .zip(requests.iter_mut())
-            .zip(writes.iter_mut())
-        {
-            let table = table as usize;
+        fill_counts(&self.token_table, requests, writes, |table| {
             let word = rng.next_u64();
             let reads = tables.reads.sample(table, (word >> 32) as u32, rng);
-            let token_writes = tables.writes.sample(table, word as u32, rng);
-            *request_count = reads + token_writes;
-            *write_count = token_writes;
-        }
+            let writes = tables.writes.sample(table, word as u32, rng);
+            (reads, writes)
+        });
     }
 
     /// Draws with `rand_distr::Poisson` directly, for a rate that changed at this step and at
@@ -516,18 +528,12 @@ impl Workload {
             self.direct_reads.push(sampler(read_share * probability));
             self.direct_writes.push(sampler(write_share * probability));
         }
-        for ((&table, request_count), write_count) in self
-            .token_table
-            .iter()
-            .zip(requests.iter_mut())
-            .zip(writes.iter_mut())
-        {
-            let table = table as usize;
-            let reads = self.direct_reads[table].map_or(0, |d| d.sample(rng) as u64);
-            let token_writes = self.direct_writes[table].map_or(0, |d| d.sample(rng) as u64);
-            *request_count = reads + token_writes;
-            *write_count = token_writes;
-        }
+        let (direct_reads, direct_writes) = (&self.direct_reads, &self.direct_writes);
+        fill_counts(&self.token_table, requests, writes, |table| {
+            let reads = direct_reads[table].map_or(0, |d| d.sample(rng) as u64);
+            let writes = direct_writes[table].map_or(0, |d| d.sample(rng) as u64);
+            (reads, writes)
+        });
     }
 
     /// Builds the read and write tables of every distinct probability for the current rate,
