@@ -8,8 +8,9 @@
 use std::ops::Range;
 
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SeriesSummary};
+use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -399,6 +400,38 @@ fn render_svg(
     Ok(svg)
 }
 
+/// A chart builder in the house layout: a 10 px margin, 42 px for the x labels and 58 px for the
+/// y labels (a caller may override any of them).
+fn chart_builder<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin(10)
+        .x_label_area_size(42)
+        .y_label_area_size(58);
+    builder
+}
+
+/// A mesh in the house style: no minor grid lines, the shared fonts, and the two axis
+/// descriptions.
+fn styled_mesh<'a, 'b, 'm, X, Y, XT, YT, DB>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+    x_desc: &str,
+    y_desc: &str,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+    Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+    DB: DrawingBackend,
+{
+    mesh.light_line_style(TRANSPARENT)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .axis_desc_style((FONT, AXIS_LABEL_SIZE))
+        .label_style((FONT, TICK_SIZE))
+}
+
 fn text_style(size: u32, pos: Pos) -> TextStyle<'static> {
     TextStyle::from((FONT, size).into_font())
         .color(&BLACK)
@@ -463,24 +496,19 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
         if spec.mark_violations {
             y_range.end += (y_range.end - y_range.start) * 0.12;
         }
-        let mut chart = ChartBuilder::on(&left)
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
+        let mut chart = chart_builder(&left)
             .build_cartesian_2d(x_range(), y_range.clone())
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .disable_x_mesh()
-            .x_desc("algorithm")
-            .y_desc("D-bar (mean imbalance, fraction of load)")
-            .x_label_formatter(&x_label)
-            .y_label_formatter(&|v| format!("{v:.3}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "algorithm",
+            "D-bar (mean imbalance, fraction of load)",
+        )
+        .disable_x_mesh()
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&|v| format!("{v:.3}"))
+        .draw()
+        .map_err(draw_error)?;
         for (index, a) in algorithms.iter().enumerate() {
             let x = index as f64;
             let color = algorithm_color(&a.name);
@@ -524,24 +552,19 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
                 })
                 .collect::<Vec<_>>(),
         );
-        let mut chart = ChartBuilder::on(&right)
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
+        let mut chart = chart_builder(&right)
             .build_cartesian_2d(x_range(), TickedAxis::new(axis.range(), axis.ticks()))
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .disable_x_mesh()
-            .x_desc("algorithm")
-            .y_desc("M_cum (fraction of key space, log)")
-            .x_label_formatter(&x_label)
-            .y_label_formatter(&|v| axis.label(*v))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "algorithm",
+            "M_cum (fraction of key space, log)",
+        )
+        .disable_x_mesh()
+        .x_label_formatter(&x_label)
+        .y_label_formatter(&|v| axis.label(*v))
+        .draw()
+        .map_err(draw_error)?;
         draw_log_break(&mut chart, axis, -0.5..count as f64 - 0.5)?;
         for (index, a) in algorithms.iter().enumerate() {
             let x = index as f64;
@@ -761,24 +784,19 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
             d_values.extend([row.d_mean_ach, row.d_mean_static_w]);
         }
         let y_range = padded_range(d_values, 0.25);
-        let mut chart = ChartBuilder::on(&left)
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
+        let mut chart = chart_builder(&left)
             .build_cartesian_2d(x_range.clone(), y_range.clone())
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("telemetry noise σ (fraction of load)")
-            .y_desc("D-bar (fraction of load)")
-            .x_labels(6)
-            .x_label_formatter(&|v| format!("{v:.2}"))
-            .y_label_formatter(&|v| format!("{v:.2}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "telemetry noise σ (fraction of load)",
+            "D-bar (fraction of load)",
+        )
+        .x_labels(6)
+        .x_label_formatter(&|v| format!("{v:.2}"))
+        .y_label_formatter(&|v| format!("{v:.2}"))
+        .draw()
+        .map_err(draw_error)?;
         draw_applicability(&mut chart, eps_off, x_range.end, y_range.clone())?;
         for name in algorithms {
             let color = algorithm_color(name);
@@ -872,24 +890,19 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
             .collect();
         let low = ours.iter().chain(&printed).map(|p| p.1).fold(0.0, f64::min);
         let y_range = (low * 1.2).min(-5.0)..5.0;
-        let mut chart = ChartBuilder::on(&right)
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
+        let mut chart = chart_builder(&right)
             .build_cartesian_2d(x_range.clone(), y_range.clone())
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("telemetry noise σ (fraction of load)")
-            .y_desc("D-bar change, ACH vs A0 (%)")
-            .x_labels(6)
-            .x_label_formatter(&|v| format!("{v:.2}"))
-            .y_label_formatter(&|v| format!("{v:.0}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "telemetry noise σ (fraction of load)",
+            "D-bar change, ACH vs A0 (%)",
+        )
+        .x_labels(6)
+        .x_label_formatter(&|v| format!("{v:.2}"))
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .draw()
+        .map_err(draw_error)?;
         draw_applicability(&mut chart, eps_off, x_range.end, y_range.clone())?;
         chart
             .draw_series(std::iter::once(PathElement::new(
@@ -1036,30 +1049,25 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
     let mut shared_labels: Vec<String> = Vec::new();
     let svg = render_svg((SINGLE.0, SINGLE.1 + 60), |root| {
         let (plot, legend) = root.split_vertically(SINGLE.1 + 60 - 76);
-        let mut chart = ChartBuilder::on(&plot)
+        let mut chart = chart_builder(&plot)
             .caption(
                 "Cost against benefit: C1 algorithms and every C5 point",
                 (FONT, CAPTION_SIZE),
             )
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
             .build_cartesian_2d(
                 TickedAxis::new(x_axis.clone(), axis.ticks()),
                 y_range.clone(),
             )
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("M_cum (fraction of key space, log; 0 in its own lane)")
-            .y_desc("D-bar (fraction of load)")
-            .x_label_formatter(&|v| axis.label(*v))
-            .y_label_formatter(&|v| format!("{v:.3}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "M_cum (fraction of key space, log; 0 in its own lane)",
+            "D-bar (fraction of load)",
+        )
+        .x_label_formatter(&|v| axis.label(*v))
+        .y_label_formatter(&|v| format!("{v:.3}"))
+        .draw()
+        .map_err(draw_error)?;
         let break_x = axis.break_position();
         chart
             .draw_series(DashedLineSeries::new(
@@ -1270,32 +1278,27 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
     );
     let svg = render_svg((SINGLE.0, SINGLE.1 + 20), |root| {
         let (plot, legend) = root.split_vertically(SINGLE.1 + 20 - LEGEND_HEIGHT);
-        let mut chart = ChartBuilder::on(&plot)
+        let mut chart = chart_builder(&plot)
             .caption(
                 format!("{}: D-bar of every run per algorithm", runs.name),
                 (FONT, CAPTION_SIZE),
             )
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
             .build_cartesian_2d(TickedAxis::categories(count), y_range.clone())
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .disable_x_mesh()
-            .x_desc("algorithm")
-            .y_desc("D-bar per run (fraction of load)")
-            .x_label_formatter(&|v| {
-                names
-                    .get(v.round().max(0.0) as usize)
-                    .map_or(String::new(), |n| short_name(n).to_string())
-            })
-            .y_label_formatter(&|v| format!("{v:.3}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "algorithm",
+            "D-bar per run (fraction of load)",
+        )
+        .disable_x_mesh()
+        .x_label_formatter(&|v| {
+            names
+                .get(v.round().max(0.0) as usize)
+                .map_or(String::new(), |n| short_name(n).to_string())
+        })
+        .y_label_formatter(&|v| format!("{v:.3}"))
+        .draw()
+        .map_err(draw_error)?;
         for (index, algorithm) in runs.algorithms.iter().enumerate() {
             let mut values = algorithm.d_mean_per_run.clone();
             if values.is_empty() {
@@ -1379,27 +1382,22 @@ fn ecdf_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
     );
     let svg = render_svg((SINGLE.0, SINGLE.1 + 20), |root| {
         let (plot, legend) = root.split_vertically(SINGLE.1 + 20 - LEGEND_HEIGHT);
-        let mut chart = ChartBuilder::on(&plot)
+        let mut chart = chart_builder(&plot)
             .caption(
                 format!("{}: distribution of per-run D-bar", runs.name),
                 (FONT, CAPTION_SIZE),
             )
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
             .build_cartesian_2d(x_range.clone(), 0.0..1.02)
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("D-bar per run (fraction of load)")
-            .y_desc("fraction of runs with D-bar ≤ x")
-            .x_label_formatter(&|v| format!("{v:.3}"))
-            .y_label_formatter(&|v| format!("{v:.1}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "D-bar per run (fraction of load)",
+            "fraction of runs with D-bar ≤ x",
+        )
+        .x_label_formatter(&|v| format!("{v:.3}"))
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .draw()
+        .map_err(draw_error)?;
         for algorithm in &runs.algorithms {
             let mut values = algorithm.d_mean_per_run.clone();
             if values.is_empty() {
@@ -1478,23 +1476,19 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
         // Headroom above the data for the event labels, one row each.
         let headroom = (d_range.end - d_range.start) * 0.08 * runs.events.len() as f64;
         let d_range = d_range.start.max(0.0)..d_range.end + headroom;
-        let mut chart = ChartBuilder::on(&top)
-            .margin(10)
+        let mut chart = chart_builder(&top)
             .x_label_area_size(36)
-            .y_label_area_size(58)
             .build_cartesian_2d(x_range.clone(), d_range.clone())
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("t (steps)")
-            .y_desc("D(t) (fraction of load)")
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| format!("{v:.2}"))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "t (steps)",
+            "D(t) (fraction of load)",
+        )
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{v:.2}"))
+        .draw()
+        .map_err(draw_error)?;
         draw_time_marks(&mut chart, runs, d_range.clone())?;
         for algorithm in &runs.algorithms {
             draw_band(
@@ -1519,23 +1513,18 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 .filter(|v| *v > 1e-6)
                 .collect::<Vec<_>>(),
         );
-        let mut chart = ChartBuilder::on(&bottom)
-            .margin(10)
-            .x_label_area_size(42)
-            .y_label_area_size(58)
+        let mut chart = chart_builder(&bottom)
             .build_cartesian_2d(x_range.clone(), TickedAxis::new(axis.range(), axis.ticks()))
             .map_err(draw_error)?;
-        chart
-            .configure_mesh()
-            .light_line_style(TRANSPARENT)
-            .x_desc("t (steps)")
-            .y_desc("cumulative M_keys (fraction of key space)")
-            .x_label_formatter(&|v| format!("{v:.0}"))
-            .y_label_formatter(&|v| axis.label(*v))
-            .axis_desc_style((FONT, AXIS_LABEL_SIZE))
-            .label_style((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "t (steps)",
+            "cumulative M_keys (fraction of key space)",
+        )
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| axis.label(*v))
+        .draw()
+        .map_err(draw_error)?;
         draw_log_break(&mut chart, axis, x_range.clone())?;
         let warmup = f64::from(runs.warmup);
         let range = axis.range();
