@@ -1,0 +1,44 @@
+//! Every call into the live API of `ach-ring` and `ach-control` (issue 10), in one place.
+
+use ach_control::{Ach, AchConfig, Balancer, ConfigError, Plan};
+use ach_ring::{NodeId, RingError, TokenMove, TokenRing};
+
+/// Weight of a slot without keys, in keys: small enough that moving it costs next to nothing,
+/// large enough that its arc stays positive.
+pub const EMPTY_SLOT_WEIGHT: f64 = 1e-3;
+
+/// One token per slot with an arc proportional to the slot's keys (token `s` is slot `s`).
+pub fn key_weighted_ring(keys: &[u64], owners: Vec<NodeId>) -> Result<TokenRing, RingError> {
+    let weights: Vec<f64> = keys
+        .iter()
+        .map(|&k| (k as f64).max(EMPTY_SLOT_WEIGHT))
+        .collect();
+    // Until `TokenRing::from_arc_weights` lands: token s's arc is weights[s] / sum, token 0's
+    // arc ending at the first position (0).
+    let total: f64 = weights.iter().sum();
+    let mut positions = Vec::with_capacity(weights.len());
+    let mut cumulative = 0.0;
+    for (slot, weight) in weights.iter().enumerate() {
+        if slot > 0 {
+            cumulative += weight;
+        }
+        positions.push(cumulative / total);
+    }
+    TokenRing::new(positions, owners)
+}
+
+/// ACH's configuration for a live cluster.
+pub fn ach_config() -> AchConfig {
+    AchConfig::paper()
+}
+
+/// Creates the ACH controller.
+pub fn ach(config: AchConfig) -> Result<Ach, ConfigError> {
+    Ach::new(config)
+}
+
+/// Charges the moves that were switched: the subset of `plan` in `done`.
+pub fn confirm(balancer: &mut dyn Balancer, ring: &TokenRing, plan: &Plan, done: &[TokenMove]) {
+    // Until `Plan::subset` and `Balancer::confirm` land.
+    let _ = (balancer, ring, plan, done);
+}
