@@ -13,23 +13,16 @@ pub fn key_weighted_ring(keys: &[u64], owners: Vec<NodeId>) -> Result<TokenRing,
         .iter()
         .map(|&k| (k as f64).max(EMPTY_SLOT_WEIGHT))
         .collect();
-    // Until `TokenRing::from_arc_weights` lands: token s's arc is weights[s] / sum, token 0's
-    // arc ending at the first position (0).
-    let total: f64 = weights.iter().sum();
-    let mut positions = Vec::with_capacity(weights.len());
-    let mut cumulative = 0.0;
-    for (slot, weight) in weights.iter().enumerate() {
-        if slot > 0 {
-            cumulative += weight;
-        }
-        positions.push(cumulative / total);
-    }
-    TokenRing::new(positions, owners)
+    TokenRing::from_arc_weights(&weights, owners)
 }
 
 /// ACH's configuration for a live cluster.
 pub fn ach_config() -> AchConfig {
-    AchConfig::paper()
+    // Interim until `AchConfig::live()` (target relative to the live mean load) lands.
+    AchConfig {
+        ell_star: 0.4,
+        ..AchConfig::paper()
+    }
 }
 
 /// Creates the ACH controller.

@@ -309,3 +309,27 @@ pub fn share_between(
     let total: u64 = after.keys().map(|a| delta(a)).sum();
     delta(address) as f64 / total.max(1) as f64
 }
+
+/// `used_memory` of a server in MiB.
+pub fn used_memory_mb(server: &ach_redis::local::LocalServer) -> f64 {
+    let mut connection = server.connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut connection)
+        .unwrap();
+    let bytes: f64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("INFO memory has used_memory");
+    bytes / (1024.0 * 1024.0)
+}
+
+/// The steps of a `--log` file, parsed.
+pub fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}

@@ -1,0 +1,240 @@
+//! `ach-redis rebalance` on a real 4-node cluster under continuous reads and writes, and
+//! `fix` after the rebalancer is killed (SIGKILL) at every point of the migration protocol.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use common::{
+    DataSet, Workload, ach_redis, assert_check_clean, data_calls, read_log, serial, share_between,
+    start_cluster, used_memory_mb, wrong_values,
+};
+
+/// The hot server's slot range (server 0 of a 4-node cluster).
+const HOT_RANGE: (u16, u16) = (0, 4095);
+
+#[test]
+fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing() {
+    let _serial = serial();
+    let cluster = start_cluster(4);
+    // 12000 keys over all slots, 24000 more in 60 hot slots of server 0: it holds 75 % of the
+    // keys and, as clients touch every key alike, 75 % of the operations.
+    let data = Arc::new(DataSet::new(12_000, 60, 400, HOT_RANGE));
+    data.load(&cluster, 2);
+    let hot = cluster.servers()[0].address();
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+
+    let window = Duration::from_secs(2);
+    let calls_0 = data_calls(&cluster);
+    std::thread::sleep(window);
+    let calls_1 = data_calls(&cluster);
+    let share_before = share_between(&calls_0, &calls_1, &hot);
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let seed = cluster.seed();
+    let (m_max, m_horizon, horizon) = (0.05, 0.3, 10usize);
+    let output = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--steps",
+        "20",
+        "--interval-ms",
+        "300",
+        "--beta",
+        "0.6",
+        "--memory-capacity-mb",
+        &capacity,
+        "--log",
+        &log_path,
+        "--m-max",
+        &m_max.to_string(),
+        "--m-horizon",
+        &m_horizon.to_string(),
+        "--horizon",
+        &horizon.to_string(),
+    ]);
+    let progress = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "rebalance failed:\n{progress}");
+
+    let calls_2 = data_calls(&cluster);
+    std::thread::sleep(window);
+    let calls_3 = data_calls(&cluster);
+    let share_after = share_between(&calls_2, &calls_3, &hot);
+    let report = workload.finish();
+    eprintln!(
+        "{progress}\nhot node's share of operations: {share_before:.3} before, {share_after:.3} after; \
+         workload: {} ops, {} errors, {} stale reads",
+        report.ops, report.errors, report.stale_reads
+    );
+
+    assert_eq!(
+        report.errors, 0,
+        "client errors: {:?}",
+        report.error_samples
+    );
+    assert_eq!(
+        report.stale_reads, 0,
+        "stale reads: {:?}",
+        report.error_samples
+    );
+    assert!(report.ops > 1000, "the workload ran: {} ops", report.ops);
+    let wrong = wrong_values(&cluster, &report.last_written);
+    assert!(
+        wrong.is_empty(),
+        "{} keys lost or stale, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+    assert_check_clean(&cluster);
+
+    let steps = read_log(log.path());
+    assert_eq!(steps.len(), 20, "one line per step:\n{progress}");
+    let moved: Vec<f64> = steps
+        .iter()
+        .map(|s| s["moved_fraction"].as_f64().unwrap())
+        .collect();
+    let keys_moved: u64 = steps
+        .iter()
+        .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
+        .sum();
+    assert!(keys_moved > 0, "nothing moved:\n{progress}");
+    for (step, fraction) in moved.iter().enumerate() {
+        assert!(
+            *fraction <= m_max + 1e-9,
+            "step {step} moved {fraction} > M_max"
+        );
+    }
+    for start in 0..moved.len() {
+        let window: f64 = moved[start..(start + horizon).min(moved.len())]
+            .iter()
+            .sum();
+        assert!(
+            window <= m_horizon + 1e-9,
+            "steps {start}.. moved {window} > M_H"
+        );
+    }
+    assert!(
+        share_after < share_before - 0.1,
+        "hot node's share of operations: {share_before:.3} before, {share_after:.3} after\n{progress}"
+    );
+}
+
+/// Runs `rebalance` paused at `point`, kills it with SIGKILL there, then runs `fix` and checks
+/// that it did `expected` (`completed`, `rolled back` or `no open slot`).
+fn kill_at_point_then_fix(seed: &str, capacity: &str, point: &str, expected: &str) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            seed,
+            "--steps",
+            "5",
+            "--interval-ms",
+            "100",
+            "--beta",
+            "1",
+            "--batch",
+            "20",
+            "--memory-capacity-mb",
+            capacity,
+            "--m-max",
+            "0.1",
+            "--m-horizon",
+            "1",
+            "--horizon",
+            "5",
+            "--pause-at",
+            point,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    let paused = loop {
+        match receiver.recv_timeout(Duration::from_secs(60)) {
+            Ok(line) if line.contains("paused at") => break true,
+            Ok(line) => seen.push(line),
+            Err(_) => break false,
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(
+        paused,
+        "rebalance never reached {point}:\n{}",
+        seen.join("\n")
+    );
+    let status = ach_redis(&["status", "--cluster", seed, "--sample-ms", "10"]);
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert_eq!(
+        !status.contains("open slots: none"),
+        expected != "no open slot",
+        "after a kill at {point}:\n{status}"
+    );
+    let fix = ach_redis(&["fix", "--cluster", seed]);
+    let fixed = String::from_utf8_lossy(&fix.stdout).to_string();
+    assert!(
+        fix.status.success(),
+        "fix after a kill at {point} failed: {}",
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    assert!(
+        fixed.contains(expected),
+        "fix after a kill at {point}: {fixed}"
+    );
+}
+
+#[test]
+fn sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster() {
+    let _serial = serial();
+    let cluster = start_cluster(4);
+    let data = Arc::new(DataSet::new(4000, 30, 300, HOT_RANGE));
+    data.load(&cluster, 2);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(180));
+    let seed = cluster.seed();
+    let points = [
+        ("importing", "rolled back"),
+        ("migrating", "completed"),
+        ("first-batch", "completed"),
+        ("target-node", "completed"),
+        ("source-node", "no open slot"),
+    ];
+    for (point, expected) in points {
+        kill_at_point_then_fix(&seed, &capacity, point, expected);
+        assert_check_clean(&cluster);
+    }
+    let report = workload.finish();
+    assert_eq!(
+        report.errors, 0,
+        "client errors: {:?}",
+        report.error_samples
+    );
+    assert_eq!(
+        report.stale_reads, 0,
+        "stale reads: {:?}",
+        report.error_samples
+    );
+    let wrong = wrong_values(&cluster, &report.last_written);
+    assert!(
+        wrong.is_empty(),
+        "{} keys lost or stale, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}
