@@ -238,3 +238,166 @@ fn sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster() {
         &wrong[..wrong.len().min(5)]
     );
 }
+
+/// Starts `ach-redis rebalance` with a piped stderr whose lines arrive on the returned channel.
+fn spawn_rebalance(args: &[&str]) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .arg("rebalance")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    (child, receiver)
+}
+
+/// Waits for a stderr line containing `text`; returns every line seen (the match last).
+fn wait_for_line(receiver: &mpsc::Receiver<String>, text: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Ok(line) = receiver.recv_timeout(Duration::from_secs(60)) {
+        let found = line.contains(text);
+        seen.push(line);
+        if found {
+            return seen;
+        }
+    }
+    panic!("no line with {text:?} within 60 s:\n{}", seen.join("\n"));
+}
+
+#[test]
+fn degraded_cluster_migrates_nothing_and_resumes_when_healthy() {
+    let _serial = serial();
+    let cluster = start_cluster(4);
+    let data = DataSet::new(4000, 30, 300, HOT_RANGE);
+    data.load(&cluster, 1);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    // An empty slot of a cold server, which the seed (server 0) will stop serving.
+    let mut seed_connection = cluster.servers()[0].connection().unwrap();
+    let empty_slot = (HOT_RANGE.0..=HOT_RANGE.1)
+        .find(|&slot| {
+            let keys: u64 = redis::cmd("CLUSTER")
+                .arg("COUNTKEYSINSLOT")
+                .arg(slot)
+                .query(&mut seed_connection)
+                .unwrap();
+            keys == 0
+        })
+        .expect("an empty slot");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let seed = cluster.seed();
+    let (mut child, lines) = spawn_rebalance(&[
+        "--cluster",
+        &seed,
+        "--steps",
+        "25",
+        "--interval-ms",
+        "200",
+        "--beta",
+        "1",
+        "--memory-capacity-mb",
+        &capacity,
+        "--m-max",
+        "0.05",
+        "--m-horizon",
+        "1",
+        "--horizon",
+        "10",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]);
+    wait_for_line(&lines, "step 0:");
+    let _: () = redis::cmd("CLUSTER")
+        .arg("DELSLOTS")
+        .arg(empty_slot)
+        .query(&mut seed_connection)
+        .unwrap();
+    let seen = wait_for_line(&lines, "migrating nothing");
+    let degraded = seen.last().unwrap().clone();
+    wait_for_line(&lines, "migrating nothing");
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTS")
+        .arg(empty_slot)
+        .query(&mut seed_connection)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(
+        degraded.contains("1 slots have no owner") || degraded.contains("cluster_state:fail"),
+        "{degraded}"
+    );
+    let steps = read_log(log.path());
+    let first_degraded = steps
+        .iter()
+        .position(|s| s["healthy"] == false)
+        .expect("a degraded step");
+    let moved_while_degraded: u64 = steps
+        .iter()
+        .filter(|s| s["healthy"] == false)
+        .map(|s| {
+            assert!(s["outcome"].is_null() && !s["problems"].as_array().unwrap().is_empty());
+            s["outcome"]["keys_moved"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(moved_while_degraded, 0);
+    let moved_after: u64 = steps[first_degraded..]
+        .iter()
+        .filter(|s| s["healthy"] == true)
+        .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
+        .sum();
+    assert!(moved_after > 0, "the rebalancer did not resume");
+    assert_check_clean(&cluster);
+}
+
+#[test]
+fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
+    let _serial = serial();
+    let cluster = start_cluster(4);
+    let data = DataSet::new(4000, 30, 300, HOT_RANGE);
+    data.load(&cluster, 1);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let seed = cluster.seed();
+    let (mut child, lines) = spawn_rebalance(&[
+        "--cluster",
+        &seed,
+        "--steps",
+        "100",
+        "--interval-ms",
+        "100",
+        "--beta",
+        "1",
+        "--batch",
+        "2",
+        "--memory-capacity-mb",
+        &capacity,
+        "--m-max",
+        "0.05",
+        "--m-horizon",
+        "1",
+        "--horizon",
+        "10",
+    ]);
+    wait_for_line(&lines, "  slot ");
+    // SIGINT by PID, as Ctrl-C in a terminal sends it.
+    let interrupted = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(status.success(), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by request")),
+        "{rest:?}"
+    );
+    let after = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "10"]);
+    assert!(String::from_utf8_lossy(&after.stdout).contains("open slots: none"));
+    assert_check_clean(&cluster);
+}
