@@ -451,6 +451,27 @@ impl Controller {
     }
 }
 
+/// Observes the cluster once over `sample`: an INFO sample, a wait, then an observation, so
+/// that the cpu reading covers that wait. Give the controller `beta = 1` for loads that are the
+/// readings of that interval (no smoothing). Fails when the cluster is degraded or a
+/// `--weight` names no master.
+pub fn observe_once(
+    mut controller: Controller,
+    cluster: &mut Cluster,
+    sample: std::time::Duration,
+) -> Result<(Controller, Observed), Error> {
+    let snapshot = cluster.snapshot()?;
+    if !snapshot.healthy() {
+        return Err(Error::Degraded(snapshot.problems));
+    }
+    controller.relative_weights(&snapshot)?;
+    let samples = controller.sample(cluster, &snapshot);
+    controller.remember(&snapshot, &samples);
+    std::thread::sleep(sample);
+    let observed = controller.observe(cluster)?;
+    Ok((controller, observed))
+}
+
 /// ACH's configuration for a live cluster (`AchConfig::live()`).
 pub fn live_ach_config() -> AchConfig {
     live::ach_config()

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use ach_redis::Error;
 use ach_redis::cluster::Cluster;
-use ach_redis::control::{Algorithm, ControlOptions, Controller};
+use ach_redis::control::{Algorithm, ControlOptions, Controller, observe_once};
 use ach_redis::migrate::{MigrationOptions, ProtocolPoint, fix};
 use ach_redis::rebalance::{LoopOptions, run};
 use ach_redis::report::{plan_text, status_text};
@@ -176,24 +176,14 @@ fn connect(common: &Common) -> Result<Cluster, Error> {
     Cluster::connect(&common.cluster, Duration::from_millis(common.timeout_ms))
 }
 
-/// Observes twice, `sample_ms` apart, so that the cpu reading covers that interval; the
-/// tracker does not smooth (`beta = 1`), so the loads are the readings of that interval.
-fn observe_once(
+/// Observes once over `--sample-ms` (see [`observe_once`]).
+fn observe_once_with(
     cluster: &mut Cluster,
     common: &Common,
     algorithm: Algorithm,
 ) -> Result<(Controller, ach_redis::control::Observed), Error> {
-    let mut controller = Controller::new(control_options(common, algorithm, 1.0)?)?;
-    let snapshot = cluster.snapshot()?;
-    if !snapshot.healthy() {
-        return Err(Error::Degraded(snapshot.problems));
-    }
-    controller.relative_weights(&snapshot)?;
-    let samples = controller.sample(cluster, &snapshot);
-    controller.remember(&snapshot, &samples);
-    std::thread::sleep(Duration::from_millis(common.sample_ms));
-    let observed = controller.observe(cluster)?;
-    Ok((controller, observed))
+    let controller = Controller::new(control_options(common, algorithm, 1.0)?)?;
+    observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
 }
 
 fn execute(cli: Cli) -> Result<(), Error> {
@@ -202,7 +192,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             let mut cluster = connect(&common)?;
             let snapshot = cluster.snapshot()?;
             let observed = if snapshot.healthy() {
-                Some(observe_once(&mut cluster, &common, Algorithm::StaticW)?.1)
+                Some(observe_once_with(&mut cluster, &common, Algorithm::StaticW)?.1)
             } else {
                 None
             };
@@ -220,7 +210,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             json,
         } => {
             let mut cluster = connect(&common)?;
-            let (mut controller, observed) = observe_once(&mut cluster, &common, algorithm)?;
+            let (mut controller, observed) = observe_once_with(&mut cluster, &common, algorithm)?;
             let plan = controller.plan(&observed)?;
             if json {
                 let value = serde_json::json!({ "observed": observed, "plan": plan });
