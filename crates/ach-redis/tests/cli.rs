@@ -148,54 +148,27 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
 
     let cluster = start_cluster(3);
     let seed = cluster.seed();
-    let rebalance = |extra: &[&str]| {
-        let mut args = vec!["rebalance", "--cluster", &seed];
-        args.extend_from_slice(extra);
-        args.iter().map(|s| s.to_string()).collect::<Vec<_>>()
-    };
+    // `rebalance --cluster SEED` with `--steps 1 --interval-ms 10` unless `extra` sets them.
     let check = |extra: &[&str], message: &str| {
-        let args = rebalance(extra);
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut args = vec!["rebalance", "--cluster", &seed];
+        if !extra.contains(&"--steps") {
+            args.extend(["--steps", "1"]);
+        }
+        if !extra.contains(&"--interval-ms") {
+            args.extend(["--interval-ms", "10"]);
+        }
+        args.extend_from_slice(extra);
         assert_exit_2(&args, message);
     };
-    check(
-        &[
-            "--steps",
-            "1",
-            "--interval-ms",
-            "10",
-            "--weight",
-            "127.0.0.1:1=2",
-        ],
-        "no master \"127.0.0.1:1\"",
-    );
-    check(
-        &["--steps", "1", "--interval-ms", "10", "--weight", "x=0"],
-        "finite and > 0",
-    );
-    check(
-        &[
-            "--steps",
-            "1",
-            "--interval-ms",
-            "10",
-            "--weight",
-            "nonsense",
-        ],
-        "is not NODE=W",
-    );
-    check(&["--steps", "1", "--interval-ms", "0"], "--interval-ms");
-    check(&["--steps", "1", "--interval-ms", "-5"], "--interval-ms");
-    check(&["--steps", "1", "--interval-ms", "soon"], "--interval-ms");
-    check(&["--steps", "0", "--interval-ms", "10"], "--steps");
-    check(
-        &["--steps", "1", "--interval-ms", "10", "--beta", "0"],
-        "beta",
-    );
-    check(
-        &["--steps", "1", "--interval-ms", "10", "--m-max=-1"],
-        "M_max",
-    );
+    check(&["--weight", "127.0.0.1:1=2"], "no master \"127.0.0.1:1\"");
+    check(&["--weight", "x=0"], "finite and > 0");
+    check(&["--weight", "nonsense"], "is not NODE=W");
+    check(&["--interval-ms", "0"], "--interval-ms");
+    check(&["--interval-ms", "-5"], "--interval-ms");
+    check(&["--interval-ms", "soon"], "--interval-ms");
+    check(&["--steps", "0"], "--steps");
+    check(&["--beta", "0"], "beta");
+    check(&["--m-max=-1"], "M_max");
     assert_exit_2(
         &["status", "--cluster", &seed, "--sample-ms", "0"],
         "--sample-ms",

@@ -231,6 +231,28 @@ impl Workload {
     }
 }
 
+/// Fails the test unless the clients saw no error and no stale read and every key holds the
+/// last value written to it.
+pub fn assert_nothing_lost(cluster: &LocalCluster, report: &WorkloadReport) {
+    assert_eq!(
+        report.errors, 0,
+        "client errors: {:?}",
+        report.error_samples
+    );
+    assert_eq!(
+        report.stale_reads, 0,
+        "stale reads: {:?}",
+        report.error_samples
+    );
+    let wrong = wrong_values(cluster, &report.last_written);
+    assert!(
+        wrong.is_empty(),
+        "{} keys lost or stale, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}
+
 /// Reads every key with a fresh cluster client and returns the keys whose value is not the
 /// last one written (missing keys included).
 pub fn wrong_values(cluster: &LocalCluster, expected: &BTreeMap<String, String>) -> Vec<String> {
