@@ -229,8 +229,8 @@ impl LocalCluster {
     }
 
     /// Starts one server per entry of `slots` and gives it those inclusive slot ranges (an
-    /// empty list leaves it without slots), then joins them. Waits for `cluster_state:ok`
-    /// when all 16384 slots are assigned, and for every node to know every other otherwise.
+    /// empty list leaves it without slots), then joins them and waits until every node sees
+    /// the others and all the assigned slots (and `cluster_state:ok` when all 16384 are).
     pub fn start_with_slots(slots: &[Vec<(u16, u16)>]) -> Result<LocalCluster, LocalError> {
         let servers = (0..slots.len())
             .map(|_| LocalServer::start(ServerMode::Cluster))
@@ -269,11 +269,13 @@ impl LocalCluster {
             .flatten()
             .map(|&(a, b)| usize::from(b - a) + 1)
             .sum();
-        cluster.wait_converged(covered == SLOT_COUNT, Duration::from_secs(30))?;
+        cluster.wait_converged(covered, Duration::from_secs(30))?;
         Ok(cluster)
     }
 
-    fn wait_converged(&self, expect_ok: bool, timeout: Duration) -> Result<(), LocalError> {
+    /// Waits until every node knows every other and sees `covered` slots assigned, and
+    /// reports `cluster_state:ok` when that is all of them.
+    fn wait_converged(&self, covered: usize, timeout: Duration) -> Result<(), LocalError> {
         let started = Instant::now();
         let mut last = String::new();
         while started.elapsed() < timeout {
@@ -290,9 +292,10 @@ impl LocalCluster {
                         break;
                     }
                 };
-                let known = format!("cluster_known_nodes:{}", self.servers.len());
-                let ok = !expect_ok || info.contains("cluster_state:ok");
-                if !(ok && info.contains(&known)) {
+                let known = format!("cluster_known_nodes:{}\r\n", self.servers.len());
+                let assigned = format!("cluster_slots_assigned:{covered}\r\n");
+                let ok = covered < SLOT_COUNT || info.contains("cluster_state:ok");
+                if !(ok && info.contains(&known) && info.contains(&assigned)) {
                     last = format!("{}: {}", server.address(), info.replace("\r\n", " "));
                     all = false;
                     break;
