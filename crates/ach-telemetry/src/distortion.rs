@@ -45,7 +45,7 @@ impl StepDraws<'_> {
 ///    for the next step *before* clipping, so the memory can lie outside `[0, 1]`; this
 ///    reproduces the reference simulation.
 /// 4. Every entry is clipped to `[0, 1]`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Distortion {
     config: DistortionConfig,
     node_count: usize,

@@ -81,6 +81,14 @@ pub enum TelemetryError {
         /// Which draws were missing: `gauss` or `missing`.
         what: &'static str,
     },
+    /// A saved state has a version this release cannot read.
+    #[error("saved tracker state has version {found}; this release reads version {supported}")]
+    UnsupportedStateVersion {
+        /// The version found.
+        found: u32,
+        /// The version this release reads.
+        supported: u32,
+    },
     /// A node index is not below the node count.
     #[error("node {node} is out of range; {node_count} nodes are tracked")]
     NodeOutOfRange {

@@ -81,8 +81,11 @@
 //!
 //! let mut tracker = LoadTracker::new(2, TelemetryConfig::paper())?;
 //! // Readings arrive as they are scraped: [cpu, memory, latency], normalised to [0, 1].
-//! tracker.record(0, [0.72, 0.55, 0.40])?;
-//! tracker.record(1, [0.20, 0.31, 0.05])?;
+//! // Nodes are indices (`usize`) or `ach_ring::NodeId`s.
+//! let readings = [[0.72, 0.55, 0.40], [0.20, 0.31, 0.05]];
+//! for (node, reading) in readings.into_iter().enumerate() {
+//!     tracker.record(node, reading)?;
+//! }
 //! let step = tracker.finish_step();
 //! assert!(step.loads[0] > step.loads[1]);
 //! assert!((0.0..=1.0).contains(&step.total_load));
@@ -106,5 +109,7 @@ pub use config::{DistortionConfig, MAX_LAG, TelemetryConfig};
 pub use distortion::{Distortion, StepDraws};
 pub use error::{DistortionConfigError, TelemetryConfigError, TelemetryError};
 pub use metrics::{CPU, LATENCY, MEMORY, METRIC_COUNT, Metrics, MissingMask};
-pub use pipeline::{LoadTracker, StepLoads, TelemetryPipeline};
+pub use pipeline::{
+    LOAD_TRACKER_STATE_VERSION, LoadTracker, LoadTrackerState, StepLoads, TelemetryPipeline,
+};
 pub use smoothing::{Smoother, composite_load, numpy_sum, total_load};

@@ -20,7 +20,7 @@ pub struct StepLoads<'a> {
 ///
 /// All buffers are allocated at construction and on [`resize`](Self::resize); a step
 /// allocates nothing.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TelemetryPipeline {
     config: TelemetryConfig,
     distortion: Distortion,
@@ -135,7 +135,23 @@ impl TelemetryPipeline {
 /// No distortion is simulated (real measurements bring their own); readings are clipped to
 /// `[0, 1]`, smoothed and combined exactly as in [`TelemetryPipeline`]. A node that reported
 /// nothing during a step keeps its latest reading (zeros before its first report).
-#[derive(Debug, Clone)]
+///
+/// A reading that is NaN or infinite counts as a missing sample: that metric keeps the node's
+/// latest finite reading, exactly as a node that did not report. So one bad sample cannot make
+/// the smoothed load, or the cluster's total load, NaN for ever.
+///
+/// Nodes are named by index; `ach_ring::NodeId` converts into one, so
+/// `tracker.record(node_id, metrics)` works as well as `tracker.record(3, metrics)`.
+///
+/// ```
+/// use ach_telemetry::{LoadTracker, TelemetryConfig};
+/// let mut tracker = LoadTracker::new(2, TelemetryConfig::paper()).unwrap();
+/// tracker.record(0usize, [0.8, 0.5, 0.3]).unwrap();
+/// tracker.record(1usize, [f64::NAN, 0.2, 0.1]).unwrap(); // the NaN cpu reading is ignored
+/// let step = tracker.finish_step();
+/// assert!(step.loads.iter().all(|l| l.is_finite()) && step.total_load.is_finite());
+/// ```
+#[derive(Debug, Clone, PartialEq)]
 pub struct LoadTracker {
     pipeline: TelemetryPipeline,
     latest: Vec<Metrics>,
@@ -164,15 +180,73 @@ impl LoadTracker {
     }
 
     /// Records the latest measured `[cpu, memory, latency]` of `node`, each normally in
-    /// `[0, 1]`; a later record in the same step replaces an earlier one.
-    pub fn record(&mut self, node: usize, metrics: Metrics) -> Result<(), TelemetryError> {
+    /// `[0, 1]`; a later record in the same step replaces an earlier one. A NaN or infinite
+    /// metric is a missing sample: the metric keeps its latest finite reading.
+    pub fn record(
+        &mut self,
+        node: impl Into<usize>,
+        metrics: Metrics,
+    ) -> Result<(), TelemetryError> {
+        let node = node.into();
         let node_count = self.latest.len();
         let slot = self
             .latest
             .get_mut(node)
             .ok_or(TelemetryError::NodeOutOfRange { node, node_count })?;
-        *slot = metrics;
+        for (kept, reading) in slot.iter_mut().zip(metrics) {
+            if reading.is_finite() {
+                *kept = reading;
+            }
+        }
         Ok(())
+    }
+
+    /// The loads of the last closed step (zeros before the first).
+    pub fn last_loads(&self) -> StepLoads<'_> {
+        self.pipeline.last_loads()
+    }
+
+    /// The saved state: everything a restarted tracker needs to continue exactly (the
+    /// configuration is saved by the caller, as it is configuration).
+    pub fn state(&self) -> LoadTrackerState {
+        let bits = |m: &Metrics| m.map(f64::to_bits);
+        LoadTrackerState {
+            version: LOAD_TRACKER_STATE_VERSION,
+            latest_bits: self.latest.iter().map(bits).collect(),
+            smoothed_bits: self.pipeline.smoothed().iter().map(bits).collect(),
+            observation_bits: self.pipeline.last_observation().iter().map(bits).collect(),
+            load_bits: self.pipeline.loads.iter().map(|l| l.to_bits()).collect(),
+            total_load_bits: self.pipeline.total_load.to_bits(),
+        }
+    }
+
+    /// A tracker with `config` that continues from a saved state. Fails on an invalid
+    /// configuration, an unknown version, or vectors of different lengths.
+    pub fn from_state(
+        config: TelemetryConfig,
+        state: &LoadTrackerState,
+    ) -> Result<LoadTracker, TelemetryError> {
+        if state.version != LOAD_TRACKER_STATE_VERSION {
+            return Err(TelemetryError::UnsupportedStateVersion {
+                found: state.version,
+                supported: LOAD_TRACKER_STATE_VERSION,
+            });
+        }
+        let n = state.latest_bits.len();
+        TelemetryError::check_length("smoothed_bits", n, state.smoothed_bits.len())?;
+        TelemetryError::check_length("observation_bits", n, state.observation_bits.len())?;
+        TelemetryError::check_length("load_bits", n, state.load_bits.len())?;
+        let metrics = |b: &[u64; METRIC_COUNT]| b.map(f64::from_bits);
+        let mut tracker = LoadTracker::new(n, config)?;
+        tracker.latest = state.latest_bits.iter().map(metrics).collect();
+        let pipeline = &mut tracker.pipeline;
+        pipeline
+            .smoother
+            .restore(state.smoothed_bits.iter().map(metrics).collect());
+        pipeline.observation = state.observation_bits.iter().map(metrics).collect();
+        pipeline.loads = state.load_bits.iter().map(|&b| f64::from_bits(b)).collect();
+        pipeline.total_load = f64::from_bits(state.total_load_bits);
+        Ok(tracker)
     }
 
     /// Closes the step: folds the latest reading of every node into the smoothed state and
@@ -187,6 +261,27 @@ impl LoadTracker {
         self.pipeline.finish_observation();
         self.pipeline.last_loads()
     }
+}
+
+/// The version of [`LoadTrackerState`] this release writes and reads.
+pub const LOAD_TRACKER_STATE_VERSION: u32 = 1;
+
+/// Saved state of a [`LoadTracker`]: versioned, serde, exact (every `f64` as its bits).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadTrackerState {
+    /// Format version ([`LOAD_TRACKER_STATE_VERSION`]).
+    pub version: u32,
+    /// The latest reading of every node, as `f64` bits.
+    pub latest_bits: Vec<[u64; METRIC_COUNT]>,
+    /// The smoothed metrics of every node, as `f64` bits.
+    pub smoothed_bits: Vec<[u64; METRIC_COUNT]>,
+    /// The last clipped observation of every node, as `f64` bits.
+    pub observation_bits: Vec<[u64; METRIC_COUNT]>,
+    /// The last composite loads, as `f64` bits.
+    pub load_bits: Vec<u64>,
+    /// The last total load, as `f64` bits.
+    pub total_load_bits: u64,
 }
 
 #[cfg(test)]
@@ -248,21 +343,54 @@ mod tests {
     #[test]
     fn tracker_carries_readings_and_rejects_unknown_nodes() {
         let mut tracker = LoadTracker::new(2, TelemetryConfig::paper()).unwrap();
-        tracker.record(0, [0.9, 0.6, 0.8]).unwrap();
+        tracker.record(0usize, [0.9, 0.6, 0.8]).unwrap();
         assert_eq!(
-            tracker.record(2, [0.1; 3]),
+            tracker.record(2usize, [0.1; 3]),
             Err(TelemetryError::NodeOutOfRange {
                 node: 2,
                 node_count: 2
             })
         );
+        tracker
+            .record(1usize, [0.5, f64::NAN, f64::INFINITY])
+            .unwrap();
         let first = tracker.finish_step().loads[0];
         let second = tracker.finish_step().loads[0];
         assert!(second > first);
         assert_eq!(tracker.add_node(), 2);
-        tracker.record(2, [2.0, 0.5, 0.5]).unwrap();
+        tracker.record(2usize, [2.0, 0.5, 0.5]).unwrap();
         let step = tracker.finish_step();
         assert_eq!(step.loads.len(), 3);
         assert!(step.loads[2] > 0.0 && step.loads[2] <= 1.0);
+        assert!(
+            step.loads.iter().all(|l| l.is_finite()),
+            "NaN and inf readings are ignored"
+        );
+    }
+
+    #[test]
+    fn tracker_state_round_trips_exactly_and_continues_identically() {
+        let config = TelemetryConfig::paper();
+        let mut tracker = LoadTracker::new(3, config).unwrap();
+        for t in 0..50u32 {
+            for node in 0..3usize {
+                let x = f64::from((t * 7 + node as u32 * 13) % 17) / 17.0;
+                tracker.record(node, [x, x * 0.3 + 0.1, 1.0 / 3.0]).unwrap();
+            }
+            tracker.finish_step();
+        }
+        let json = serde_json::to_string(&tracker.state()).unwrap();
+        let state: LoadTrackerState = serde_json::from_str(&json).unwrap();
+        let mut restored = LoadTracker::from_state(config, &state).unwrap();
+        assert_eq!(restored, tracker);
+        tracker.record(1usize, [0.7, 0.1, 0.2]).unwrap();
+        restored.record(1usize, [0.7, 0.1, 0.2]).unwrap();
+        assert_eq!(restored.finish_step(), tracker.finish_step());
+        let mut bad = state.clone();
+        bad.version = 9;
+        assert!(matches!(
+            LoadTracker::from_state(config, &bad),
+            Err(TelemetryError::UnsupportedStateVersion { found: 9, .. })
+        ));
     }
 }

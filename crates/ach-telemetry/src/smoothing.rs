@@ -6,7 +6,7 @@ use crate::metrics::{METRIC_COUNT, Metrics};
 
 /// Exponentially weighted moving average per node and metric, with state starting at zero:
 /// `S <- (1 - beta) * S + beta * obs`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Smoother {
     beta: f64,
     state: Vec<Metrics>,
@@ -36,6 +36,11 @@ impl Smoother {
     /// The smoothed metrics of every node.
     pub fn state(&self) -> &[Metrics] {
         &self.state
+    }
+
+    /// Replaces the state (from a saved state).
+    pub(crate) fn restore(&mut self, state: Vec<Metrics>) {
+        self.state = state;
     }
 
     /// Changes the number of tracked nodes: new nodes start at zero, removed trailing nodes
