@@ -79,8 +79,8 @@ pub struct NodeView {
     pub keys: u64,
     /// Relative weight (weight over the mean weight).
     pub weight: f64,
-    /// `[cpu, memory, latency]` as given to the load tracker (weighted; a reading that could
-    /// not be taken repeats the node's last one).
+    /// `[cpu, memory, latency]` as given to the load tracker, weighted; a reading that could
+    /// not be taken is NaN (`null` in JSON), which the tracker counts as a missing sample.
     pub reading: [f64; 3],
     /// The raw INFO figures.
     pub sample: Option<NodeSample>,
@@ -149,7 +149,6 @@ pub struct Controller {
     tracker: Option<LoadTracker>,
     master_ids: Vec<String>,
     previous: BTreeMap<String, NodeSample>,
-    last_reading: BTreeMap<String, [f64; 3]>,
     step: u64,
 }
 
@@ -170,7 +169,6 @@ impl Controller {
             tracker: None,
             master_ids: Vec::new(),
             previous: BTreeMap::new(),
-            last_reading: BTreeMap::new(),
             step: 0,
         })
     }
@@ -276,21 +274,7 @@ impl Controller {
                 Some(now) => reading(self.previous.get(&master.id), now, &self.options.rules),
                 None => [f64::NAN; 3],
             };
-            let last = self
-                .last_reading
-                .get(&master.id)
-                .copied()
-                .unwrap_or([0.0; 3]);
-            let mut weighted = [0.0; 3];
-            for metric in 0..3 {
-                let value = raw[metric] / weights[index];
-                weighted[metric] = if value.is_finite() {
-                    value
-                } else {
-                    last[metric]
-                };
-            }
-            self.last_reading.insert(master.id.clone(), weighted);
+            let weighted = raw.map(|value| value / weights[index]);
             if let Some(sample) = &sample {
                 self.previous.insert(master.id.clone(), sample.clone());
             }
@@ -444,8 +428,10 @@ impl Controller {
                 }
             }
         }
-        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) {
-            live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done);
+        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref())
+            && let Err(error) = live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done)
+        {
+            outcome.errors.push(format!("confirm: {error}"));
         }
         outcome
     }

@@ -1,6 +1,6 @@
 //! Every call into the live API of `ach-ring` and `ach-control` (issue 10), in one place.
 
-use ach_control::{Ach, AchConfig, Balancer, ConfigError, Plan};
+use ach_control::{Ach, AchConfig, Balancer, ConfigError, ConfirmError, Plan};
 use ach_ring::{NodeId, RingError, TokenMove, TokenRing};
 
 /// Weight of a slot without keys, in keys: small enough that moving it costs next to nothing,
@@ -16,13 +16,10 @@ pub fn key_weighted_ring(keys: &[u64], owners: Vec<NodeId>) -> Result<TokenRing,
     TokenRing::from_arc_weights(&weights, owners)
 }
 
-/// ACH's configuration for a live cluster.
+/// ACH's configuration for a live cluster: `AchConfig::live()` (sliding horizon, strict step
+/// budget, per-token cool-down, target at the live mean load).
 pub fn ach_config() -> AchConfig {
-    // Interim until `AchConfig::live()` (target relative to the live mean load) lands.
-    AchConfig {
-        ell_star: 0.4,
-        ..AchConfig::paper()
-    }
+    AchConfig::live()
 }
 
 /// Creates the ACH controller.
@@ -30,8 +27,13 @@ pub fn ach(config: AchConfig) -> Result<Ach, ConfigError> {
     Ach::new(config)
 }
 
-/// Charges the moves that were switched: the subset of `plan` in `done`.
-pub fn confirm(balancer: &mut dyn Balancer, ring: &TokenRing, plan: &Plan, done: &[TokenMove]) {
-    // Until `Plan::subset` and `Balancer::confirm` land.
-    let _ = (balancer, ring, plan, done);
+/// Confirms (charges) the moves of `plan` that were switched, `done`, and returns their
+/// `M_keys`.
+pub fn confirm(
+    balancer: &mut dyn Balancer,
+    ring: &TokenRing,
+    plan: &Plan,
+    done: &[TokenMove],
+) -> Result<f64, ConfirmError> {
+    balancer.confirm(&plan.subset(ring, done))
 }
