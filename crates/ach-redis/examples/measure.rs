@@ -42,6 +42,7 @@ fn options(capacity_mb: f64, beta: f64) -> ControlOptions {
         },
         ach,
         migration: MigrationOptions::default(),
+        min_slot_keys: 1,
     }
 }
 

@@ -47,6 +47,10 @@ pub struct ControlOptions {
     pub ach: AchConfig,
     /// How slots are migrated.
     pub migration: MigrationOptions,
+    /// Planned moves of slots holding fewer keys are skipped (not migrated, not confirmed, so
+    /// not charged). The default 1 skips empty slots: under the model moving one changes no
+    /// load, and every move costs a protocol round and a configuration epoch bump.
+    pub min_slot_keys: u64,
 }
 
 /// One observation of the cluster.
@@ -117,6 +121,8 @@ pub struct StepPlan {
     pub predicted_loads: Vec<f64>,
     /// Keys the plan would copy.
     pub keys_to_copy: u64,
+    /// Planned moves skipped because their slot holds fewer than `min_slot_keys` keys.
+    pub skipped_moves: usize,
     /// Fraction of all keys the plan would copy (`M_keys` of the key-weighted ring).
     pub planned_fraction: f64,
     /// The budget bound of the plan, for budgeted algorithms.
@@ -349,8 +355,13 @@ impl Controller {
         let total_keys: u64 = observed.slot_keys.iter().sum();
         let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
         let mut moves = Vec::new();
+        let mut skipped_moves = 0;
         for mv in plan.moves.iter().filter(|mv| mv.from != mv.to) {
             let keys = observed.slot_keys[mv.token];
+            if keys < self.options.min_slot_keys {
+                skipped_moves += 1;
+                continue;
+            }
             keys_after[mv.from.index()] -= keys as f64;
             keys_after[mv.to.index()] += keys as f64;
             moves.push(PlannedMove {
@@ -380,6 +391,7 @@ impl Controller {
             imbalance_predicted: imbalance(&predicted_loads),
             predicted_loads,
             keys_to_copy,
+            skipped_moves,
             planned_fraction: if total_keys == 0 {
                 plan.m_keys
             } else {
@@ -403,7 +415,10 @@ impl Controller {
     ) -> StepOutcome {
         let mut outcome = StepOutcome::default();
         let mut done = Vec::new();
-        for mv in step_plan.plan.moves.iter().filter(|mv| mv.from != mv.to) {
+        let executable = step_plan.plan.moves.iter().filter(|mv| {
+            mv.from != mv.to && observed.slot_keys[mv.token] >= self.options.min_slot_keys
+        });
+        for mv in executable {
             if stop.load(Ordering::SeqCst) {
                 outcome.interrupted = true;
                 break;

@@ -73,6 +73,10 @@ enum Command {
         /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing).
         #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
         beta: f64,
+        /// Skip planned moves of slots holding fewer keys (default 1: skip empty slots, which
+        /// carry no load and still cost a protocol round and an epoch bump each).
+        #[arg(long, default_value_t = 1)]
+        min_slot_keys: u64,
         /// Keys per MIGRATE batch.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         batch: u64,
@@ -168,6 +172,7 @@ fn control_options(
         },
         ach: ach_redis::control::live_ach_config(),
         migration: MigrationOptions::default(),
+        min_slot_keys: 1,
     })
 }
 
@@ -231,6 +236,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             m_horizon,
             horizon,
             beta,
+            min_slot_keys,
             batch,
             pause_at,
         } => {
@@ -244,6 +250,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             if let Some(value) = horizon {
                 options.ach.horizon = value;
             }
+            options.min_slot_keys = min_slot_keys;
             options.migration = MigrationOptions {
                 batch: batch as usize,
                 pause_at,

@@ -135,11 +135,12 @@ pub fn run(
             .collect();
         let _ = writeln!(
             progress,
-            "step {step}: loads [{}] D {:.3} -> {:.3} predicted; {} slots, {} keys moved in {:.0} ms{}",
+            "step {step}: loads [{}] D {:.3} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
             loads.join(", "),
             plan.imbalance_now,
             plan.imbalance_predicted,
             outcome.migrations.len(),
+            plan.skipped_moves,
             outcome.keys_moved,
             started.elapsed().as_secs_f64() * 1000.0,
             if outcome.errors.is_empty() {

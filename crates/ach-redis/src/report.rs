@@ -91,9 +91,10 @@ pub fn plan_text(plan: &StepPlan) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{}: {} slot moves, {} keys to copy ({:.4} of all keys{})",
+        "{}: {} slot moves ({} of empty or small slots skipped), {} keys to copy ({:.4} of all keys{})",
         plan.algorithm,
         plan.moves.len(),
+        plan.skipped_moves,
         plan.keys_to_copy,
         plan.planned_fraction,
         plan.budget_bound
