@@ -3,7 +3,7 @@
 //! clients saw without a rebalance and during one.
 //!
 //! ```text
-//! cargo run -p ach-redis --example measure -- [UNIFORM_KEYS] [HOT_SLOTS] [KEYS_PER_HOT_SLOT]
+//! cargo run -p ach-redis --example measure -- [UNIFORM_KEYS] [HOT_SLOTS] [KEYS_PER_HOT_SLOT] [MIN_SLOT_KEYS]
 //! ```
 //!
 //! Starts its own redis-server children (stopped when it ends) on free loopback ports.
@@ -24,7 +24,7 @@ use ach_redis::telemetry::ReadingRules;
 use ach_telemetry::TelemetryConfig;
 use workload::{DataSet, Workload, start_cluster, used_memory_mb};
 
-fn options(capacity_mb: f64, beta: f64) -> ControlOptions {
+fn options(capacity_mb: f64, beta: f64, min_slot_keys: u64) -> ControlOptions {
     let mut ach = live_ach_config();
     ach.m_max = 0.05;
     ach.m_horizon = 0.3;
@@ -42,13 +42,13 @@ fn options(capacity_mb: f64, beta: f64) -> ControlOptions {
         },
         ach,
         migration: MigrationOptions::default(),
-        min_slot_keys: 1,
+        min_slot_keys,
     }
 }
 
 fn status(seed: &str, capacity_mb: f64) -> String {
     let mut cluster = Cluster::connect(seed, Duration::from_secs(5)).unwrap();
-    let controller = Controller::new(options(capacity_mb, 1.0)).unwrap();
+    let controller = Controller::new(options(capacity_mb, 1.0, 1)).unwrap();
     let (_, observed) = observe_once(controller, &mut cluster, Duration::from_secs(1)).unwrap();
     status_text(&observed.snapshot, Some(&observed))
 }
@@ -68,6 +68,7 @@ fn main() {
     let uniform = arguments.first().copied().unwrap_or(20_000);
     let hot_slots = arguments.get(1).copied().unwrap_or(60);
     let per_hot_slot = arguments.get(2).copied().unwrap_or(500);
+    let min_slot_keys = arguments.get(3).copied().unwrap_or(1) as u64;
 
     let cluster = start_cluster(4);
     let data = Arc::new(DataSet::new(uniform, hot_slots, per_hot_slot, (0, 4095)));
@@ -83,7 +84,9 @@ fn main() {
     );
     let capacity_mb = used_memory_mb(&cluster.servers()[0]) * 1.05;
     let seed = cluster.seed();
-    println!("\n$ ach-redis status --cluster {seed} --memory-capacity-mb {capacity_mb:.1}");
+    println!(
+        "\nstatus before (what `ach-redis status --cluster {seed} --memory-capacity-mb {capacity_mb:.1}` prints):"
+    );
     print!("{}", status(&seed, capacity_mb));
 
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(600));
@@ -92,7 +95,7 @@ fn main() {
     let without = ops_per_second(&workload, window);
 
     let mut connection = Cluster::connect(&seed, Duration::from_secs(5)).unwrap();
-    let mut controller = Controller::new(options(capacity_mb, 0.6)).unwrap();
+    let mut controller = Controller::new(options(capacity_mb, 0.6, min_slot_keys)).unwrap();
     let stop = AtomicBool::new(false);
     let mut log = Vec::new();
     let ops_before = workload.ops.load(Ordering::Relaxed);
@@ -117,6 +120,7 @@ fn main() {
 
     let mut millis = Vec::new();
     let mut keys = Vec::new();
+    let (mut big_slots, mut big_keys, mut big_ms) = (0usize, 0u64, 0.0f64);
     for line in String::from_utf8(log).unwrap().lines() {
         let step: serde_json::Value = serde_json::from_str(line).unwrap();
         for migration in step["outcome"]["migrations"]
@@ -124,15 +128,22 @@ fn main() {
             .into_iter()
             .flatten()
         {
-            millis.push(migration["millis"].as_f64().unwrap());
-            keys.push(migration["keys"].as_u64().unwrap());
+            let ms = migration["millis"].as_f64().unwrap();
+            let count = migration["keys"].as_u64().unwrap();
+            millis.push(ms);
+            keys.push(count);
+            if count >= 100 {
+                big_slots += 1;
+                big_keys += count;
+                big_ms += ms;
+            }
         }
     }
     millis.sort_by(f64::total_cmp);
     let slots = millis.len();
     let total_ms: f64 = millis.iter().sum();
     println!(
-        "\nrebalance: 20 steps, 300 ms apart, ACH (M_max 0.05, M_H 0.3, H 10), in {elapsed:.1} s"
+        "\nrebalance: 20 steps, 300 ms apart, ACH (M_max 0.05, M_H 0.3, H 10), --min-slot-keys {min_slot_keys}, in {elapsed:.1} s"
     );
     println!(
         "slots migrated: {slots}; keys moved: {moved} ({:.1} % of all keys)",
@@ -146,6 +157,15 @@ fn main() {
             millis[slots - 1],
             keys.iter().sum::<u64>() as f64 / slots as f64,
             moved as f64 / (total_ms / 1000.0)
+        );
+    }
+    if big_slots > 0 {
+        println!(
+            "slots of >= 100 keys: {big_slots}, mean {:.0} keys in {:.1} ms; smaller slots: {}, mean {:.1} ms",
+            big_keys as f64 / big_slots as f64,
+            big_ms / big_slots as f64,
+            slots - big_slots,
+            (total_ms - big_ms) / (slots - big_slots).max(1) as f64
         );
     }
     println!(
@@ -165,6 +185,6 @@ fn main() {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    println!("\n$ ach-redis status --cluster {seed} --memory-capacity-mb {capacity_mb:.1}");
+    println!("\nstatus after:");
     print!("{}", status(&seed, capacity_mb));
 }
