@@ -174,3 +174,66 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
         "--sample-ms",
     );
 }
+
+#[test]
+fn fix_completes_a_slot_whose_target_holds_a_stale_copy() {
+    let _serial = serial();
+    let cluster = start_cluster(2);
+    let key = "busy-key";
+    let slot = key_slot(key.as_bytes());
+    let (source, target) = if slot < 8192 { (0, 1) } else { (1, 0) };
+    let (source, target) = (&cluster.servers()[source], &cluster.servers()[target]);
+    let id = |server: &LocalServer| -> String {
+        let mut connection = server.connection().unwrap();
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut connection)
+            .unwrap()
+    };
+    let (source_id, target_id) = (id(source), id(target));
+    let mut on_source = source.connection().unwrap();
+    let mut on_target = target.connection().unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("old")
+        .query(&mut on_source)
+        .unwrap();
+    let setslot = |connection: &mut redis::Connection, state: &str, node: &str| {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(state)
+            .arg(node)
+            .query(connection)
+            .unwrap();
+    };
+    // An interrupted migration: both sides open, and a copy of the key already on the target
+    // (MIGRATE ... COPY), after which the source's live copy changed.
+    setslot(&mut on_target, "IMPORTING", &source_id);
+    setslot(&mut on_source, "MIGRATING", &target_id);
+    let _: String = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(target.port())
+        .arg(key)
+        .arg(0)
+        .arg(5000)
+        .arg("COPY")
+        .query(&mut on_source)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("new")
+        .query(&mut on_source)
+        .unwrap();
+
+    let fix = ach_redis(&["fix", "--cluster", &cluster.seed()]);
+    assert!(fix.status.success(), "{}", stderr(&fix));
+    assert!(
+        stdout(&fix).contains(&format!("fix: slot {slot} completed")),
+        "{}",
+        stdout(&fix)
+    );
+    let value: String = redis::cmd("GET").arg(key).query(&mut on_target).unwrap();
+    assert_eq!(value, "new");
+    common::assert_check_clean(&cluster);
+}
