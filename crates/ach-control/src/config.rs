@@ -66,6 +66,10 @@ pub enum HorizonRule {
     Paper,
     /// From the first step, a step's budget is at most `M_H` minus what the previous `H - 1`
     /// steps spent: the moved key space of any `H` consecutive steps never exceeds `M_H`.
+    /// Since the window itself now holds the rate, the step cap is `M_max` alone (bursts up to
+    /// `M_max * C` per step), not `min(M_max, M_H / H)`: with the paper's cap of `0.0025 * C`,
+    /// a step of a ring of 1000 equal tokens could move a token (arc 0.001) only when
+    /// `C > 0.4`, and a strict step rule would starve.
     Sliding,
 }
 
@@ -140,7 +144,8 @@ impl AchConfig {
     /// the budget a promise and keep a real cluster balanced:
     ///
     /// * [`HorizonRule::Sliding`]: any `H` consecutive steps move at most `M_H`, from the first
-    ///   step on (the paper checks the window only after `H` steps and lets a step cross it);
+    ///   step on (the paper checks the window only after `H` steps and lets a step cross it),
+    ///   and a step may spend up to `M_max * C`, the window holding the rate;
     /// * [`StepRule::Strict`]: no step moves more than its budget `m` (the paper lets each source
     ///   overshoot by one arc, which on a ring of long hashed arcs is many times `m`);
     /// * `cooldown = 50` steps: a token that moved does not move again for half a horizon, so
@@ -235,9 +240,13 @@ impl AchConfig {
         Ok(())
     }
 
-    /// The per-step budget scale `min(M_max, M_H / H)`.
+    /// The per-step budget scale: `min(M_max, M_H / H)` under the paper's horizon rule,
+    /// `M_max` under the sliding one (see [`HorizonRule::Sliding`]).
     pub fn step_budget_cap(&self) -> f64 {
-        self.m_max.min(self.m_horizon / self.horizon as f64)
+        match self.horizon_rule {
+            HorizonRule::Paper => self.m_max.min(self.m_horizon / self.horizon as f64),
+            HorizonRule::Sliding => self.m_max,
+        }
     }
 }
 

@@ -1,7 +1,10 @@
-//! Properties of ACH over random rings and load vectors: the budget invariant always holds and
-//! no node that starts with at least `v_min` tokens is left below it.
+//! Properties of ACH over random rings and load vectors, under the paper's rules and the live
+//! ones: the budget bound holds (recomputed here from the spec, not read from the controller),
+//! the paper's horizon closes the budget once `H` steps spent `M_H`, the live horizon holds over
+//! every window, no node that starts with at least `v_min` tokens is left below it, and no node
+//! that starts at or below `v_max` is pushed above it.
 
-use ach_control::{Ach, AchConfig, Balancer, Observation, commit};
+use ach_control::{Ach, AchConfig, Balancer, HorizonRule, Observation, StepRule, commit};
 use ach_ring::{NodeId, TokenRing};
 use proptest::prelude::*;
 
@@ -37,9 +40,21 @@ fn config_strategy() -> impl Strategy<Value = AchConfig> {
         0.01f64..1.0,
         1usize..50,
         1usize..4,
+        (prop::option::of(0usize..40), any::<bool>(), 0u64..5),
     )
         .prop_map(
-            |(ell_star, eps_on, ratio, tau, kappa, m_max, m_h, h, v_min)| AchConfig {
+            |(
+                ell_star,
+                eps_on,
+                ratio,
+                tau,
+                kappa,
+                m_max,
+                m_h,
+                h,
+                v_min,
+                (v_max, live, cooldown),
+            )| AchConfig {
                 ell_star,
                 eps_on,
                 eps_off: eps_on * ratio,
@@ -50,7 +65,13 @@ fn config_strategy() -> impl Strategy<Value = AchConfig> {
                 m_horizon: m_h,
                 horizon: h,
                 v_min,
-                ..AchConfig::paper()
+                v_max: v_max.map(|extra| v_min + extra),
+                cooldown,
+                ..if live {
+                    AchConfig::live()
+                } else {
+                    AchConfig::paper()
+                }
             },
         )
 }
@@ -71,13 +92,33 @@ proptest! {
         let live = vec![true; n];
         let v_min = config.v_min;
         let before: Vec<usize> = ring.counts(n);
+        let live_rules = config.horizon_rule == HorizonRule::Sliding;
+        let mut spent: Vec<f64> = Vec::new();
         for (t, (loads, total)) in steps.iter().enumerate() {
             let loads = &loads[..n];
             let observation = Observation { step: t as u64, loads, total_load: *total, live: &live };
             let plan = ach.plan(&ring, &observation);
             prop_assert!(plan.within_budget(), "budget broken at step {t}: {plan:?}");
-            let bound = ach.last_step().budget + ach.last_step().n_sources as f64 * ring.max_arc();
-            prop_assert!(plan.m_keys <= bound + 1e-9);
+            // The spec's bound, from the parameters alone: C < 1, so m < the step cap, and each
+            // source that gave tokens may overshoot by one arc under the paper's step rule.
+            let givers = {
+                let mut from: Vec<_> = plan.moves.iter().map(|mv| mv.from).collect();
+                from.sort();
+                from.dedup();
+                from.len() as f64
+            };
+            let cap = if live_rules { config.m_max } else { config.m_max.min(config.m_horizon / config.horizon as f64) };
+            let overshoot = if config.step_rule == StepRule::Strict { 0.0 } else { givers * ring.max_arc() };
+            prop_assert!(plan.m_keys <= cap + overshoot + 1e-9, "step {t}: {} > {cap} + {overshoot}", plan.m_keys);
+            let h = config.horizon;
+            if !live_rules && spent.len() >= h && spent[spent.len() - h..].iter().sum::<f64>() >= config.m_horizon - 1e-9 {
+                prop_assert!(plan.moves.is_empty(), "step {t}: the horizon is spent but {plan:?}");
+            }
+            spent.push(plan.m_keys);
+            if live_rules {
+                let window = &spent[spent.len().saturating_sub(h)..];
+                prop_assert!(window.iter().sum::<f64>() <= config.m_horizon + 1e-9, "window over M_H at step {t}");
+            }
             let measured = commit(&mut ring, &plan).expect("a plan applies to its own ring");
             prop_assert!((measured - plan.m_keys).abs() < 1e-12);
             prop_assert_eq!(ach.confirm(&plan), Ok(plan.m_keys));
@@ -85,6 +126,11 @@ proptest! {
             for i in 0..n {
                 if before[i] >= v_min {
                     prop_assert!(counts[i] >= v_min, "node {i} fell to {} < v_min {v_min}", counts[i]);
+                }
+                if let Some(v_max) = config.v_max
+                    && before[i] <= v_max
+                {
+                    prop_assert!(counts[i] <= v_max, "node {i} rose to {} > v_max {v_max}", counts[i]);
                 }
             }
         }

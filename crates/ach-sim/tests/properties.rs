@@ -142,6 +142,7 @@ fn valid_ach_config() -> impl Strategy<Value = AchConfig> {
                 horizon,
                 v_min,
                 v_max: v_max_extra.map(|extra| v_min + extra),
+                ..AchConfig::paper()
             },
         )
 }
@@ -176,6 +177,7 @@ fn any_ach_config() -> impl Strategy<Value = AchConfig> {
                 horizon,
                 v_min,
                 v_max,
+                ..AchConfig::live()
             },
         )
 }
