@@ -108,9 +108,19 @@ impl Cluster {
 
     /// Runs one command on the node at `address`. A connection that failed is dropped and
     /// opened again by the next command.
+    ///
+    /// A reply interrupted by a signal (Ctrl-C arriving while a socket with a timeout waits:
+    /// such reads are never restarted) is asked again once on a new connection; every command
+    /// the rebalancer sends can be repeated safely (`SETSLOT` sets a state, `MIGRATE` of keys
+    /// already moved answers `NOKEY`).
     pub fn query<T: FromRedisValue>(&mut self, address: &str, command: &Cmd) -> Result<T, Error> {
         let connection = self.connection(address)?;
-        let result = command.query::<T>(connection);
+        let mut result = command.query::<T>(connection);
+        if result.as_ref().is_err_and(interrupted) {
+            self.connections.remove(address);
+            let connection = self.connection(address)?;
+            result = command.query::<T>(connection);
+        }
         result.map_err(|source| {
             if source.is_io_error() || source.is_connection_dropped() || source.is_timeout() {
                 self.connections.remove(address);
@@ -299,6 +309,11 @@ impl Cluster {
         }
         Ok(counts)
     }
+}
+
+/// True for an I/O error that a signal caused (`EINTR`, "Interrupted system call").
+fn interrupted(error: &redis::RedisError) -> bool {
+    error.is_io_error() && error.to_string().contains("Interrupted")
 }
 
 /// Checks that `address` reads as `host:port`.

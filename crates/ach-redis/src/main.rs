@@ -10,7 +10,7 @@ use ach_redis::Error;
 use ach_redis::cluster::Cluster;
 use ach_redis::control::{Algorithm, ControlOptions, Controller, observe_once};
 use ach_redis::migrate::{MigrationOptions, ProtocolPoint, fix};
-use ach_redis::rebalance::{LoopOptions, run};
+use ach_redis::rebalance::{LoopOptions, report_fix, run};
 use ach_redis::report::{plan_text, status_text};
 use ach_redis::telemetry::ReadingRules;
 use ach_telemetry::TelemetryConfig;
@@ -300,12 +300,7 @@ fn execute(cli: Cli) -> Result<(), Error> {
             if actions.is_empty() {
                 println!("fix: no open slot");
             }
-            for action in actions {
-                println!(
-                    "fix: slot {} {} (owner {}, {} keys moved)",
-                    action.slot, action.action, action.owner, action.keys
-                );
-            }
+            report_fix(&actions, &mut std::io::stdout());
             Ok(())
         }
     }

@@ -53,14 +53,7 @@ pub fn run(
     log: &mut dyn Write,
     progress: &mut dyn Write,
 ) -> Result<u64, Error> {
-    let actions = fix(cluster, migration)?;
-    for action in &actions {
-        let _ = writeln!(
-            progress,
-            "fix: slot {} {} (owner {}, {} keys moved)",
-            action.slot, action.action, action.owner, action.keys
-        );
-    }
+    report_fix(&fix(cluster, migration)?, progress);
     let snapshot = cluster.snapshot()?;
     let samples = controller.sample(cluster, &snapshot);
     controller.remember(&snapshot, &samples);
@@ -68,6 +61,7 @@ pub fn run(
     let mut pending_fix = Vec::new();
     for step in 0..options.steps {
         if !sleep_unless_stopped(options.interval, stop) {
+            let _ = writeln!(progress, "stopped by request before step {step}");
             break;
         }
         let mut record = StepRecord {
@@ -158,7 +152,23 @@ pub fn run(
             break;
         }
     }
+    // A migration that failed (a node slow to answer, a signal interrupting a reply) may have
+    // left its slot open: close it before leaving.
+    if let Ok(actions) = fix(cluster, migration) {
+        report_fix(&actions, progress);
+    }
     Ok(moved)
+}
+
+/// One line per slot `fix` closed.
+pub fn report_fix(actions: &[FixAction], out: &mut dyn Write) {
+    for action in actions {
+        let _ = writeln!(
+            out,
+            "fix: slot {} {} (owner {}, {} keys moved)",
+            action.slot, action.action, action.owner, action.keys
+        );
+    }
 }
 
 fn degraded(

@@ -339,7 +339,15 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
         rest.iter().any(|l| l.contains("stopped by request")),
         "{rest:?}"
     );
+    // The slot in flight finished normally: no error, nothing left for the closing fix.
+    assert!(
+        !rest
+            .iter()
+            .any(|l| l.contains("errors:") || l.starts_with("fix:")),
+        "{rest:?}"
+    );
     let after = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "10"]);
-    assert!(String::from_utf8_lossy(&after.stdout).contains("open slots: none"));
+    let after = String::from_utf8_lossy(&after.stdout).to_string();
+    assert!(after.contains("open slots: none"), "{after}\n{rest:?}");
     assert_check_clean(&cluster);
 }
