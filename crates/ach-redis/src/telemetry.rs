@@ -8,7 +8,7 @@
 //!   configured capacity (`--memory-capacity`), otherwise over `total_system_memory`.
 //! - **latency**: the 99th percentile of the node's commands (`INFO latencystats`, Redis 7.0+,
 //!   averaged over the commands weighted by their calls) over a target latency
-//!   (`--latency-target-us`), capped at 1. Redis keeps these histograms since its start (or
+//!   (`--latency-target-us`), capped at 1; 0 for a node that served no data command yet. Redis keeps these histograms since its start (or
 //!   `CONFIG RESETSTAT`); the rebalancer does not reset them, so the reading follows changes
 //!   slowly.
 //! - **ops/s**: `instantaneous_ops_per_sec`, reported but not part of the load.
@@ -150,7 +150,13 @@ pub fn reading(previous: Option<&NodeSample>, now: &NodeSample, rules: &ReadingR
         rules.memory_capacity.unwrap_or(now.total_system_memory)
     };
     let memory = now.used_memory / capacity;
-    let latency = (now.p99_usec / rules.latency_target_usec).min(1.0);
+    // A node that served no data command yet (`p99_usec` NaN) made no client wait.
+    let p99 = if now.p99_usec.is_nan() {
+        0.0
+    } else {
+        now.p99_usec
+    };
+    let latency = (p99 / rules.latency_target_usec).min(1.0);
     [cpu, memory, latency]
 }
 
@@ -197,5 +203,11 @@ latency_percentiles_usec_cluster|nodes:p50=2.0,p99=9000.0,p99.9=9000.0\r\n";
             latency_target_usec: 10.0,
         };
         assert_eq!(reading(None, &now, &system)[1..], [0.125, 1.0]);
+        // No data command served yet: no latency (f64::min would have turned NaN into 1).
+        let idle = NodeSample {
+            p99_usec: f64::NAN,
+            ..now.clone()
+        };
+        assert_eq!(reading(None, &idle, &rules)[2], 0.0);
     }
 }
