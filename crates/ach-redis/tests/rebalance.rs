@@ -326,9 +326,9 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
         ],
     );
     wait_for_line(&lines, "  slot ");
-    // SIGINT by PID, as Ctrl-C in a terminal sends it.
-    let interrupted = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    // SIGINT by PID, as Ctrl-C in a terminal sends it (bash's builtin `kill`).
+    let interrupted = Command::new("bash")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .unwrap();
     assert!(interrupted.success());
