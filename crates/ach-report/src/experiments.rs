@@ -10,7 +10,8 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use ach_sim::matrix::{Job, jobs, run_jobs};
+use ach_sim::Registry;
+use ach_sim::matrix::{Job, jobs, run_jobs_with};
 use ach_sim::summary::{MatrixSummary, summarize};
 use ach_sim::{Profile, RunRecord, SeriesConfig, built_in_series};
 
@@ -69,11 +70,18 @@ pub struct Plan {
     pub profile: Profile,
     /// Worker threads.
     pub threads: usize,
+    /// The algorithms the series may name.
+    pub registry: Registry,
 }
 
 /// Checks every argument and configuration file; the error names the argument or file, the
 /// field, the value and the rule.
 pub fn plan(args: &Args) -> Result<Plan, String> {
+    plan_with(args, Registry::built_in())
+}
+
+/// [`plan`] with the algorithms of `registry`: series files may name any of them.
+pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
     if args.runs == Some(0) {
         return Err("--runs = 0 must be >= 1".into());
     }
@@ -123,11 +131,13 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
     // that a typo never waits for the run that would have used it.
     for (path, config) in &from_files {
         config
-            .validate(args.profile)
+            .validate_with(args.profile, &registry)
             .map_err(|e| format!("{}: {e}", path.display()))?;
     }
     for config in &series {
-        config.validate(args.profile).map_err(|e| e.to_string())?;
+        config
+            .validate_with(args.profile, &registry)
+            .map_err(|e| e.to_string())?;
     }
     check_writable(&args.out)?;
     Ok(Plan {
@@ -138,6 +148,7 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
         threads: args
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        registry,
     })
 }
 
@@ -172,7 +183,12 @@ fn check_writable(out: &Path) -> Result<(), String> {
 /// `experiments`: checks the arguments, runs the matrix and writes every output; exit code 0 when
 /// every run passed its invariants, 1 when some did not, 2 for bad input or a write error.
 pub fn run(args: Args) -> ExitCode {
-    let plan = match plan(&args) {
+    run_with(args, Registry::built_in())
+}
+
+/// [`run`] with the algorithms of `registry` (a user's binary registers its own there).
+pub fn run_with(args: Args, registry: Registry) -> ExitCode {
+    let plan = match plan_with(&args, registry) {
         Ok(plan) => plan,
         Err(message) => {
             eprintln!("error: {message}");
@@ -237,7 +253,7 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
         .build()
         .map_err(|e| format!("cannot start {} threads: {e}", plan.threads))?;
     let results = pool.install(|| {
-        run_jobs(&todo_jobs, plan.profile, |job, result| {
+        run_jobs_with(&todo_jobs, plan.profile, &plan.registry, |job, result| {
             if let Ok(record) = result
                 && let Err(e) =
                     store::write_atomic(&store::record_path(&plan.out, job), &store::encode(record))

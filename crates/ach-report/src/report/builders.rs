@@ -1,7 +1,7 @@
 //! The report's tables, built from the results and the comparison rows.
 
-use ach_sim::SeriesConfig;
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary};
+use ach_sim::{SeriesConfig, SweepParameter};
 
 use super::compare::{self, CheckRow, PaperValue};
 use super::load::Results;
@@ -338,16 +338,15 @@ fn estimate(interval: ach_sim::summary::Interval) -> Cell {
 }
 
 /// Whether a sweep point sits at the base configuration of its series.
-fn is_base(config: Option<&SeriesConfig>, parameter: &str, value: f64) -> bool {
+fn is_base(config: Option<&SeriesConfig>, parameter: SweepParameter, value: f64) -> bool {
     let Some(config) = config else {
         return false;
     };
     let base = match parameter {
-        "eps_on" => config.ach.eps_on,
-        "kappa" => config.ach.kappa,
-        "tau" => config.ach.tau,
-        "M_max" => config.ach.m_max,
-        _ => return false,
+        SweepParameter::EpsOn => config.ach.eps_on,
+        SweepParameter::Kappa => config.ach.kappa,
+        SweepParameter::Tau => config.ach.tau,
+        SweepParameter::MMax => config.ach.m_max,
     };
     (base - value).abs() < 1e-12
 }
@@ -369,10 +368,10 @@ fn sensitivity_table(results: &Results) -> Table {
         .sensitivity
         .iter()
         .map(|p| {
-            let base = is_base(results.config(&p.series), &p.point.parameter, p.point.value);
+            let base = is_base(results.config(&p.series), p.point.parameter, p.point.value);
             vec![
                 Cell::text(&p.series),
-                Cell::text(&p.point.parameter),
+                Cell::text(p.point.parameter.as_str()),
                 Cell::text(format!("{}", p.point.value)),
                 Cell::text(if base { "base" } else { "" }),
                 Cell::Count(Some(p.ach.runs as u64)),

@@ -426,7 +426,7 @@ pub fn table_4_rows(summary: &MatrixSummary) -> Vec<CheckRow> {
         let points: Vec<_> = summary
             .sensitivity
             .iter()
-            .filter(|p| published.covers(&p.point.parameter, p.point.value))
+            .filter(|p| published.covers(p.point.parameter.as_str(), p.point.value))
             .collect();
         if points.is_empty() {
             rows.extend(table_4_point_rows(published, &ci, None, None));

@@ -7,6 +7,7 @@
 
 use std::ops::Range;
 
+use ach_sim::SweepParameter;
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SeriesSummary};
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
@@ -1009,12 +1010,12 @@ struct FrontierPoint {
     fill: Fill,
 }
 
-fn parameter_marker(parameter: &str) -> Marker {
+fn parameter_marker(parameter: SweepParameter) -> Marker {
     match parameter {
-        "eps_on" => Marker::Circle,
-        "kappa" => Marker::Square,
-        "tau" => Marker::Triangle,
-        _ => Marker::Diamond,
+        SweepParameter::EpsOn => Marker::Circle,
+        SweepParameter::Kappa => Marker::Square,
+        SweepParameter::Tau => Marker::Triangle,
+        SweepParameter::MMax => Marker::Diamond,
     }
 }
 
@@ -1027,7 +1028,7 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             m_cum: p.ach.m_cum.mean,
             d_mean: p.ach.d_mean.mean,
             color: algorithm_color("ACH"),
-            marker: parameter_marker(&p.point.parameter),
+            marker: parameter_marker(p.point.parameter),
             fill: Fill::Hollow,
         });
     }
@@ -1193,10 +1194,10 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
                     .collect::<Vec<_>>(),
             ));
         }
-        let mut parameters: Vec<&str> = summary
+        let mut parameters: Vec<SweepParameter> = summary
             .sensitivity
             .iter()
-            .map(|p| p.point.parameter.as_str())
+            .map(|p| p.point.parameter)
             .collect();
         parameters.dedup();
         for parameter in parameters {
