@@ -303,7 +303,8 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
     )?;
     print!("{}", outputs::render_summary_text(&summary));
     if !args.no_report {
-        crate::report::render(&plan.out).map_err(|e| format!("report: {e}"))?;
+        crate::report::render_with(&plan.out, &plan.registry)
+            .map_err(|e| format!("report: {e}"))?;
         eprintln!("report: {}", plan.out.join("REPORT.md").display());
     }
     eprintln!(

@@ -1,38 +1,35 @@
 //! The report's tables, built from the results and the comparison rows.
 
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary};
-use ach_sim::{SeriesConfig, SweepParameter};
+use ach_sim::{AlgorithmInfo, Registry, SeriesConfig, SweepParameter};
 
 use super::compare::{self, CheckRow, PaperValue};
 use super::load::Results;
 use super::paper::Metric;
 use super::tables::{Cell, Column, CsvShape, Table};
 
-/// Short name of an algorithm as the paper writes it (A0 to A3, ACH).
-pub fn short_name(algorithm: &str) -> &str {
-    match algorithm {
-        "Static-W" => "A0",
-        "Static-Wt" => "A1",
-        "Dynamic-R" => "A2",
-        "Bounded-Loads" => "A3",
-        other => other,
-    }
+/// The registry entry of an algorithm of the results. [`super::load::load_results`] has
+/// checked that every algorithm the results name is registered.
+pub fn algorithm_info<'r>(registry: &'r Registry, algorithm: &str) -> &'r AlgorithmInfo {
+    registry
+        .info(algorithm)
+        .expect("load_results checked every algorithm name")
+}
+
+/// Short name of an algorithm (the paper's A0 to A3; ACH; a user's label).
+pub fn short_name<'r>(registry: &'r Registry, algorithm: &str) -> &'r str {
+    &algorithm_info(registry, algorithm).label
 }
 
 /// `Static-W (A0)`, or the name alone when it has no short name.
-pub fn long_name(algorithm: &str) -> String {
-    let short = short_name(algorithm);
-    if short == algorithm {
-        algorithm.to_string()
-    } else {
-        format!("{algorithm} ({short})")
-    }
+pub fn long_name(registry: &Registry, algorithm: &str) -> String {
+    algorithm_info(registry, algorithm).long_label()
 }
 
 /// An algorithm: `Static-W (A0)` in Markdown and LaTeX, `Static-W` in CSV.
-fn algorithm_cell(name: &str) -> Cell {
+fn algorithm_cell(registry: &Registry, name: &str) -> Cell {
     Cell::Label {
-        text: long_name(name),
+        text: long_name(registry, name),
         csv: name.to_string(),
     }
 }
@@ -100,34 +97,38 @@ pub fn build_tables(results: &Results) -> ReportTables {
     ReportTables {
         overview: overview_table(results),
         table_2: check_table(
+            &results.registry,
             "table2_ach_vs_a0",
             "Table 2: ACH against Static-W (A0) per series, paper against ours",
             &compare::table_2_rows(summary),
         ),
         table_3: check_table(
+            &results.registry,
             "table3_c3_algorithms",
             "Table 3: every algorithm in C3, paper against ours",
             &compare::table_3_rows(summary),
         ),
         text_values: check_table(
+            &results.registry,
             "text_values",
             "Values quoted in the paper's text, paper against ours",
             &compare::text_value_rows(summary),
         ),
-        statistics: statistics_table(summary),
+        statistics: statistics_table(&results.registry, summary),
         table_4: check_table(
+            &results.registry,
             "table4_c5_sensitivity",
             "Table 4: C5 sensitivity of ACH, paper against ours (every point in a printed range)",
             &compare::table_4_rows(summary),
         ),
         sensitivity: sensitivity_table(results),
-        violations: violations_table(summary),
-        all_algorithms: all_algorithms_table(summary),
+        violations: violations_table(&results.registry, summary),
+        all_algorithms: all_algorithms_table(&results.registry, summary),
     }
 }
 
 /// A table of published cells against ours: paper | ours | difference | band | status.
-pub fn check_table(name: &str, title: &str, rows: &[CheckRow]) -> Table {
+pub fn check_table(registry: &Registry, name: &str, title: &str, rows: &[CheckRow]) -> Table {
     let with_point = rows.iter().any(|r| r.point.is_some());
     let mut columns = vec![Column::key("Series", "series")];
     if with_point {
@@ -171,7 +172,7 @@ pub fn check_table(name: &str, title: &str, rows: &[CheckRow]) -> Table {
                 },
             };
             cells.extend([
-                algorithm_cell(&row.algorithm),
+                algorithm_cell(registry, &row.algorithm),
                 metric,
                 paper,
                 ours,
@@ -213,6 +214,7 @@ fn seeds_text(seeds: &[u64]) -> String {
 }
 
 fn overview_table(results: &Results) -> Table {
+    let registry = &results.registry;
     let columns = vec![
         Column::key("Series", "series"),
         Column::text_value("Description", "description"),
@@ -266,7 +268,7 @@ fn overview_table(results: &Results) -> Table {
                 config
                     .algorithms
                     .iter()
-                    .map(|a| short_name(a))
+                    .map(|a| short_name(registry, a))
                     .collect::<Vec<_>>()
                     .join(", "),
             ),
@@ -281,7 +283,7 @@ fn overview_table(results: &Results) -> Table {
     }
 }
 
-fn statistics_table(summary: &MatrixSummary) -> Table {
+fn statistics_table(registry: &Registry, summary: &MatrixSummary) -> Table {
     let columns = vec![
         Column::key("Series", "series"),
         Column::key("Baseline", "baseline"),
@@ -300,7 +302,7 @@ fn statistics_table(summary: &MatrixSummary) -> Table {
         for c in &series.comparisons {
             rows.push(vec![
                 Cell::text(&series.name),
-                algorithm_cell(&c.baseline),
+                algorithm_cell(registry, &c.baseline),
                 Cell::Count(Some(c.n as u64)),
                 Cell::number(c.wilcoxon_statistic, 1),
                 Cell::PValue(c.p_value),
@@ -395,7 +397,7 @@ fn sensitivity_table(results: &Results) -> Table {
     }
 }
 
-fn violations_table(summary: &MatrixSummary) -> Table {
+fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
     let mut algorithms: Vec<String> = Vec::new();
     for series in &summary.series {
         for a in &series.algorithms {
@@ -408,7 +410,11 @@ fn violations_table(summary: &MatrixSummary) -> Table {
         algorithms.push("ACH".to_string());
     }
     let mut columns = vec![Column::key("Series", "series")];
-    columns.extend(algorithms.iter().map(|a| Column::value(short_name(a), a)));
+    columns.extend(
+        algorithms
+            .iter()
+            .map(|a| Column::value(short_name(registry, a), a)),
+    );
     columns.push(Column::value("Total", "total"));
     let count_of = |list: &[AlgorithmSummary], name: &str| {
         list.iter().find(|a| a.name == name).map(|a| a.n_viol)
@@ -460,7 +466,7 @@ fn violations_table(summary: &MatrixSummary) -> Table {
     }
 }
 
-fn all_algorithms_table(summary: &MatrixSummary) -> Table {
+fn all_algorithms_table(registry: &Registry, summary: &MatrixSummary) -> Table {
     let columns = vec![
         Column::key("Series", "series"),
         Column::key("Algorithm", "algorithm"),
@@ -477,7 +483,7 @@ fn all_algorithms_table(summary: &MatrixSummary) -> Table {
         for a in &series.algorithms {
             rows.push(vec![
                 Cell::text(&series.name),
-                algorithm_cell(&a.name),
+                algorithm_cell(registry, &a.name),
                 Cell::Count(Some(a.runs as u64)),
                 estimate(a.d_mean),
                 estimate(a.d_true_mean),

@@ -7,8 +7,9 @@
 
 use std::ops::Range;
 
-use ach_sim::SweepParameter;
+use ach_sim::algorithms::Marker;
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SeriesSummary};
+use ach_sim::{Registry, SweepParameter};
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
@@ -16,7 +17,7 @@ use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::builders::{long_name, short_name};
+use super::builders::{algorithm_info, long_name, short_name};
 use super::load::{Results, SeriesRuns, TraceBand, quantile};
 use super::paper;
 
@@ -52,36 +53,15 @@ fn draw_error<E: std::fmt::Debug>(error: E) -> String {
     format!("drawing failed: {error:?}")
 }
 
-/// Colour of an algorithm (Okabe-Ito).
-pub fn algorithm_color(name: &str) -> RGBColor {
-    match name {
-        "Static-W" => RGBColor(0x00, 0x72, 0xB2),
-        "Static-Wt" => RGBColor(0xE6, 0x9F, 0x00),
-        "Dynamic-R" => RGBColor(0x00, 0x9E, 0x73),
-        "Bounded-Loads" => RGBColor(0xCC, 0x79, 0xA7),
-        "ACH" => RGBColor(0xD5, 0x5E, 0x00),
-        _ => RGBColor(0x56, 0xB4, 0xE9),
-    }
+/// Colour of an algorithm, from its registry entry (the built-ins: Okabe-Ito).
+pub fn algorithm_color(registry: &Registry, name: &str) -> RGBColor {
+    let [r, g, b] = algorithm_info(registry, name).color;
+    RGBColor(r, g, b)
 }
 
-/// Marker shapes, one per algorithm, so that colour is never the only cue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Marker {
-    Circle,
-    Square,
-    Triangle,
-    Diamond,
-    Star,
-}
-
-fn algorithm_marker(name: &str) -> Marker {
-    match name {
-        "Static-W" => Marker::Circle,
-        "Static-Wt" => Marker::Square,
-        "Dynamic-R" => Marker::Triangle,
-        "Bounded-Loads" => Marker::Diamond,
-        _ => Marker::Star,
-    }
+/// Marker shape of an algorithm, from its registry entry, so that colour is never the only cue.
+fn algorithm_marker(registry: &Registry, name: &str) -> Marker {
+    algorithm_info(registry, name).marker
 }
 
 /// How a marker is painted.
@@ -124,6 +104,34 @@ fn marker_outline(marker: Marker, r: i32) -> Vec<(i32, i32)> {
                 )
             })
             .collect(),
+        Marker::Cross => {
+            // A plus sign of arm half-width r/3, turned by 45 degrees.
+            let t = f64::from(r) / 3.0;
+            let r = f64::from(r);
+            let plus = [
+                (t, -r),
+                (t, -t),
+                (r, -t),
+                (r, t),
+                (t, t),
+                (t, r),
+                (-t, r),
+                (-t, t),
+                (-r, t),
+                (-r, -t),
+                (-t, -t),
+                (-t, -r),
+            ];
+            plus.iter()
+                .map(|&(x, y)| {
+                    let half = std::f64::consts::FRAC_1_SQRT_2;
+                    (
+                        ((x - y) * half).round() as i32,
+                        ((x + y) * half).round() as i32,
+                    )
+                })
+                .collect()
+        }
     }
 }
 
@@ -309,13 +317,13 @@ struct LegendEntry {
     line: bool,
 }
 
-fn algorithm_legend(names: &[&str]) -> Vec<LegendEntry> {
+fn algorithm_legend(registry: &Registry, names: &[&str]) -> Vec<LegendEntry> {
     names
         .iter()
         .map(|name| LegendEntry {
-            label: long_name(name),
-            color: algorithm_color(name),
-            marker: Some(algorithm_marker(name)),
+            label: long_name(registry, name),
+            color: algorithm_color(registry, name),
+            marker: Some(algorithm_marker(registry, name)),
             fill: Fill::Solid,
             line: false,
         })
@@ -466,7 +474,11 @@ struct DotFigureSpec<'a> {
     mark_violations: bool,
 }
 
-fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Figure> {
+fn dot_figure(
+    registry: &Registry,
+    series: &SeriesSummary,
+    spec: &DotFigureSpec<'_>,
+) -> DrawResult<Figure> {
     let algorithms: Vec<&AlgorithmSummary> = series.algorithms.iter().collect();
     let names: Vec<&str> = algorithms.iter().map(|a| a.name.as_str()).collect();
     let count = algorithms.len().max(1);
@@ -482,7 +494,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             if (v - index).abs() < 1e-6 && index >= 0.0 {
                 names
                     .get(index as usize)
-                    .map_or(String::new(), |n| short_name(n).to_string())
+                    .map_or(String::new(), |n| short_name(registry, n).to_string())
             } else {
                 String::new()
             }
@@ -512,7 +524,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
         .map_err(draw_error)?;
         for (index, a) in algorithms.iter().enumerate() {
             let x = index as f64;
-            let color = algorithm_color(&a.name);
+            let color = algorithm_color(registry, &a.name);
             let ci = a.d_mean.ci95.unwrap_or(0.0);
             chart
                 .draw_series(error_bar(x, a.d_mean.mean - ci, a.d_mean.mean + ci, color))
@@ -520,7 +532,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             draw_marker(
                 &chart,
                 (x, a.d_mean.mean),
-                algorithm_marker(&a.name),
+                algorithm_marker(registry, &a.name),
                 color,
                 Fill::Solid,
                 6,
@@ -569,7 +581,7 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
         draw_log_break(&mut chart, axis, -0.5..count as f64 - 0.5)?;
         for (index, a) in algorithms.iter().enumerate() {
             let x = index as f64;
-            let color = algorithm_color(&a.name);
+            let color = algorithm_color(registry, &a.name);
             let ci = a.m_cum.ci95.unwrap_or(0.0);
             if ci > 0.0 {
                 chart
@@ -585,13 +597,13 @@ fn dot_figure(series: &SeriesSummary, spec: &DotFigureSpec<'_>) -> DrawResult<Fi
             draw_marker(
                 &chart,
                 (x, y),
-                algorithm_marker(&a.name),
+                algorithm_marker(registry, &a.name),
                 color,
                 Fill::Solid,
                 6,
             )?;
         }
-        draw_legend_strip(&legend, &algorithm_legend(&names))
+        draw_legend_strip(&legend, &algorithm_legend(registry, &names))
     })?;
     Ok(Figure {
         name: spec.name.to_string(),
@@ -644,6 +656,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
             &mut figures,
             &mut notes,
             dot_figure(
+                &results.registry,
                 c1,
                 &DotFigureSpec {
                     name: "fig2_c1",
@@ -664,6 +677,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
             &mut figures,
             &mut notes,
             dot_figure(
+                &results.registry,
                 c3,
                 &DotFigureSpec {
                     name: "fig3_c3",
@@ -686,7 +700,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
         points => keep(
             &mut figures,
             &mut notes,
-            noise_figure(&points),
+            noise_figure(&results.registry, &points),
             "fig4_noise_gradient",
         ),
     }
@@ -694,7 +708,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
         keep(
             &mut figures,
             &mut notes,
-            frontier_figure(summary),
+            frontier_figure(&results.registry, summary),
             "frontier_c5",
         );
     } else {
@@ -744,7 +758,7 @@ fn noise_points(results: &Results) -> Vec<NoisePoint<'_>> {
     points
 }
 
-fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
+fn noise_figure(registry: &Registry, points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
     let eps_off = points[0].eps_off;
     let sigma_max = points.iter().map(|p| p.sigma).fold(eps_off, f64::max);
     let x_range = 0.0..sigma_max * 1.15;
@@ -800,7 +814,7 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
         .map_err(draw_error)?;
         draw_applicability(&mut chart, eps_off, x_range.end, y_range.clone())?;
         for name in algorithms {
-            let color = algorithm_color(name);
+            let color = algorithm_color(registry, name);
             let series: Vec<(f64, f64, f64)> = points
                 .iter()
                 .filter_map(|p| {
@@ -832,7 +846,7 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
                 draw_marker(
                     &chart,
                     (x, y),
-                    algorithm_marker(name),
+                    algorithm_marker(registry, name),
                     color,
                     Fill::Solid,
                     6,
@@ -847,7 +861,7 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
                 draw_marker(
                     &chart,
                     (sigma + x_range.end * 0.03, value),
-                    algorithm_marker(name),
+                    algorithm_marker(registry, name),
                     color,
                     Fill::Hollow,
                     5,
@@ -911,7 +925,7 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
                 BLACK.stroke_width(1),
             )))
             .map_err(draw_error)?;
-        let color = algorithm_color("ACH");
+        let color = algorithm_color(registry, "ACH");
         chart
             .draw_series(LineSeries::new(ours.iter().copied(), color.stroke_width(2)))
             .map_err(draw_error)?;
@@ -929,7 +943,7 @@ fn noise_figure(points: &[NoisePoint<'_>]) -> DrawResult<Figure> {
             )?;
         }
 
-        let mut entries = algorithm_legend(&algorithms);
+        let mut entries = algorithm_legend(registry, &algorithms);
         for entry in &mut entries {
             entry.line = true;
             entry.label = format!("{} (ours)", entry.label);
@@ -1019,7 +1033,7 @@ fn parameter_marker(parameter: SweepParameter) -> Marker {
     }
 }
 
-fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
+fn frontier_figure(registry: &Registry, summary: &MatrixSummary) -> DrawResult<Figure> {
     // Sweep points first, so that the C1 markers are drawn on top of them.
     let mut points = Vec::new();
     for p in &summary.sensitivity {
@@ -1027,7 +1041,7 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             label: format!("{} {}", p.point.parameter, p.point.value),
             m_cum: p.ach.m_cum.mean,
             d_mean: p.ach.d_mean.mean,
-            color: algorithm_color("ACH"),
+            color: algorithm_color(registry, "ACH"),
             marker: parameter_marker(p.point.parameter),
             fill: Fill::Hollow,
         });
@@ -1035,11 +1049,11 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
     if let Some(c1) = summary.series.iter().find(|s| s.name == "C1") {
         for a in &c1.algorithms {
             points.push(FrontierPoint {
-                label: format!("{} (C1)", short_name(&a.name)),
+                label: format!("{} (C1)", short_name(registry, &a.name)),
                 m_cum: a.m_cum.mean,
                 d_mean: a.d_mean.mean,
-                color: algorithm_color(&a.name),
-                marker: algorithm_marker(&a.name),
+                color: algorithm_color(registry, &a.name),
+                marker: algorithm_marker(registry, &a.name),
                 fill: Fill::Solid,
             });
         }
@@ -1188,6 +1202,7 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
         let mut entries: Vec<LegendEntry> = Vec::new();
         if let Some(c1) = summary.series.iter().find(|s| s.name == "C1") {
             entries.extend(algorithm_legend(
+                registry,
                 &c1.algorithms
                     .iter()
                     .map(|a| a.name.as_str())
@@ -1203,7 +1218,7 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
         for parameter in parameters {
             entries.push(LegendEntry {
                 label: format!("ACH, C5 {parameter}"),
-                color: algorithm_color("ACH"),
+                color: algorithm_color(registry, "ACH"),
                 marker: Some(parameter_marker(parameter)),
                 fill: Fill::Hollow,
                 line: false,
@@ -1260,15 +1275,15 @@ fn compress_labels(labels: &[String]) -> String {
 // ---------------------------------------------------------------------------------------
 
 /// The three figures of one series.
-pub fn series_figures(runs: &SeriesRuns) -> DrawResult<Vec<Figure>> {
+pub fn series_figures(registry: &Registry, runs: &SeriesRuns) -> DrawResult<Vec<Figure>> {
     Ok(vec![
-        boxplot_figure(runs)?,
-        ecdf_figure(runs)?,
-        traces_figure(runs)?,
+        boxplot_figure(registry, runs)?,
+        ecdf_figure(registry, runs)?,
+        traces_figure(registry, runs)?,
     ])
 }
 
-fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
+fn boxplot_figure(registry: &Registry, runs: &SeriesRuns) -> DrawResult<Figure> {
     let names: Vec<&str> = runs.algorithms.iter().map(|a| a.name.as_str()).collect();
     let count = names.len().max(1);
     let y_range = padded_range(
@@ -1295,7 +1310,7 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
         .x_label_formatter(&|v| {
             names
                 .get(v.round().max(0.0) as usize)
-                .map_or(String::new(), |n| short_name(n).to_string())
+                .map_or(String::new(), |n| short_name(registry, n).to_string())
         })
         .y_label_formatter(&|v| format!("{v:.3}"))
         .draw()
@@ -1307,7 +1322,7 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             }
             values.sort_by(f64::total_cmp);
             let x = index as f64;
-            let color = algorithm_color(&algorithm.name);
+            let color = algorithm_color(registry, &algorithm.name);
             let q1 = quantile(&values, 0.25);
             let median = quantile(&values, 0.5);
             let q3 = quantile(&values, 0.75);
@@ -1357,7 +1372,7 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 .map_err(draw_error)?;
         }
         // The plot shows boxes, so the legend shows filled squares in each box's colour.
-        let mut entries = algorithm_legend(&names);
+        let mut entries = algorithm_legend(registry, &names);
         for entry in &mut entries {
             entry.marker = Some(Marker::Square);
         }
@@ -1373,7 +1388,7 @@ fn boxplot_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
     })
 }
 
-fn ecdf_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
+fn ecdf_figure(registry: &Registry, runs: &SeriesRuns) -> DrawResult<Figure> {
     let names: Vec<&str> = runs.algorithms.iter().map(|a| a.name.as_str()).collect();
     let x_range = padded_range(
         runs.algorithms
@@ -1412,7 +1427,7 @@ fn ecdf_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 steps.push((v, (k + 1) as f64 / n));
             }
             steps.push((x_range.end, 1.0));
-            let color = algorithm_color(&algorithm.name);
+            let color = algorithm_color(registry, &algorithm.name);
             chart
                 .draw_series(LineSeries::new(steps, color.stroke_width(2)))
                 .map_err(draw_error)?;
@@ -1420,13 +1435,13 @@ fn ecdf_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             draw_marker(
                 &chart,
                 (median, 0.5),
-                algorithm_marker(&algorithm.name),
+                algorithm_marker(registry, &algorithm.name),
                 color,
                 Fill::Solid,
                 5,
             )?;
         }
-        let mut entries = algorithm_legend(&names);
+        let mut entries = algorithm_legend(registry, &names);
         for entry in &mut entries {
             entry.line = true;
         }
@@ -1442,7 +1457,7 @@ fn ecdf_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
     })
 }
 
-fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
+fn traces_figure(registry: &Registry, runs: &SeriesRuns) -> DrawResult<Figure> {
     let names: Vec<&str> = runs.algorithms.iter().map(|a| a.name.as_str()).collect();
     let steps = runs
         .algorithms
@@ -1495,7 +1510,7 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             draw_band(
                 &mut chart,
                 &algorithm.d_trace,
-                algorithm_color(&algorithm.name),
+                algorithm_color(registry, &algorithm.name),
                 |v| v,
             )?;
         }
@@ -1539,7 +1554,7 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             draw_band(
                 &mut chart,
                 &algorithm.m_cumulative,
-                algorithm_color(&algorithm.name),
+                algorithm_color(registry, &algorithm.name),
                 |v| axis.position(v),
             )?;
         }
@@ -1549,7 +1564,7 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
             .filter(|a| {
                 !a.m_cumulative.high.is_empty() && a.m_cumulative.high.iter().all(|v| *v <= 0.0)
             })
-            .map(|a| short_name(&a.name))
+            .map(|a| short_name(registry, &a.name))
             .collect();
         if !never_moved.is_empty() {
             chart
@@ -1560,7 +1575,7 @@ fn traces_figure(runs: &SeriesRuns) -> DrawResult<Figure> {
                 )))
                 .map_err(draw_error)?;
         }
-        let mut entries = algorithm_legend(&names);
+        let mut entries = algorithm_legend(registry, &names);
         for entry in &mut entries {
             entry.line = true;
             entry.marker = None;

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use ach_sim::summary::MatrixSummary;
-use ach_sim::{RunRecord, SeriesConfig};
+use ach_sim::{Registry, RunRecord, SeriesConfig};
 
 use crate::store;
 
@@ -18,6 +18,8 @@ pub struct Results {
     pub configs: Vec<SeriesConfig>,
     /// The configuration files as written, for REPORT.md, in the same order.
     pub config_texts: Vec<String>,
+    /// The algorithms: every name of the summary and of the configurations is registered.
+    pub registry: Registry,
 }
 
 impl Results {
@@ -40,8 +42,45 @@ pub fn series_names(summary: &MatrixSummary) -> Vec<String> {
     names
 }
 
-/// Reads `summary.json` and the configuration of every series it names.
-pub fn load_results(out: &Path) -> Result<Results, String> {
+/// Checks that every algorithm the summary and the configurations name is in `registry`; the
+/// error names the file, the field and the value.
+fn check_algorithms(out: &Path, results: &Results) -> Result<(), String> {
+    let registry = &results.registry;
+    let summary_path = out.join("summary.json");
+    for series in &results.summary.series {
+        for (k, algorithm) in series.algorithms.iter().enumerate() {
+            registry.info(&algorithm.name).map_err(|e| {
+                format!(
+                    "{}: series {}: algorithms[{k}].name: {e}",
+                    summary_path.display(),
+                    series.name
+                )
+            })?;
+        }
+        for (k, comparison) in series.comparisons.iter().enumerate() {
+            registry.info(&comparison.baseline).map_err(|e| {
+                format!(
+                    "{}: series {}: comparisons[{k}].baseline: {e}",
+                    summary_path.display(),
+                    series.name
+                )
+            })?;
+        }
+    }
+    for config in &results.configs {
+        for (k, name) in config.algorithms.iter().enumerate() {
+            registry.info(name).map_err(|e| {
+                let path = out.join("config").join(format!("{}.toml", config.name));
+                format!("{}: algorithms[{k}]: {e}", path.display())
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// Reads `summary.json` and the configuration of every series it names; every algorithm they
+/// name must be in `registry`.
+pub fn load_results(out: &Path, registry: Registry) -> Result<Results, String> {
     let summary_path = out.join("summary.json");
     let text = std::fs::read_to_string(&summary_path)
         .map_err(|e| format!("{}: cannot read: {e} — {RUN_FIRST}", summary_path.display()))?;
@@ -62,11 +101,14 @@ pub fn load_results(out: &Path) -> Result<Results, String> {
         configs.push(config);
         config_texts.push(text);
     }
-    Ok(Results {
+    let results = Results {
         summary,
         configs,
         config_texts,
-    })
+        registry,
+    };
+    check_algorithms(out, &results)?;
+    Ok(results)
 }
 
 /// Quantiles of a quantity across runs at every step (or every window of steps).

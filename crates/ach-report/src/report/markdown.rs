@@ -142,9 +142,29 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     // What was run.
     let _ = writeln!(out, "## What was run\n");
     out.push_str(&to_markdown(&tables.overview));
+    // The algorithms the series ran, in registry order, as `A0 Static-W` (label, then name).
+    let algorithms: Vec<String> = results
+        .registry
+        .iter()
+        .map(|a| &a.info)
+        .filter(|info| {
+            results
+                .configs
+                .iter()
+                .any(|c| c.algorithms.contains(&info.name))
+        })
+        .map(|info| {
+            if info.label == info.name {
+                info.name.clone()
+            } else {
+                format!("{} {}", info.label, info.name)
+            }
+        })
+        .collect();
     let _ = writeln!(
         out,
-        "\nRun `r` of a series uses seed `seed_base + r * seed_stride` (see each configuration). Algorithms: A0 Static-W, A1 Static-Wt, A2 Dynamic-R, A3 Bounded-Loads, ACH. Tables also as [`tables/overview.tex`](tables/overview.tex) and [`tables/overview.csv`](tables/overview.csv).\n"
+        "\nRun `r` of a series uses seed `seed_base + r * seed_stride` (see each configuration). Algorithms: {}. Tables also as [`tables/overview.tex`](tables/overview.tex) and [`tables/overview.csv`](tables/overview.csv).\n",
+        algorithms.join(", ")
     );
     let _ = writeln!(out, "### Configuration of each series\n");
     for (config, text) in results.configs.iter().zip(&results.config_texts) {

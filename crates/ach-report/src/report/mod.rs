@@ -21,6 +21,8 @@ mod tests;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use ach_sim::Registry;
+
 use crate::store::write_atomic;
 
 /// Arguments of `cargo xtask report`.
@@ -82,7 +84,8 @@ fn write_figures(
             ));
             continue;
         }
-        let drawn = figures::series_figures(&runs).map_err(|e| format!("{}: {e}", series.name))?;
+        let drawn = figures::series_figures(&results.registry, &runs)
+            .map_err(|e| format!("{}: {e}", series.name))?;
         for figure in &drawn {
             write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
             entries.push(markdown::FigureEntry::from(figure));
@@ -91,9 +94,15 @@ fn write_figures(
     Ok((entries, missing))
 }
 
-/// Renders the report of the results in `out`: REPORT.md, tables and figures.
+/// Renders the report of the results in `out`: REPORT.md, tables and figures, for results of
+/// the built-in algorithms.
 pub fn render(out: &Path) -> Result<(), String> {
-    let results = load::load_results(out)?;
+    render_with(out, &Registry::built_in())
+}
+
+/// [`render`] for results whose algorithms are in `registry` (any other name is an error).
+pub fn render_with(out: &Path, registry: &Registry) -> Result<(), String> {
+    let results = load::load_results(out, registry.clone())?;
     let report_tables = builders::build_tables(&results);
     write_tables(out, &report_tables)?;
     let (figure_entries, missing_figures) = write_figures(out, &results)?;

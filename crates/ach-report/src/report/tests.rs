@@ -148,6 +148,7 @@ fn synthetic_results() -> (Results, Vec<RunRecord>) {
             summary,
             configs,
             config_texts,
+            registry: ach_sim::Registry::built_in(),
         },
         records,
     )
@@ -324,7 +325,7 @@ fn every_figure_is_well_formed_svg() {
             .cloned()
             .collect();
         let runs = reduce_records(config, &of_series);
-        let drawn = figures::series_figures(&runs).expect("figures draw");
+        let drawn = figures::series_figures(&results.registry, &runs).expect("figures draw");
         names.extend(drawn.iter().map(|f| f.name.clone()));
         all.extend(drawn);
     }
@@ -403,5 +404,33 @@ fn a_missing_or_malformed_summary_is_named_in_the_error() {
     std::fs::write(out.join("runs").join("C1").join("run_000.bin"), b"garbage").unwrap();
     let error = render(&out).expect_err("corrupt record");
     assert!(error.contains("run_000.bin: not a run record"), "{error}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn an_unregistered_algorithm_in_the_results_is_named_in_the_error() {
+    let out = temp_folder("unregistered");
+    write_synthetic_results(&out);
+    let mut registry = ach_sim::Registry::empty();
+    for algorithm in ach_sim::Registry::built_in().iter() {
+        if algorithm.info.name != "Dynamic-R" {
+            registry
+                .register_factory(
+                    algorithm.info.clone(),
+                    std::sync::Arc::new(|_| unreachable!()),
+                )
+                .unwrap();
+        }
+    }
+    let error = super::render_with(&out, &registry).expect_err("Dynamic-R is not registered");
+    assert!(
+        error.contains("summary.json: series C1: algorithms[2].name"),
+        "{error}"
+    );
+    assert!(
+        error.contains("\"Dynamic-R\" is not a registered algorithm"),
+        "{error}"
+    );
+    render(&out).expect("the built-in registry has it");
     let _ = std::fs::remove_dir_all(&out);
 }
