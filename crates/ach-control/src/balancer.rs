@@ -1,6 +1,6 @@
 //! The interface every balancing algorithm implements.
 
-use ach_ring::{RingError, TokenMove, TokenRing};
+use ach_ring::{Migration, RingError, TokenMove, TokenRing};
 
 /// What a balancing algorithm observes at one control step.
 #[derive(Clone, Copy, Debug)]
@@ -67,6 +67,27 @@ impl Plan {
         }
     }
 
+    /// The data to copy before the plan is committed: one [`Migration`] per move that changes
+    /// an owner, with the exact ranges of key hashes (see [`TokenRing::migrations`]). A key's
+    /// owner changes on commit if and only if its hash lies in one of them.
+    pub fn migrations(&self, ring: &TokenRing) -> Vec<Migration> {
+        ring.migrations(&self.moves)
+    }
+
+    /// The part of this plan made of `moves` (those of them that are in the plan), to confirm
+    /// what was really switched when only some migrations succeeded. Keeps the budget bound.
+    pub fn subset(&self, ring: &TokenRing, moves: &[TokenMove]) -> Plan {
+        let kept = moves
+            .iter()
+            .filter(|mv| self.moves.contains(mv))
+            .copied()
+            .collect();
+        Plan {
+            budget_bound: self.budget_bound,
+            ..Plan::from_moves(ring, kept)
+        }
+    }
+
     /// True when the plan respects its budget bound (always true without one).
     pub fn within_budget(&self) -> bool {
         self.budget_bound
@@ -85,6 +106,31 @@ pub trait Balancer {
     /// Observes one step and plans the owner changes. Must not panic for any observation whose
     /// vectors have one entry per node and any ring whose owners are nodes `0..n`.
     fn plan(&mut self, ring: &TokenRing, observation: &Observation<'_>) -> Plan;
+
+    /// Tells the algorithm that the moves of `plan` were switched (the data copied and the
+    /// routing committed), and returns their `M_keys`. A budgeted algorithm charges its budget
+    /// here, not when planning: a plan that is dropped or aborted costs nothing. `plan` may be
+    /// the latest plan or a part of it ([`Plan::subset`]); each move is confirmed once.
+    ///
+    /// The default, for algorithms without a budget, accepts any plan.
+    fn confirm(&mut self, plan: &Plan) -> Result<f64, ConfirmError> {
+        Ok(plan.m_keys)
+    }
+}
+
+/// Why a confirmation was rejected: the budget would not match what was switched.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ConfirmError {
+    /// A move that is not an unconfirmed move of the latest plan (from an older plan, made up,
+    /// or confirmed already).
+    #[error(
+        "move of token {} from {} to {} is not an unconfirmed move of the latest plan",
+        mv.token, mv.from, mv.to
+    )]
+    NotPending {
+        /// The move.
+        mv: TokenMove,
+    },
 }
 
 /// Commits a plan to the ring and returns its `M_keys` as measured by the ring.

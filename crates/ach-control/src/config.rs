@@ -35,6 +35,83 @@ pub struct AchConfig {
     pub v_min: usize,
     /// Optional maximum tokens per node (`v_max`).
     pub v_max: Option<usize>,
+    /// When the horizon budget `M_H` applies ([`HorizonRule`]); the paper's rule by default.
+    #[serde(skip_serializing_if = "HorizonRule::is_paper")]
+    pub horizon_rule: HorizonRule,
+    /// Whether a step may overshoot its budget `m` by up to one arc per source
+    /// ([`StepRule`]); the paper's rule by default.
+    #[serde(skip_serializing_if = "StepRule::is_paper")]
+    pub step_rule: StepRule,
+    /// Cool-down in steps: a token whose move was confirmed at step `t` is not moved again
+    /// before step `t + cooldown`. 0 (the paper) turns it off.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cooldown: u64,
+    /// What the target load `l*` is ([`TargetRule`]); the paper's fixed `ell_star` by default.
+    #[serde(skip_serializing_if = "TargetRule::is_paper")]
+    pub target: TargetRule,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
+}
+
+/// When the horizon budget `M_H` applies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum HorizonRule {
+    /// The paper's rule: once at least `H` steps have been recorded, a step gets no budget if
+    /// the last `H` steps spent `M_H` or more. Before step `H` nothing is checked, and the step
+    /// that crosses `M_H` is not cut, so a window can exceed `M_H`.
+    #[default]
+    Paper,
+    /// From the first step, a step's budget is at most `M_H` minus what the previous `H - 1`
+    /// steps spent: the moved key space of any `H` consecutive steps never exceeds `M_H`.
+    Sliding,
+}
+
+impl HorizonRule {
+    fn is_paper(&self) -> bool {
+        *self == HorizonRule::Paper
+    }
+}
+
+/// Whether a step may spend more than its budget `m`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StepRule {
+    /// The paper's rule: a source gives tokens while what it gave is below its share, so it
+    /// gives at least one token and overshoots its share by up to one arc (the budget
+    /// invariant `M_keys <= m + |O| * max_s L[s]`).
+    #[default]
+    Paper,
+    /// A token that would take its source past its share is skipped and a shorter one may go:
+    /// a step never spends more than `m`.
+    Strict,
+}
+
+impl StepRule {
+    fn is_paper(&self) -> bool {
+        *self == StepRule::Paper
+    }
+}
+
+/// What the target load `l*` is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetRule {
+    /// The paper's fixed target `ell_star`.
+    #[default]
+    Fixed,
+    /// The mean load of the live nodes (those with a finite load), recomputed every step.
+    /// A cluster whose nodes all run above `ell_star` still balances: nodes above the mean
+    /// give, nodes below it receive.
+    LiveMean,
+}
+
+impl TargetRule {
+    fn is_paper(&self) -> bool {
+        *self == TargetRule::Fixed
+    }
 }
 
 impl AchConfig {
@@ -52,6 +129,44 @@ impl AchConfig {
             horizon: 100,
             v_min: 3,
             v_max: None,
+            horizon_rule: HorizonRule::Paper,
+            step_rule: StepRule::Paper,
+            cooldown: 0,
+            target: TargetRule::Fixed,
+        }
+    }
+
+    /// The configuration for a live cluster. The paper's parameters, with four rules that make
+    /// the budget a promise and keep a real cluster balanced:
+    ///
+    /// * [`HorizonRule::Sliding`]: any `H` consecutive steps move at most `M_H`, from the first
+    ///   step on (the paper checks the window only after `H` steps and lets a step cross it);
+    /// * [`StepRule::Strict`]: no step moves more than its budget `m` (the paper lets each source
+    ///   overshoot by one arc, which on a ring of long hashed arcs is many times `m`);
+    /// * `cooldown = 50` steps: a token that moved does not move again for half a horizon, so
+    ///   noisy loads cannot make tokens ping-pong between two nodes;
+    /// * [`TargetRule::LiveMean`]: the target is the mean load of the live nodes, so a cluster
+    ///   that runs hot everywhere but unevenly still balances (with the fixed `l* = 0.65` every
+    ///   node is a source and none a receiver);
+    ///
+    /// and `tau = 1.2`, `tau_min = 0.6`: the paper stops correcting when the total load reaches
+    /// `tau = 0.85`, which in a live cluster is when balancing matters most; the budget, not the
+    /// load, bounds the cost of moving. At total load 1 the intensity's gamma is still 1/3.
+    ///
+    /// ```
+    /// let live = ach_control::AchConfig::live();
+    /// assert!(live.validate().is_ok());
+    /// assert_eq!(live.m_horizon, 0.25);
+    /// ```
+    pub fn live() -> AchConfig {
+        AchConfig {
+            tau: 1.2,
+            tau_min: 0.6,
+            horizon_rule: HorizonRule::Sliding,
+            step_rule: StepRule::Strict,
+            cooldown: 50,
+            target: TargetRule::LiveMean,
+            ..AchConfig::paper()
         }
     }
 
@@ -157,6 +272,17 @@ impl ConfigError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paper_fields_are_not_serialised_when_at_their_defaults() {
+        let toml_like = serde_json::to_string(&AchConfig::paper()).unwrap();
+        assert!(!toml_like.contains("horizon_rule") && !toml_like.contains("cooldown"));
+        let live = serde_json::to_string(&AchConfig::live()).unwrap();
+        assert!(live.contains(r#""horizon_rule":"sliding""#), "{live}");
+        assert!(live.contains(r#""target":"live-mean""#), "{live}");
+        let back: AchConfig = serde_json::from_str(&live).unwrap();
+        assert_eq!(back, AchConfig::live());
+    }
 
     #[test]
     fn paper_config_is_valid() {

@@ -24,6 +24,11 @@ pub struct Thresholds {
 }
 
 impl Hysteresis {
+    /// A hysteresis with the given states (from a saved state).
+    pub fn restore(states: Vec<HysteresisState>) -> Hysteresis {
+        Hysteresis { states }
+    }
+
     /// The states, one per node.
     pub fn states(&self) -> &[HysteresisState] {
         &self.states

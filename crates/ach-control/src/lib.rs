@@ -57,6 +57,7 @@
 //!     let plan = ach.plan(&ring, &observation);
 //!     assert!(plan.within_budget());
 //!     spent += commit(&mut ring, &plan).unwrap();
+//!     ach.confirm(&plan).unwrap(); // the budget is charged once the switch is done
 //! }
 //! let counts = ring.counts(3);
 //! assert!(counts[0] < 20 && counts[2] > 20);
@@ -72,6 +73,6 @@ pub mod hysteresis;
 pub mod intensity;
 pub mod planner;
 
-pub use ach::{Ach, AchStep};
-pub use balancer::{BUDGET_SLACK, Balancer, Observation, Plan, commit};
-pub use config::{AchConfig, ConfigError};
+pub use ach::{ACH_STATE_VERSION, Ach, AchState, AchStep, StateError};
+pub use balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, commit};
+pub use config::{AchConfig, ConfigError, HorizonRule, StepRule, TargetRule};

@@ -3,6 +3,7 @@
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
 use crate::apportion::floor_largest_remainder;
+use crate::config::StepRule;
 
 /// Which tokens come first when a node gives tokens away.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +26,35 @@ pub fn take_in_arc_order(
     order: ArcOrder,
     nodes: &[usize],
     mut take: impl FnMut(usize, usize) -> bool,
+) -> Vec<Vec<usize>> {
+    offer_in_arc_order(ring, order, nodes, |k, token| {
+        if take(k, token) {
+            Offer::Take
+        } else {
+            Offer::Stop
+        }
+    })
+}
+
+/// What a node does with a token offered to it by [`offer_in_arc_order`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    /// Take the token.
+    Take,
+    /// Leave this token and look at the next one.
+    Skip,
+    /// Leave this token and take no more.
+    Stop,
+}
+
+/// [`take_in_arc_order`] where a node may also skip a token and go on: walks the ring's tokens
+/// once in arc order and offers each token of a listed node to `offer(k, token)`; a node that
+/// answers [`Offer::Stop`] gets no more offers.
+pub fn offer_in_arc_order(
+    ring: &TokenRing,
+    order: ArcOrder,
+    nodes: &[usize],
+    mut offer: impl FnMut(usize, usize) -> Offer,
 ) -> Vec<Vec<usize>> {
     let in_order = match order {
         ArcOrder::LongestFirst => ring.tokens_longest_first(),
@@ -49,11 +79,13 @@ pub fn take_in_arc_order(
         if done[k] {
             continue;
         }
-        if take(k, token) {
-            taken[k].push(token);
-        } else {
-            done[k] = true;
-            active -= 1;
+        match offer(k, token) {
+            Offer::Take => taken[k].push(token),
+            Offer::Skip => {}
+            Offer::Stop => {
+                done[k] = true;
+                active -= 1;
+            }
         }
     }
     taken
@@ -70,6 +102,19 @@ pub fn take_shares(
     counts: &[usize],
     v_min: usize,
 ) -> Vec<Vec<usize>> {
+    take_shares_under(ring, order, shares, counts, SelectRules::paper(v_min))
+}
+
+/// [`take_shares`] under explicit rules: under [`StepRule::Strict`] a node skips a token that
+/// would take it past its share (a shorter one may go), so no node exceeds its share; tokens
+/// that are not movable are skipped under both rules.
+pub fn take_shares_under(
+    ring: &TokenRing,
+    order: ArcOrder,
+    shares: &[(usize, f64)],
+    counts: &[usize],
+    rules: SelectRules<'_>,
+) -> Vec<Vec<usize>> {
     let arcs = ring.arcs();
     let nodes: Vec<usize> = shares.iter().map(|&(i, _)| i).collect();
     let mut taken_arc = vec![0.0; shares.len()];
@@ -77,14 +122,21 @@ pub fn take_shares(
         .iter()
         .map(|&i| counts.get(i).copied().unwrap_or(0))
         .collect();
-    take_in_arc_order(ring, order, &nodes, |k, token| {
-        if taken_arc[k] < shares[k].1 && kept[k] > v_min {
-            taken_arc[k] += arcs[token];
-            kept[k] -= 1;
-            true
-        } else {
-            false
+    offer_in_arc_order(ring, order, &nodes, |k, token| {
+        let share = shares[k].1;
+        // Written so that a NaN share stops the node, as it always has.
+        if !(taken_arc[k] < share && kept[k] > rules.v_min) {
+            return Offer::Stop;
         }
+        if !(rules.movable)(token) {
+            return Offer::Skip;
+        }
+        if rules.step_rule == StepRule::Strict && taken_arc[k] + arcs[token] > share {
+            return Offer::Skip;
+        }
+        taken_arc[k] += arcs[token];
+        kept[k] -= 1;
+        Offer::Take
     })
 }
 
@@ -104,12 +156,49 @@ pub fn select_tokens(
     counts: &[usize],
     v_min: usize,
 ) -> Vec<(usize, NodeId)> {
+    select_tokens_under(ring, sources, budget, counts, SelectRules::paper(v_min))
+}
+
+/// The rules of [`select_tokens_under`].
+#[derive(Clone, Copy)]
+pub struct SelectRules<'a> {
+    /// Tokens every source keeps.
+    pub v_min: usize,
+    /// Whether a source may overshoot its share by one arc ([`StepRule::Paper`]) or skips a
+    /// token that would take it past its share ([`StepRule::Strict`]).
+    pub step_rule: StepRule,
+    /// Whether a token may move at all (false during its cool-down); others are skipped.
+    pub movable: &'a dyn Fn(usize) -> bool,
+}
+
+impl SelectRules<'static> {
+    /// The paper's rules: overshoot by one arc allowed, every token movable.
+    pub fn paper(v_min: usize) -> SelectRules<'static> {
+        SelectRules {
+            v_min,
+            step_rule: StepRule::Paper,
+            movable: &|_| true,
+        }
+    }
+}
+
+/// [`select_tokens`] under explicit rules. Under [`StepRule::Strict`] a source takes a token
+/// only if what it has taken stays within its share, so the pool never exceeds `budget`; a
+/// token that does not fit is skipped and a shorter one may go. Tokens that are not movable
+/// are skipped under both rules.
+pub fn select_tokens_under(
+    ring: &TokenRing,
+    sources: &[(usize, f64)],
+    budget: f64,
+    counts: &[usize],
+    rules: SelectRules<'_>,
+) -> Vec<(usize, NodeId)> {
     let gain_sum: f64 = sources.iter().map(|&(_, g)| g).sum();
     let shares: Vec<(usize, f64)> = sources
         .iter()
         .map(|&(i, gain)| (i, budget * gain / gain_sum))
         .collect();
-    let taken = take_shares(ring, ArcOrder::LongestFirst, &shares, counts, v_min);
+    let taken = take_shares_under(ring, ArcOrder::LongestFirst, &shares, counts, rules);
     sources
         .iter()
         .zip(taken)
@@ -120,7 +209,9 @@ pub fn select_tokens(
 /// Phase 3 (assign): split the pool among the receivers in proportion to their weights
 /// (`floor` and largest remainder), capped at `v_max - count(j)` when `v_max` is set; walk the
 /// receivers in increasing id order, each taking the next `n_j` tokens of the pool. Tokens left
-/// over go to the receiver with the lowest load (ties: lower id).
+/// over go to the receiver with the lowest load (ties: lower id); with `v_max` set, to the
+/// receivers with the lowest load that still have room, and a token no receiver has room for
+/// stays with its source (no move). So no receiver ever ends above `v_max` through a plan.
 pub fn assign_tokens(
     pool: &[(usize, NodeId)],
     receivers: &[(usize, f64)],
@@ -147,20 +238,32 @@ pub fn assign_tokens(
             });
         }
     }
-    let rest: Vec<_> = next.collect();
-    let lowest = receivers.iter().map(|&(j, _)| j).min_by(|&a, &b| {
-        let load = |i: usize| loads.get(i).copied().unwrap_or(f64::INFINITY);
-        load(a).total_cmp(&load(b)).then(a.cmp(&b))
-    });
-    // Without receivers nothing moves: the leftover tokens stay with their sources.
-    if let Some(lowest) = lowest {
-        for &(token, from) in rest {
-            moves.push(TokenMove {
-                token,
-                from,
-                to: NodeId(lowest as u32),
-            });
-        }
+    let mut by_load: Vec<usize> = receivers.iter().map(|&(j, _)| j).collect();
+    let load = |i: usize| loads.get(i).copied().unwrap_or(f64::INFINITY);
+    by_load.sort_by(|&a, &b| load(a).total_cmp(&load(b)).then(a.cmp(&b)));
+    // Room left under v_max after the quotas (unbounded without v_max).
+    let mut room: Vec<usize> = by_load
+        .iter()
+        .map(|&j| match v_max {
+            None => usize::MAX,
+            Some(v_max) => {
+                let k = receivers.iter().position(|&(r, _)| r == j).unwrap_or(0);
+                let count = counts.get(j).copied().unwrap_or(0);
+                v_max.saturating_sub(count).saturating_sub(quota[k])
+            }
+        })
+        .collect();
+    // Without receivers, or without room, the leftover tokens stay with their sources.
+    for &(token, from) in next {
+        let Some(slot) = room.iter().position(|&r| r > 0) else {
+            break;
+        };
+        room[slot] -= 1;
+        moves.push(TokenMove {
+            token,
+            from,
+            to: NodeId(by_load[slot] as u32),
+        });
     }
     moves
 }
@@ -234,8 +337,13 @@ mod tests {
         let to: Vec<u32> = moves.iter().map(|m| m.to.0).collect();
         // 5 * 0.75 = 3.75 -> 3, 5 * 0.25 = 1.25 -> 1, the extra to the larger fraction (node 1).
         assert_eq!(to, vec![1, 1, 1, 1, 2]);
+        // Under v_max = 4 each receiver (3 tokens) has room for one: 3 of the 5 stay home.
         let capped = assign_tokens(&pool, &[(1, 0.3), (2, 0.1)], &loads, &[5, 3, 3], Some(4));
         let to: Vec<u32> = capped.iter().map(|m| m.to.0).collect();
-        assert_eq!(to, vec![1, 2, 1, 1, 1]);
+        assert_eq!(to, vec![1, 2]);
+        // With room for more, leftovers go to the least-loaded receiver with room.
+        let roomy = assign_tokens(&pool, &[(1, 0.3), (2, 0.1)], &loads, &[5, 3, 3], Some(5));
+        let to: Vec<u32> = roomy.iter().map(|m| m.to.0).collect();
+        assert_eq!(to, vec![1, 1, 2, 2]);
     }
 }

@@ -50,7 +50,7 @@ fn config_strategy() -> impl Strategy<Value = AchConfig> {
                 m_horizon: m_h,
                 horizon: h,
                 v_min,
-                v_max: None,
+                ..AchConfig::paper()
             },
         )
 }
@@ -80,6 +80,7 @@ proptest! {
             prop_assert!(plan.m_keys <= bound + 1e-9);
             let measured = commit(&mut ring, &plan).expect("a plan applies to its own ring");
             prop_assert!((measured - plan.m_keys).abs() < 1e-12);
+            prop_assert_eq!(ach.confirm(&plan), Ok(plan.m_keys));
             let counts = ring.counts(n);
             for i in 0..n {
                 if before[i] >= v_min {

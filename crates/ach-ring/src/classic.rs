@@ -38,10 +38,11 @@
 //! let owner = ring.lookup(b"user:42").unwrap();
 //! assert!(owner == "cache-a" || owner == "cache-b");
 //!
-//! // Two replicas on distinct nodes, the owner first.
+//! // Two replicas on distinct nodes, the owner first (a short list: no allocation).
 //! let replicas = ring.lookup_n(b"user:42", 2);
-//! assert_eq!(replicas[0], owner);
-//! assert_eq!(replicas.len(), 2);
+//! assert_eq!(replicas.as_slice(), [owner, replicas[1]]);
+//! assert_ne!(replicas[0], replicas[1]);
+//! drop(replicas); // the list borrows the ring
 //!
 //! // Adding a node moves key ranges to it, and only to it.
 //! let change = ring.add_node("cache-c", DEFAULT_WEIGHT).unwrap();
@@ -56,7 +57,7 @@
 use std::fmt::Write as _;
 
 use serde::{Deserialize, Serialize};
-use xxhash_rust::xxh3::xxh3_64;
+use smallvec::SmallVec;
 
 use self::bucket_index::{Buckets, SINGLE_OWNER_MAX_VNODES, SingleOwnerBuckets};
 
@@ -84,13 +85,14 @@ const LINEAR_SCAN_LIMIT: usize = 8;
 /// to a scan or binary search of the positions in crowded buckets, which stays correct.
 const MAX_BUCKET_BITS: u32 = 24;
 
-/// The stable 64-bit hash of a key: XXH3-64 with seed 0 of its bytes.
-///
-/// The value is the same on every platform, in every process and in every release.
-#[inline]
-pub fn key_hash(key: &[u8]) -> u64 {
-    xxh3_64(key)
-}
+pub use crate::key::key_hash;
+
+/// How many replica names [`ClassicRing::lookup_n`] returns without allocating.
+pub const REPLICAS_INLINE: usize = 4;
+
+/// The replica list of [`ClassicRing::lookup_n`]: owner first, inline up to
+/// [`REPLICAS_INLINE`] names.
+pub type ReplicaList<'a> = SmallVec<[&'a str; REPLICAS_INLINE]>;
 
 /// The position of virtual node `vnode` of the node named `name`: [`key_hash`] of the UTF-8
 /// string `"{name}#{vnode}"` (`vnode` in decimal).
@@ -557,15 +559,16 @@ impl ClassicRing {
 
     /// Up to `n` distinct nodes for `key`, for replicas: its owner first, then the owners of the
     /// following virtual nodes clockwise, skipping nodes already listed. Returns
-    /// `min(n, node_count())` names; an empty vector for an empty ring or `n = 0`.
-    pub fn lookup_n(&self, key: &[u8], n: usize) -> Vec<&str> {
+    /// `min(n, node_count())` names; an empty list for an empty ring or `n = 0`. Replica lists
+    /// are short: up to [`REPLICAS_INLINE`] names are returned without allocating.
+    pub fn lookup_n(&self, key: &[u8], n: usize) -> ReplicaList<'_> {
         self.lookup_n_hash(key_hash(key), n)
     }
 
     /// [`ClassicRing::lookup_n`] for a key hash.
-    pub fn lookup_n_hash(&self, hash: u64, n: usize) -> Vec<&str> {
+    pub fn lookup_n_hash(&self, hash: u64, n: usize) -> ReplicaList<'_> {
         let wanted = n.min(self.nodes.len());
-        let mut result = Vec::with_capacity(wanted);
+        let mut result = ReplicaList::new();
         if self.positions.is_empty() {
             return result;
         }
@@ -575,17 +578,18 @@ impl ClassicRing {
         } else {
             index
         };
-        let mut listed = vec![false; self.nodes.len()];
         let vnode_count = self.positions.len();
         // Every node owns at least one virtual node, so one turn of the ring finds them all.
+        // The list is short, so checking it for a slot costs less than allocating a bitmap.
+        let mut slots: SmallVec<[u32; REPLICAS_INLINE]> = SmallVec::new();
         for step in 0..vnode_count {
             if result.len() == wanted {
                 break;
             }
-            let slot = self.owners[(first + step) % vnode_count] as usize;
-            if !listed[slot] {
-                listed[slot] = true;
-                result.push(self.nodes[slot].name.as_str());
+            let slot = self.owners[(first + step) % vnode_count];
+            if !slots.contains(&slot) {
+                slots.push(slot);
+                result.push(self.nodes[slot as usize].name.as_str());
             }
         }
         result

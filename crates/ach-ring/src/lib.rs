@@ -82,7 +82,17 @@
 //! ring.
 
 pub mod classic;
+mod key;
+mod membership;
+mod migration;
+pub mod named;
 pub mod shared;
+mod state;
 mod token_ring;
 
+pub use key::{hash_position, key_hash, key_position};
+pub use membership::{JoinRule, LeaveRule};
+pub use migration::Migration;
+pub use named::{MembershipChange, NamedRing, NamedRingError, Node, NodeSpec};
+pub use state::{TOKEN_RING_STATE_VERSION, TokenRingState};
 pub use token_ring::{InvariantCheck, InvariantViolation, NodeId, RingError, TokenMove, TokenRing};

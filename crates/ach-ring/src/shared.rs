@@ -54,18 +54,20 @@ use std::sync::{Arc, Mutex, PoisonError};
 use arc_swap::{ArcSwap, Guard};
 
 use crate::classic::{ClassicRing, ClassicRingError, RingChange};
+use crate::named::{MembershipChange, NamedRing, NamedRingError, Node, NodeSpec};
 use crate::{NodeId, RingError, TokenMove, TokenRing};
 
 /// A ring that knows which node owns a key: what a router asks of every ring it can share.
 pub trait RouteKey {
-    /// The answer of a lookup: a [`NodeId`] for a [`TokenRing`], the node's name (or `None` on
-    /// an empty ring) for a [`ClassicRing`].
+    /// The answer of a lookup: a [`NodeId`] for a [`TokenRing`], the [`Node`] (name, address,
+    /// id) for a [`NamedRing`], the node's name (or `None` on an empty ring) for a
+    /// [`ClassicRing`].
     type Route<'a>
     where
         Self: 'a;
 
-    /// The node that owns `key`, hashed with the crate's stable key hash
-    /// ([`crate::classic::key_hash`], XXH3-64 seed 0).
+    /// The node that owns `key`, hashed with the crate's stable key hash ([`crate::key_hash`],
+    /// XXH3-64 seed 0).
     fn route(&self, key: &[u8]) -> Self::Route<'_>;
 }
 
@@ -73,7 +75,15 @@ impl RouteKey for TokenRing {
     type Route<'a> = NodeId;
 
     fn route(&self, key: &[u8]) -> NodeId {
-        self.owner(token_of_key(self, key))
+        self.owner(self.lookup_key(key))
+    }
+}
+
+impl RouteKey for NamedRing {
+    type Route<'a> = &'a Node;
+
+    fn route(&self, key: &[u8]) -> &Node {
+        self.lookup_key(key)
     }
 }
 
@@ -85,11 +95,30 @@ impl RouteKey for ClassicRing {
     }
 }
 
-/// The token that owns `key`: its position is the top 53 bits of the stable key hash
-/// ([`crate::classic::key_hash`]) divided by `2^53`, a number in `[0, 1)`.
-fn token_of_key(ring: &TokenRing, key: &[u8]) -> usize {
-    let hash = crate::classic::key_hash(key);
-    ring.lookup((hash >> 11) as f64 / (1_u64 << 53) as f64)
+/// A ring whose token owners change by [`TokenMove`]s: what [`SharedRing::apply`] commits.
+pub trait ApplyMoves {
+    /// Why a set of moves was rejected.
+    type Error;
+
+    /// Applies the moves in order and returns their `M_keys`, or fails and changes nothing
+    /// (see [`TokenRing::apply`] and [`NamedRing::apply`]).
+    fn apply_moves(&mut self, moves: &[TokenMove]) -> Result<f64, Self::Error>;
+}
+
+impl ApplyMoves for TokenRing {
+    type Error = RingError;
+
+    fn apply_moves(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
+        self.apply(moves)
+    }
+}
+
+impl ApplyMoves for NamedRing {
+    type Error = NamedRingError;
+
+    fn apply_moves(&mut self, moves: &[TokenMove]) -> Result<f64, NamedRingError> {
+        self.apply(moves)
+    }
 }
 
 /// One published version of a shared ring: the ring and its version number. Immutable; it
@@ -294,18 +323,37 @@ impl<R: Clone> SharedRing<R> {
     }
 }
 
-impl SharedRing<TokenRing> {
-    /// Applies a confirmed plan's moves (see [`TokenRing::apply`]) and publishes the result;
-    /// the outcome is the plan's `M_keys`. A plan rejected by [`TokenRing::apply`] publishes
-    /// nothing. An empty plan publishes nothing either and returns the current version.
-    pub fn apply(&self, moves: &[TokenMove]) -> Result<Commit<f64>, RingError> {
+impl<R: ApplyMoves + Clone> SharedRing<R> {
+    /// Applies moves (a confirmed plan, or the moves of a join or leave once their data is
+    /// copied) and publishes the result; the outcome is their `M_keys`. Moves the ring rejects
+    /// (a token out of range, a stale source: the ring changed since they were planned)
+    /// publish nothing. An empty set of moves publishes nothing either and returns the current
+    /// version.
+    pub fn apply(&self, moves: &[TokenMove]) -> Result<Commit<f64>, R::Error> {
         if moves.is_empty() {
             return Ok(Commit {
                 version: self.version(),
                 outcome: 0.0,
             });
         }
-        self.commit(|ring| ring.apply(moves))
+        self.commit(|ring| ring.apply_moves(moves))
+    }
+}
+
+impl SharedRing<NamedRing> {
+    /// Plans a node's join (see [`NamedRing::join`]) and publishes the node table with the new
+    /// node. No token moves yet, so lookups answer as before; copy the data named by the
+    /// change's migrations, then commit its moves with [`SharedRing::apply`], after which
+    /// readers see the new owner.
+    pub fn join(&self, spec: NodeSpec) -> Result<Commit<MembershipChange>, NamedRingError> {
+        self.commit(|ring| ring.join(spec))
+    }
+
+    /// Plans a node's leave (see [`NamedRing::leave`]) and publishes the node table with the
+    /// node marked as leaving. Lookups keep answering with it until the change's moves are
+    /// committed with [`SharedRing::apply`] (after its data is copied to the new owners).
+    pub fn leave(&self, name: &str) -> Result<Commit<MembershipChange>, NamedRingError> {
+        self.commit(|ring| ring.leave(name))
     }
 }
 

@@ -17,6 +17,12 @@ impl NodeId {
     }
 }
 
+impl From<NodeId> for usize {
+    fn from(node: NodeId) -> usize {
+        node.index()
+    }
+}
+
 impl std::fmt::Display for NodeId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "node {}", self.0)
@@ -76,6 +82,24 @@ pub enum RingError {
         token: usize,
         /// Number of tokens of the ring.
         tokens: usize,
+    },
+    /// A capacity or weight is not a finite number > 0.
+    #[error("{what} {index} = {value} must be a finite number > 0")]
+    NotPositive {
+        /// What the number is (`capacity of node`, `weight of token`).
+        what: &'static str,
+        /// Index of the node or token.
+        index: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// A saved state has a version this release cannot read.
+    #[error("saved ring state has version {found}; this release reads version {supported}")]
+    UnsupportedStateVersion {
+        /// The version found in the state.
+        found: u32,
+        /// The version this release writes and reads.
+        supported: u32,
     },
     /// A move says the token comes from a node that does not own it.
     #[error("move of token {token} says it comes from {claimed}, but {actual} owns it")]
@@ -140,6 +164,31 @@ pub struct InvariantCheck<'a> {
     pub live: &'a [bool],
     /// Minimum number of tokens every live node owns.
     pub v_min: usize,
+}
+
+/// Positions `(s + 0.5) / V` for `s` in `0..V`.
+fn evenly_spaced_positions(tokens: usize) -> Vec<f64> {
+    let v = tokens as f64;
+    (0..tokens).map(|s| (s as f64 + 0.5) / v).collect()
+}
+
+/// Splits `total` items in proportion to `weights` (all > 0): `floor(total * w_i / sum w)` each,
+/// then one more to the largest fractional parts (ties: lower index).
+fn largest_remainder(total: usize, weights: &[f64]) -> Vec<usize> {
+    let sum: f64 = weights.iter().sum();
+    let raw: Vec<f64> = weights.iter().map(|w| total as f64 * w / sum).collect();
+    let mut counts: Vec<usize> = raw.iter().map(|r| r.floor() as usize).collect();
+    let given: usize = counts.iter().sum();
+    let mut by_fraction: Vec<usize> = (0..weights.len()).collect();
+    by_fraction.sort_by(|&a, &b| {
+        let fa = raw[a] - raw[a].floor();
+        let fb = raw[b] - raw[b].floor();
+        fb.total_cmp(&fa).then(a.cmp(&b))
+    });
+    for &i in by_fraction.iter().cycle().take(total.saturating_sub(given)) {
+        counts[i] += 1;
+    }
+    counts
 }
 
 /// The token ring: fixed sorted positions on the unit circle and one owner per token.
@@ -268,6 +317,100 @@ impl TokenRing {
         TokenRing::new(positions, owners)
     }
 
+    /// `tokens` evenly spaced tokens, at positions `(s + 0.5) / V`, owned round-robin by
+    /// `nodes` nodes: every arc is `1 / V`, the ring a live deployment starts from when it has
+    /// no reason to prefer other positions.
+    ///
+    /// ```
+    /// let ring = ach_ring::TokenRing::evenly_spaced(4, 2).unwrap();
+    /// assert_eq!(ring.positions(), &[0.125, 0.375, 0.625, 0.875]);
+    /// assert_eq!(ring.counts(2), vec![2, 2]);
+    /// ```
+    pub fn evenly_spaced(tokens: usize, nodes: usize) -> Result<Self, RingError> {
+        TokenRing::round_robin(evenly_spaced_positions(tokens), nodes)
+    }
+
+    /// `tokens` evenly spaced tokens (as [`TokenRing::evenly_spaced`]) whose owners are
+    /// apportioned to `capacities` by largest remainder (`floor(V * c_i / sum c)`, the tokens
+    /// left over to the largest fractional parts, ties to the lower node id) and interleaved
+    /// round the ring: node `i`'s `k_i` tokens sit near the fractions `(j + 0.5) / k_i` of the
+    /// circle, so every node's tokens are spread evenly and no node owns one long stretch.
+    ///
+    /// Fails when there is no token or no node, or a capacity is not a finite number > 0.
+    ///
+    /// ```
+    /// let ring = ach_ring::TokenRing::capacity_weighted(8, &[3.0, 1.0]).unwrap();
+    /// assert_eq!(ring.counts(2), vec![6, 2]);
+    /// ```
+    pub fn capacity_weighted(tokens: usize, capacities: &[f64]) -> Result<Self, RingError> {
+        if capacities.is_empty() {
+            return Err(RingError::NoNodes);
+        }
+        for (index, &value) in capacities.iter().enumerate() {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(RingError::NotPositive {
+                    what: "capacity of node",
+                    index,
+                    value,
+                });
+            }
+        }
+        let counts = largest_remainder(tokens, capacities);
+        // Each node's tokens aim at the fractions (j + 0.5) / k_i of the circle; walking all the
+        // aims in order (ties: lower node id) interleaves the nodes round the ring.
+        let mut aims: Vec<(f64, usize)> = counts
+            .iter()
+            .enumerate()
+            .flat_map(|(node, &k)| (0..k).map(move |j| ((j as f64 + 0.5) / k as f64, node)))
+            .collect();
+        aims.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        let owners = aims.iter().map(|&(_, node)| NodeId(node as u32)).collect();
+        TokenRing::new(evenly_spaced_positions(tokens), owners)
+    }
+
+    /// A ring whose arcs are proportional to `weights`: token `s` owns `weights[s] / sum` of the
+    /// circle (up to the rounding of the positions), token 0's arc wrapping round `0`.
+    ///
+    /// Use it when the cost of moving a token is not a share of a hash space: a Redis Cluster
+    /// slot `s` holding `keys[s]` keys, say, with `weights[s] = keys[s]` (and a small positive
+    /// floor for empty slots). ACH's budget, `M_keys` and every share are then measured in that
+    /// weight. Fails when there is no token, a weight is not a finite number > 0, a weight is
+    /// too small against the total to give a distinct position (below about `1e-16` of it), or
+    /// the owners do not match the weights.
+    ///
+    /// ```
+    /// use ach_ring::{NodeId, TokenRing};
+    /// let ring = TokenRing::from_arc_weights(&[2.0, 1.0, 1.0], vec![NodeId(0); 3]).unwrap();
+    /// assert!((ring.arcs()[0] - 0.5).abs() < 1e-15);
+    /// assert!((ring.arcs()[2] - 0.25).abs() < 1e-15);
+    /// ```
+    pub fn from_arc_weights(weights: &[f64], owners: Vec<NodeId>) -> Result<Self, RingError> {
+        for (index, &value) in weights.iter().enumerate() {
+            if !(value.is_finite() && value > 0.0) {
+                return Err(RingError::NotPositive {
+                    what: "weight of token",
+                    index,
+                    value,
+                });
+            }
+        }
+        let Some(&first) = weights.first() else {
+            return Err(RingError::NoTokens);
+        };
+        let total: f64 = weights.iter().sum();
+        // Token s ends at its cumulative weight, shifted back by half of token 0's weight so
+        // that token 0's arc wraps round 0 and the last position stays below 1.
+        let mut cumulative = 0.0;
+        let positions = weights
+            .iter()
+            .map(|&w| {
+                cumulative += w;
+                (cumulative - first / 2.0) / total
+            })
+            .collect();
+        TokenRing::new(positions, owners)
+    }
+
     /// Number of tokens `V`.
     pub fn len(&self) -> usize {
         self.positions.len()
@@ -355,6 +498,25 @@ impl TokenRing {
         } else {
             token
         }
+    }
+
+    /// The token that owns `key`: [`TokenRing::lookup`] of [`crate::key_position`], the
+    /// documented, platform-stable position of the key.
+    ///
+    /// ```
+    /// let ring = ach_ring::TokenRing::evenly_spaced(64, 4).unwrap();
+    /// let token = ring.lookup_key(b"session:9f2c");
+    /// assert_eq!(token, ring.lookup(ach_ring::key_position(b"session:9f2c")));
+    /// ```
+    #[inline]
+    pub fn lookup_key(&self, key: &[u8]) -> usize {
+        self.lookup(crate::key_position(key))
+    }
+
+    /// The token that owns a key whose [`crate::key_hash`] is `hash`.
+    #[inline]
+    pub fn lookup_hash(&self, hash: u64) -> usize {
+        self.lookup(crate::hash_position(hash))
     }
 
     /// The reference lookup: the same answer as [`TokenRing::lookup`] for every `f64` (see there

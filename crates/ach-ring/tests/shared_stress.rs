@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use ach_ring::classic::{ClassicRing, NodeState, key_hash};
 use ach_ring::shared::{RouteKey, SharedRing, Snapshot};
-use ach_ring::{NodeId, TokenMove, TokenRing};
+use ach_ring::{NamedRing, NodeId, NodeSpec, TokenMove, TokenRing};
 
 /// How long the whole test may take before it is declared deadlocked (generous: the machine
 /// may be slow and busy; a healthy run takes seconds).
@@ -76,6 +76,7 @@ struct ReaderReport {
 enum RingUnderTest {
     Token(TokenRing),
     Classic(ClassicRing),
+    Named(NamedRing),
 }
 
 /// The expected routing of one published version.
@@ -84,6 +85,8 @@ enum Expected {
     TokenOwners(Vec<NodeId>),
     /// A deep copy of a classic ring.
     Classic(ClassicRing),
+    /// A deep copy of a named ring.
+    Named(NamedRing),
 }
 
 /// The token of `key` among sorted `positions`, found without the ring under test: a plain
@@ -109,6 +112,12 @@ fn route_matches(
         }
         (RingUnderTest::Classic(ring), Expected::Classic(copy)) => {
             ring.route(key) == copy.lookup_hash_binary_search(key_hash(key))
+        }
+        (RingUnderTest::Named(ring), Expected::Named(copy)) => {
+            let token = reference_token(copy.ring().positions(), key);
+            let expected = copy.node(copy.ring().owner(token));
+            let node = ring.route(key);
+            Some(node) == expected && node.address == expected.and_then(|n| n.address.clone())
         }
         _ => false,
     }
@@ -385,7 +394,7 @@ fn four_readers_and_thousands_of_random_plans_on_a_token_ring() {
             });
             let result = shared.commit(|ring| match ring {
                 RingUnderTest::Token(ring) => ring.apply(&moves),
-                RingUnderTest::Classic(_) => unreachable!(),
+                _ => unreachable!(),
             });
             assert!(result.is_err(), "a stale plan was accepted");
             assert_eq!(
@@ -403,7 +412,7 @@ fn four_readers_and_thousands_of_random_plans_on_a_token_ring() {
         let commit = shared
             .commit(|ring| match ring {
                 RingUnderTest::Token(ring) => ring.apply(&moves),
-                RingUnderTest::Classic(_) => unreachable!(),
+                _ => unreachable!(),
             })
             .expect("a plan built from the current owners applies");
         assert_eq!(commit.version, version + 1);
@@ -475,12 +484,109 @@ fn readers_and_joins_and_leaves_on_a_classic_ring() {
             .commit(|ring| match (ring, weight) {
                 (RingUnderTest::Classic(ring), Some(weight)) => ring.add_node(name, weight),
                 (RingUnderTest::Classic(ring), None) => ring.remove_node(name),
-                (RingUnderTest::Token(_), _) => unreachable!(),
+                _ => unreachable!(),
             })
             .expect("the change applies");
         assert_eq!(commit.version, version + 1);
         model = next;
         changes += 1;
+        true
+    };
+    stress(
+        shared,
+        Arc::new(history),
+        Arc::new(Vec::new()),
+        StressSize {
+            readers: 2,
+            min_lookups_per_reader: 100_000,
+            lookups_between_commits: 64,
+            keys_per_snapshot: 4,
+        },
+        write_one,
+    );
+}
+
+#[test]
+fn readers_and_named_joins_and_leaves_with_their_switches() {
+    const CHANGES: usize = 300;
+    let ring = NamedRing::new(
+        256,
+        (0..4)
+            .map(|n| {
+                NodeSpec::new(format!("node-{n}"), 1.0)
+                    .with_address(format!("127.0.0.1:{}", 7000 + n))
+            })
+            .collect(),
+    )
+    .unwrap();
+    let history: Vec<OnceLock<Expected>> = (0..=CHANGES).map(|_| OnceLock::new()).collect();
+    history[0].set(Expected::Named(ring.clone())).ok().unwrap();
+    let mut model = ring.clone();
+    let shared = SharedRing::new(RingUnderTest::Named(ring));
+    let mut rng = SplitMix(1500);
+    let mut joined = 4;
+    // The moves of the last planned join or leave, committed by the next change.
+    let mut pending: Option<Vec<TokenMove>> = None;
+    let write_one = move |shared: &SharedRing<RingUnderTest>, history: &[OnceLock<Expected>]| {
+        let version = shared.version();
+        if version as usize == CHANGES {
+            return false;
+        }
+        let mut next = model.clone();
+        // Either commit the pending switch (after its data "was copied"), or plan a join or a
+        // leave of a random live node (keeping at least two).
+        let planned = match pending.take() {
+            Some(moves) => {
+                next.apply(&moves).unwrap();
+                history[version as usize + 1]
+                    .set(Expected::Named(next.clone()))
+                    .ok()
+                    .unwrap();
+                shared.commit(|ring| match ring {
+                    RingUnderTest::Named(ring) => ring.apply(&moves).map(|_| None),
+                    _ => unreachable!(),
+                })
+            }
+            None => {
+                let live: Vec<String> = next
+                    .nodes()
+                    .iter()
+                    .filter(|n| n.live)
+                    .map(|n| n.name.clone())
+                    .collect();
+                let spec = NodeSpec::new(format!("node-{joined}"), 1.0)
+                    .with_address(format!("127.0.0.1:{}", 7000 + joined));
+                let leaving = (live.len() > 2 && rng.below(2) == 0)
+                    .then(|| live[rng.below(live.len())].clone());
+                let change = match &leaving {
+                    Some(name) => next.leave(name).unwrap(),
+                    None => next.join(spec.clone()).unwrap(),
+                };
+                history[version as usize + 1]
+                    .set(Expected::Named(next.clone()))
+                    .ok()
+                    .unwrap();
+                if leaving.is_none() {
+                    joined += 1;
+                }
+                shared
+                    .commit(|ring| match ring {
+                        RingUnderTest::Named(ring) => match &leaving {
+                            Some(name) => ring.leave(name),
+                            None => ring.join(spec),
+                        }
+                        .map(|change| Some(change.moves)),
+                        _ => unreachable!(),
+                    })
+                    .inspect(|commit| {
+                        assert_eq!(commit.outcome.as_ref(), Some(&change.moves));
+                    })
+            }
+        }
+        .expect("the change applies");
+        assert_eq!(planned.version, version + 1);
+        pending = planned.outcome.filter(|moves| !moves.is_empty());
+        model = next;
         true
     };
     stress(

@@ -2,7 +2,7 @@
 
 use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
 use ach_control::{Ach, Balancer, Observation, commit};
-use ach_ring::{InvariantCheck, InvariantViolation, NodeId, TokenMove, TokenRing};
+use ach_ring::{InvariantCheck, InvariantViolation, JoinRule, LeaveRule, NodeId, TokenRing};
 use ach_telemetry::{Metrics, StepDraws, TelemetryPipeline, numpy_sum, raw_metrics_for_cluster};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
@@ -517,6 +517,10 @@ impl Arm {
         };
         let plan = self.balancer.plan(&self.ring, &observation);
         commit(&mut self.ring, &plan).map_err(|e| e.to_string())?;
+        // A simulated switch is instantaneous: the plan is confirmed as soon as it is committed.
+        self.balancer
+            .confirm(&plan)
+            .map_err(|e| format!("confirm: {e}"))?;
         self.m.push(plan.m_keys);
         if !plan.within_budget() {
             let bound = plan.budget_bound.unwrap_or(f64::INFINITY);
@@ -614,30 +618,16 @@ fn remove_node(node: NodeId, cluster: &mut Cluster, arms: &mut [&mut Arm]) {
     if profile == Profile::Corrected {
         cluster.usable[i] = false;
     }
+    // The paper hands every token to node 0; the corrected profile to the next live owner
+    // clockwise (classic consistent hashing), the ring's own rules for a leave.
+    let rule = match profile {
+        Profile::Paper => LeaveRule::AllTo(NodeId(0)),
+        Profile::Corrected => LeaveRule::NextLiveClockwise {
+            live: &cluster.member,
+        },
+    };
     for arm in arms {
-        let owners = arm.ring.owners();
-        let v = owners.len();
-        let moves: Vec<TokenMove> = (0..v)
-            .filter(|&s| owners[s] == node)
-            .map(|s| {
-                let to = match profile {
-                    Profile::Paper => NodeId(0),
-                    Profile::Corrected => {
-                        // The owner of the next token clockwise held by a live node other than
-                        // the one leaving (removed nodes own no tokens in this profile).
-                        (1..v)
-                            .map(|k| owners[(s + k) % v])
-                            .find(|&o| o != node && cluster.member[o.index()])
-                            .unwrap_or(NodeId(0))
-                    }
-                };
-                TokenMove {
-                    token: s,
-                    from: node,
-                    to,
-                }
-            })
-            .collect();
+        let moves = arm.ring.leave_moves(node, rule);
         arm.ring
             .apply(&moves)
             .expect("moves are built from the ring's own owners");
@@ -655,29 +645,12 @@ fn join_node(capacity: f64, config: &SeriesConfig, cluster: &mut Cluster, arms: 
     let n = cluster.capacity.len();
     let v_min = config.ach.v_min;
     for arm in arms {
-        let counts = arm.ring.counts(n);
-        let (donor, &most) = counts
-            .iter()
-            .enumerate()
-            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))
-            .expect("the cluster has nodes");
-        if most > v_min {
-            let donor = NodeId(donor as u32);
-            let moves: Vec<TokenMove> = arm
-                .ring
-                .tokens_of(donor)
-                .into_iter()
-                .take(v_min)
-                .map(|token| TokenMove {
-                    token,
-                    from: donor,
-                    to: new,
-                })
-                .collect();
-            arm.ring
-                .apply(&moves)
-                .expect("moves are built from the ring's own owners");
-        }
+        let moves = arm
+            .ring
+            .join_moves(new, JoinRule::FromLargestOwner { n_nodes: n, v_min });
+        arm.ring
+            .apply(&moves)
+            .expect("moves are built from the ring's own owners");
         arm.telemetry.resize(n);
         if let Some(truth) = &mut arm.truth {
             truth.resize(n);

@@ -287,6 +287,7 @@ fn run_steps(
         };
         let plan = balancer.plan(&ring, &observation);
         commit_and_check(&mut ring, &plan, step, scenario.n_nodes, rules)?;
+        prop_assert_eq!(balancer.confirm(&plan), Ok(plan.m_keys));
     }
     Ok(ring)
 }

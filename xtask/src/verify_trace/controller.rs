@@ -121,7 +121,7 @@ fn algorithm(trace: &ControllerTrace) -> Result<Algorithm, Divergence> {
                 m_horizon: a.M_H,
                 horizon: a.H,
                 v_min: a.v_min,
-                v_max: None,
+                ..AchConfig::paper()
             };
             let ach =
                 Ach::new(config).map_err(|e| setup_error("params.config.ach", e.to_string()))?;
@@ -236,6 +236,12 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
         }
         commit(&mut ring, &plan)
             .map_err(|e| diverged("commit", "applicable moves".into(), e.to_string()))?;
+        // The recorded simulation switched every plan at once: confirm it, as the simulator does.
+        let confirmed = match &mut algorithm {
+            Algorithm::Ach(ach) => ach.confirm(&plan),
+            Algorithm::Other(balancer) => balancer.confirm(&plan),
+        };
+        confirmed.map_err(|e| diverged("confirm", "the plan just made".into(), e.to_string()))?;
     }
     Ok(trace.steps.len())
 }

@@ -382,7 +382,7 @@ fn lookup_n_lists_distinct_nodes_owner_first() {
         let all = ring.lookup_n_hash(hash, 10);
         let mut sorted = all.clone();
         sorted.sort_unstable();
-        assert_eq!(sorted, vec!["alpha", "bravo", "charlie"]);
+        assert_eq!(sorted.as_slice(), ["alpha", "bravo", "charlie"]);
         assert_eq!(&all[..2], &owners[..]);
     }
     assert!(ring.lookup_n(b"k", 0).is_empty());

@@ -78,7 +78,7 @@ fn a_held_snapshot_keeps_its_version_and_is_freed_when_dropped() {
     let old = shared.snapshot();
     let guard = shared.load();
     let owner_before = old.route(b"some key");
-    let token = token_of_key(&old, b"some key");
+    let token = old.lookup_key(b"some key");
     shared
         .apply(&[TokenMove {
             token,
@@ -133,11 +133,7 @@ fn publish_replaces_the_ring_with_the_next_version() {
 fn token_ring_route_hashes_the_key_to_its_token() {
     let ring = four_token_ring();
     for key in [&b""[..], b"a", b"user:42", b"0123456789abcdef"] {
-        let hash = crate::classic::key_hash(key);
-        let position = (hash >> 11) as f64 / (1_u64 << 53) as f64;
-        assert!((0.0..1.0).contains(&position));
-        let token = ring.lookup_binary_search(position);
-        assert_eq!(token_of_key(&ring, key), token);
+        let token = ring.lookup_binary_search(crate::key_position(key));
         assert_eq!(ring.route(key), ring.owner(token));
     }
 }
@@ -175,6 +171,7 @@ fn the_handle_and_its_snapshots_cross_threads() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<SharedRing<TokenRing>>();
     assert_send_sync::<SharedRing<ClassicRing>>();
+    assert_send_sync::<SharedRing<NamedRing>>();
     assert_send_sync::<Arc<Snapshot<TokenRing>>>();
 }
 
@@ -215,4 +212,101 @@ proptest! {
         }
         prop_assert_eq!(shared.live_snapshots(), 1);
     }
+}
+
+#[test]
+fn a_named_join_publishes_the_table_then_the_switch() {
+    let ring = NamedRing::new(
+        64,
+        vec![
+            NodeSpec::new("cache-a", 1.0).with_address("127.0.0.1:7000"),
+            NodeSpec::new("cache-b", 1.0).with_address("127.0.0.1:7001"),
+        ],
+    )
+    .unwrap();
+    let shared = SharedRing::new(ring);
+    let before = shared.snapshot();
+
+    // Plan the join: the table gains the node, no key changes owner yet.
+    let join = shared
+        .join(NodeSpec::new("cache-c", 1.0).with_address("127.0.0.1:7002"))
+        .unwrap();
+    assert_eq!(join.version, 1);
+    let planned = shared.snapshot();
+    assert_eq!(planned.node_id("cache-c"), Some(join.outcome.node));
+    assert_eq!(planned.ring(), &{
+        let mut same = (*before).clone();
+        same.join(NodeSpec::new("cache-c", 1.0).with_address("127.0.0.1:7002"))
+            .unwrap();
+        same
+    });
+    for key in (0..200u32).map(|k| k.to_le_bytes()) {
+        assert_eq!(planned.route(&key), before.route(&key));
+    }
+
+    // Copy (not modelled here), then commit: the moved tokens' keys now answer cache-c.
+    let switch = shared.apply(&join.outcome.moves).unwrap();
+    assert_eq!(switch.version, 2);
+    assert!((switch.outcome - join.outcome.moved_fraction).abs() < 1e-12);
+    let after = shared.load();
+    let mut moved = 0;
+    for key in (0..2000u32).map(|k| k.to_le_bytes()) {
+        let token = after.ring().ring().lookup_key(&key);
+        let node = after.route(&key);
+        if join.outcome.moves.iter().any(|mv| mv.token == token) {
+            assert_eq!(node.name, "cache-c");
+            assert_eq!(node.address.as_deref(), Some("127.0.0.1:7002"));
+            moved += 1;
+        } else {
+            assert_eq!(node, before.route(&key));
+        }
+    }
+    assert!(moved > 0);
+
+    // Committing the same moves again is stale: rejected, nothing published.
+    assert!(shared.apply(&join.outcome.moves).is_err());
+    assert_eq!(shared.version(), 2);
+}
+
+#[test]
+fn a_named_leave_keeps_answering_with_the_node_until_the_switch() {
+    let ring = NamedRing::new(
+        64,
+        vec![
+            NodeSpec::new("a", 1.0),
+            NodeSpec::new("b", 1.0),
+            NodeSpec::new("c", 1.0),
+        ],
+    )
+    .unwrap();
+    let shared = SharedRing::new(ring);
+    let keys: Vec<[u8; 4]> = (0..500u32).map(|k| k.to_le_bytes()).collect();
+    let held_by_b = keys
+        .iter()
+        .filter(|key| shared.load().route(&key[..]).name == "b")
+        .count();
+    assert!(held_by_b > 0);
+    let leave = shared.leave("b").unwrap();
+    assert_eq!(leave.version, 1);
+    let planned = shared.load();
+    assert!(!planned.node(planned.node_id("b").unwrap()).unwrap().live);
+    assert_eq!(
+        keys.iter()
+            .filter(|key| planned.route(&key[..]).name == "b")
+            .count(),
+        held_by_b
+    );
+    drop(planned);
+    shared.apply(&leave.outcome.moves).unwrap();
+    assert!(
+        keys.iter()
+            .all(|key| shared.load().route(&key[..]).name != "b")
+    );
+    assert_eq!(
+        shared.leave("b").unwrap_err(),
+        NamedRingError::AlreadyLeft {
+            name: "b".to_owned()
+        }
+    );
+    assert_eq!(shared.version(), 2);
 }
