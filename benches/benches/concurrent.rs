@@ -1,13 +1,14 @@
 //! Concurrent lookups while the ring changes: `ach_ring::shared::SharedRing` snapshots against
 //! the same work under `std::sync::RwLock` (see `ach_benches::concurrent` for the workload).
 //!
-//! * Criterion group `concurrent_lookup`, functions `snapshot` and `rwlock`, parameter the number
-//!   of reader threads (1, 2, 4): each reader hashes 16-byte keys and finds their owner while a
+//! * Criterion group `concurrent_lookup`, functions `snapshot` (`SharedRing::load` per lookup),
+//!   `cached_reader` (a `RingReader` per thread) and `rwlock`, parameter the number of reader
+//!   threads (1, 2, 4): each reader hashes 16-byte keys and finds their owner while a
 //!   writer publishes a changed ring (a random plan of 1 to 4 moves on 1024 tokens, 16 nodes)
 //!   every millisecond. Throughput is lookups per second over all readers.
 //! * Then a latency report (printed after criterion's output): every lookup of every reader
 //!   timed (two clock reads around it, included in the figures), p50, p99, p99.9 and max, with
-//!   the writer idle and with it committing every millisecond, for both ways and 1, 2 and 4
+//!   the writer idle and with it committing every millisecond, for the three ways and 1, 2 and 4
 //!   readers. Without `--bench` (as under `cargo test --benches`) the report runs a few
 //!   thousand lookups only, as a smoke test.
 //!
@@ -17,7 +18,9 @@
 
 use std::time::Duration;
 
-use ach_benches::concurrent::{RouterRing, RunConfig, RwLockRouter, SnapshotRouter, run};
+use ach_benches::concurrent::{
+    CachedReaderRouter, RouterRing, RunConfig, RwLockRouter, SnapshotRouter, run,
+};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
 
 const READER_COUNTS: [usize; 3] = [1, 2, 4];
@@ -29,6 +32,7 @@ fn concurrent_lookup(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
     let snapshot = SnapshotRouter::new();
+    let cached = CachedReaderRouter::default();
     let rwlock = RwLockRouter::new();
     for readers in READER_COUNTS {
         // One iteration is one lookup by each reader, in parallel.
@@ -37,6 +41,11 @@ fn concurrent_lookup(c: &mut Criterion) {
             BenchmarkId::new("snapshot", readers),
             &readers,
             |b, &readers| b.iter_custom(|iters| timed_run(&snapshot, readers, iters)),
+        );
+        group.bench_with_input(
+            BenchmarkId::new("cached_reader", readers),
+            &readers,
+            |b, &readers| b.iter_custom(|iters| timed_run(&cached, readers, iters)),
         );
         group.bench_with_input(
             BenchmarkId::new("rwlock", readers),
@@ -83,6 +92,11 @@ fn latency_report(lookups_per_reader: u64) {
                 record_latency: true,
             };
             print_row("snapshot", run(&SnapshotRouter::new(), config), config);
+            print_row(
+                "cached_reader",
+                run(&CachedReaderRouter::default(), config),
+                config,
+            );
             print_row("rwlock", run(&RwLockRouter::new(), config), config);
         }
     }

@@ -1,8 +1,9 @@
 //! The workload of the `concurrent` benchmark: reader threads route 16-byte keys through a
 //! shared token ring while a writer thread publishes a changed ring every millisecond, with the
-//! ring shared two ways: `ach_ring::shared::SharedRing` snapshots and a `std::sync::RwLock`.
+//! ring shared three ways: `ach_ring::shared::SharedRing` snapshots taken per lookup, the same
+//! through a per-thread `RingReader`, and a `std::sync::RwLock`.
 //!
-//! Both ways do the same work. A reader hashes a key (XXH3-64), finds its token and the token's
+//! All ways do the same work. A reader hashes a key (XXH3-64), finds its token and the token's
 //! owner. The writer copies the current ring, applies a random plan of 1 to 4 token moves to the
 //! copy and publishes it: with `SharedRing::apply` (copy, apply, atomic store), or for the
 //! `RwLock` by copying under the read lock, applying outside any lock and swapping the copy in
@@ -15,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Barrier, PoisonError, RwLock};
 use std::time::{Duration, Instant};
 
-use ach_ring::shared::SharedRing;
+use ach_ring::shared::{RingReader, SharedRing};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
 /// Tokens of the benchmark ring.
@@ -75,8 +76,14 @@ pub fn key(reader: usize, counter: u64) -> [u8; 16] {
 
 /// A ring shared between reader threads and one writer.
 pub trait RouterRing: Sync {
+    /// What one reader thread reads through.
+    type Reader<'a>
+    where
+        Self: 'a;
+    /// A reader for one thread.
+    fn reader(&self) -> Self::Reader<'_>;
     /// The owner of `key` in the current ring.
-    fn route(&self, key: &[u8]) -> NodeId;
+    fn route(reader: &mut Self::Reader<'_>, key: &[u8]) -> NodeId;
     /// Builds the next ring (the current one with a random plan applied) and publishes it.
     fn commit_random_plan(&self, rng: &mut SplitMix);
 }
@@ -99,14 +106,42 @@ impl Default for SnapshotRouter {
 }
 
 impl RouterRing for SnapshotRouter {
+    type Reader<'a> = &'a SnapshotRouter;
+
+    fn reader(&self) -> &SnapshotRouter {
+        self
+    }
+
     #[inline]
-    fn route(&self, key: &[u8]) -> NodeId {
-        self.0.load().route(key)
+    fn route(reader: &mut &SnapshotRouter, key: &[u8]) -> NodeId {
+        reader.0.load().route(key)
     }
 
     fn commit_random_plan(&self, rng: &mut SplitMix) {
         let moves = random_plan(&self.0.load(), rng);
         self.0.apply(&moves).expect("a plan of the current ring");
+    }
+}
+
+/// The ring behind a [`SharedRing`] read through one [`RingReader`] per thread (one atomic
+/// load per lookup while the version is unchanged).
+#[derive(Debug, Default)]
+pub struct CachedReaderRouter(pub SnapshotRouter);
+
+impl RouterRing for CachedReaderRouter {
+    type Reader<'a> = RingReader<'a, TokenRing>;
+
+    fn reader(&self) -> RingReader<'_, TokenRing> {
+        self.0.0.reader()
+    }
+
+    #[inline]
+    fn route(reader: &mut RingReader<'_, TokenRing>, key: &[u8]) -> NodeId {
+        reader.load().route(key)
+    }
+
+    fn commit_random_plan(&self, rng: &mut SplitMix) {
+        self.0.commit_random_plan(rng);
     }
 }
 
@@ -128,9 +163,15 @@ impl Default for RwLockRouter {
 }
 
 impl RouterRing for RwLockRouter {
+    type Reader<'a> = &'a RwLockRouter;
+
+    fn reader(&self) -> &RwLockRouter {
+        self
+    }
+
     #[inline]
-    fn route(&self, key: &[u8]) -> NodeId {
-        let ring = self.0.read().unwrap_or_else(PoisonError::into_inner);
+    fn route(reader: &mut &RwLockRouter, key: &[u8]) -> NodeId {
+        let ring = reader.0.read().unwrap_or_else(PoisonError::into_inner);
         ring.owner(ring.lookup_key(key))
     }
 
@@ -197,7 +238,7 @@ impl RunReport {
 }
 
 /// Runs `config.readers` readers against `router`, and the writer if asked.
-pub fn run(router: &impl RouterRing, config: RunConfig) -> RunReport {
+pub fn run<R: RouterRing>(router: &R, config: RunConfig) -> RunReport {
     let writers = usize::from(config.writer);
     let start = Barrier::new(config.readers + writers + 1);
     let readers_left = AtomicUsize::new(config.readers);
@@ -234,17 +275,18 @@ pub fn run(router: &impl RouterRing, config: RunConfig) -> RunReport {
                     };
                     let mut latencies_ns: Vec<u32> = Vec::with_capacity(capacity);
                     let mut sink = 0u32;
+                    let mut ring_reader = router.reader();
                     start.wait();
                     for counter in 0..config.lookups_per_reader {
                         let key = key(reader, counter);
                         if config.record_latency {
                             let before = Instant::now();
-                            let owner = router.route(black_box(&key));
+                            let owner = R::route(&mut ring_reader, black_box(&key));
                             let nanos = before.elapsed().as_nanos();
                             sink ^= owner.0;
                             latencies_ns.push(u32::try_from(nanos).unwrap_or(u32::MAX));
                         } else {
-                            sink ^= router.route(black_box(&key)).0;
+                            sink ^= R::route(&mut ring_reader, black_box(&key)).0;
                         }
                     }
                     readers_left.fetch_sub(1, Ordering::AcqRel);
@@ -282,8 +324,8 @@ mod tests {
         for counter in 0..1000 {
             let key = key(3, counter);
             let owner = ring.owner(ring.lookup_key(&key));
-            assert_eq!(snapshot.route(&key), owner);
-            assert_eq!(rwlock.route(&key), owner);
+            assert_eq!(SnapshotRouter::route(&mut snapshot.reader(), &key), owner);
+            assert_eq!(RwLockRouter::route(&mut rwlock.reader(), &key), owner);
         }
         let mut rng = SplitMix(1);
         snapshot.commit_random_plan(&mut rng);
@@ -293,6 +335,13 @@ mod tests {
         assert_ne!(published, ring);
         assert_eq!(snapshot.0.load().ring(), &published);
         assert_eq!(snapshot.0.version(), 1);
+        let cached = CachedReaderRouter::default();
+        let mut reader = cached.reader();
+        let key = key(0, 0);
+        assert_eq!(
+            CachedReaderRouter::route(&mut reader, &key),
+            ring.owner(ring.lookup_key(&key))
+        );
     }
 
     #[test]
@@ -309,6 +358,8 @@ mod tests {
         let p50 = report.latency_percentile_ns(0.5).unwrap();
         let max = report.latency_percentile_ns(1.0).unwrap();
         assert!(p50 <= max);
+        let cached = run(&CachedReaderRouter::default(), config);
+        assert_eq!(cached.latencies_ns.len(), 40_000);
         let idle = run(
             &RwLockRouter::new(),
             RunConfig {

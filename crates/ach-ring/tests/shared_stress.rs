@@ -196,11 +196,19 @@ fn stress(
             let mut lookups_at_version = 0u64;
             let mut sampled = Vec::new();
             let mut snapshots = 0u64;
+            // Odd readers keep a per-thread reader, even ones take a snapshot guard each time.
+            let mut cached = shared.reader();
             loop {
                 // Read the flag before the snapshot: a reader that saw the writer done and
                 // then takes a snapshot sees the final version.
                 let done = writer_done.load(Ordering::Acquire);
-                let snapshot = shared.load();
+                let guard;
+                let snapshot: &Snapshot<RingUnderTest> = if reader % 2 == 1 {
+                    cached.load()
+                } else {
+                    guard = shared.load();
+                    &guard
+                };
                 let version = snapshot.version();
                 assert!(
                     version >= last_version,
@@ -217,12 +225,11 @@ fn stress(
                 for _ in 0..keys_per_snapshot {
                     let key = key(reader, lookups);
                     assert!(
-                        route_matches(&snapshot, expected, &positions, &key),
+                        route_matches(snapshot, expected, &positions, &key),
                         "reader {reader}: key {key:?} answered differently from version {version}"
                     );
                     lookups += 1;
                 }
-                drop(snapshot);
                 snapshots += 1;
                 if snapshots % 4096 == 0 {
                     sampled.push(Arc::downgrade(&shared.snapshot()));
@@ -241,6 +248,7 @@ fn stress(
                     });
                 }
             }
+            drop(cached);
             drop(signal);
             ReaderReport {
                 lookups,

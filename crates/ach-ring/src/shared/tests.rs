@@ -310,3 +310,26 @@ fn a_named_leave_keeps_answering_with_the_node_until_the_switch() {
     );
     assert_eq!(shared.version(), 2);
 }
+
+#[test]
+fn a_ring_reader_follows_commits_and_releases_old_versions() {
+    let shared = SharedRing::new(four_token_ring());
+    let counter = shared.snapshot_counter();
+    let mut reader = shared.reader();
+    assert_eq!(reader.load().version(), 0);
+    shared
+        .apply(&[TokenMove {
+            token: 0,
+            from: NodeId(0),
+            to: NodeId(1),
+        }])
+        .unwrap();
+    // The reader still holds version 0 until it loads again.
+    assert_eq!(counter.live(), 2);
+    assert_eq!(reader.load().version(), 1);
+    assert_eq!(reader.load().owner(0), NodeId(1));
+    assert_eq!(counter.live(), 1);
+    drop(reader);
+    drop(shared);
+    assert_eq!(counter.live(), 0);
+}
