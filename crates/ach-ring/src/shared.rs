@@ -408,5 +408,11 @@ impl SharedRing<ClassicRing> {
     }
 }
 
+/// The guide `docs/router.md` ("Using the ring in a router"): its example runs as a doc test of
+/// this crate, so the guide cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/router.md")]
+pub struct RouterGuide;
+
 #[cfg(test)]
 mod tests;

@@ -333,3 +333,23 @@ fn a_ring_reader_follows_commits_and_releases_old_versions() {
     drop(shared);
     assert_eq!(counter.live(), 0);
 }
+
+#[test]
+fn a_token_ring_commit_copies_only_the_owners() {
+    let shared = SharedRing::new(TokenRing::evenly_spaced(1024, 16).unwrap());
+    let before = shared.snapshot();
+    let from = before.owner(5);
+    shared
+        .apply(&[TokenMove {
+            token: 5,
+            from,
+            to: NodeId((from.0 + 1) % 16),
+        }])
+        .unwrap();
+    let after = shared.snapshot();
+    // The positions (and everything derived from them) are shared; the owners are not.
+    assert!(std::ptr::eq(before.positions(), after.positions()));
+    assert!(std::ptr::eq(before.arcs(), after.arcs()));
+    assert!(!std::ptr::eq(before.owners(), after.owners()));
+    assert_ne!(before.owner(5), after.owner(5));
+}
