@@ -5,10 +5,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan};
 use crate::budget::Budget;
-use crate::config::{AchConfig, ConfigError, StepRule, TargetRule};
+use crate::config::{AchConfig, AssignRule, ConfigError, StepRule, TargetRule};
 use crate::hysteresis::{Hysteresis, HysteresisState, Thresholds};
 use crate::intensity::{Intensity, IntensityParams, intensity};
-use crate::planner::{SelectRules, assign_tokens, select_tokens_under};
+use crate::planner::{SelectRules, assign_tokens, assign_tokens_by_arc, select_tokens_under};
 
 /// Below this, a sum of gains or needs counts as zero (spec section 4, step 5).
 const NEGLIGIBLE: f64 = 1e-12;
@@ -220,7 +220,10 @@ impl Ach {
         if pool.is_empty() {
             return Plan::none();
         }
-        let moves = assign_tokens(&pool, &receivers, loads, &counts, c.v_max);
+        let moves = match c.assign_rule {
+            AssignRule::Paper => assign_tokens(&pool, &receivers, loads, &counts, c.v_max),
+            AssignRule::ByArc => assign_tokens_by_arc(ring, &pool, &receivers, &counts, c.v_max),
+        };
         let mut plan = Plan::from_moves(ring, moves);
         let bound = match c.step_rule {
             StepRule::Paper => budget + sources.len() as f64 * ring.max_arc(),

@@ -49,6 +49,30 @@ pub struct AchConfig {
     /// What the target load `l*` is ([`TargetRule`]); the paper's fixed `ell_star` by default.
     #[serde(skip_serializing_if = "TargetRule::is_paper")]
     pub target: TargetRule,
+    /// How the pooled tokens are split among the receivers ([`AssignRule`]); the paper's split
+    /// by token count by default.
+    #[serde(skip_serializing_if = "AssignRule::is_paper")]
+    pub assign_rule: AssignRule,
+}
+
+/// How the pooled tokens are split among the receivers.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AssignRule {
+    /// The paper's rule: receiver `j` gets `floor(n * r_j / sum r)` tokens (largest remainder),
+    /// in pool order; fair when the arcs are alike.
+    #[default]
+    Paper,
+    /// By key space: each token goes to the receiver owed the most arc (`r_j / sum r` of the
+    /// pool's arc, minus what it got), so receivers share the moved key space by need even when
+    /// arcs differ widely (see `planner::assign_tokens_by_arc`).
+    ByArc,
+}
+
+impl AssignRule {
+    fn is_paper(&self) -> bool {
+        *self == AssignRule::Paper
+    }
 }
 
 fn is_zero(value: &u64) -> bool {
@@ -137,6 +161,7 @@ impl AchConfig {
             step_rule: StepRule::Paper,
             cooldown: 0,
             target: TargetRule::Fixed,
+            assign_rule: AssignRule::Paper,
         }
     }
 
@@ -153,6 +178,8 @@ impl AchConfig {
     /// * [`TargetRule::LiveMean`]: the target is the mean load of the live nodes, so a cluster
     ///   that runs hot everywhere but unevenly still balances (with the fixed `l* = 0.65` every
     ///   node is a source and none a receiver);
+    /// * [`AssignRule::ByArc`]: receivers share the moved key space by need, not the number of
+    ///   tokens, which matters on rings whose arcs differ widely (key-weighted slots);
     ///
     /// and `tau = 1.2`, `tau_min = 0.6`: the paper stops correcting when the total load reaches
     /// `tau = 0.85`, which in a live cluster is when balancing matters most; the budget, not the
@@ -171,6 +198,7 @@ impl AchConfig {
             step_rule: StepRule::Strict,
             cooldown: 50,
             target: TargetRule::LiveMean,
+            assign_rule: AssignRule::ByArc,
             ..AchConfig::paper()
         }
     }

@@ -75,4 +75,4 @@ pub mod planner;
 
 pub use ach::{ACH_STATE_VERSION, Ach, AchState, AchStep, StateError};
 pub use balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, commit};
-pub use config::{AchConfig, ConfigError, HorizonRule, StepRule, TargetRule};
+pub use config::{AchConfig, AssignRule, ConfigError, HorizonRule, StepRule, TargetRule};

@@ -268,6 +268,53 @@ pub fn assign_tokens(
     moves
 }
 
+/// Phase 3 by key space ([`AssignRule::ByArc`]): each receiver `j` is owed
+/// `r_j / sum r` of the pool's total arc; the pool's tokens, in pool order, go one by one to the
+/// receiver with the largest debt left (owed minus given; ties: lower id) that has room under
+/// `v_max`. A token no receiver has room for stays with its source. On a ring whose arcs differ
+/// widely (a key-weighted ring of Redis slots, say), this shares the moved key space by need;
+/// splitting by token count could hand one receiver every heavy token.
+pub fn assign_tokens_by_arc(
+    ring: &TokenRing,
+    pool: &[(usize, NodeId)],
+    receivers: &[(usize, f64)],
+    counts: &[usize],
+    v_max: Option<usize>,
+) -> Vec<TokenMove> {
+    let arcs = ring.arcs();
+    let arc = |token: usize| arcs.get(token).copied().unwrap_or(0.0);
+    let need_sum: f64 = receivers.iter().map(|&(_, r)| r).sum();
+    let pool_arc: f64 = pool.iter().map(|&(token, _)| arc(token)).sum();
+    let mut debt: Vec<f64> = receivers
+        .iter()
+        .map(|&(_, r)| pool_arc * r / need_sum)
+        .collect();
+    let mut room: Vec<usize> = receivers
+        .iter()
+        .map(|&(j, _)| match v_max {
+            None => usize::MAX,
+            Some(v_max) => v_max.saturating_sub(counts.get(j).copied().unwrap_or(0)),
+        })
+        .collect();
+    let mut moves = Vec::with_capacity(pool.len());
+    for &(token, from) in pool {
+        let best = (0..receivers.len())
+            .filter(|&k| room[k] > 0)
+            .max_by(|&a, &b| debt[a].total_cmp(&debt[b]).then(b.cmp(&a)));
+        let Some(k) = best else {
+            break;
+        };
+        room[k] -= 1;
+        debt[k] -= arc(token);
+        moves.push(TokenMove {
+            token,
+            from,
+            to: NodeId(receivers[k].0 as u32),
+        });
+    }
+    moves
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,6 +374,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn by_arc_the_moved_key_space_is_shared_by_need() {
+        // Arcs 0.3, 0.1, 0.2, 0.15, 0.25; node 0 gives tokens 0, 4, 2, 3 (longest first).
+        let r = ring();
+        let pool = [
+            (0, NodeId(0)),
+            (4, NodeId(1)),
+            (2, NodeId(0)),
+            (3, NodeId(0)),
+        ];
+        let moves = assign_tokens_by_arc(&r, &pool, &[(2, 0.5), (3, 0.5)], &[4, 1, 0, 0], None);
+        let to: Vec<(usize, u32)> = moves.iter().map(|m| (m.token, m.to.0)).collect();
+        // Each is owed 0.45: 0.3 to node 2, then 0.25 to node 3, then 0.2 to node 3 (debt
+        // 0.2 > 0.15), then 0.15 to node 2: 0.45 each.
+        assert_eq!(to, vec![(0, 2), (4, 3), (2, 3), (3, 2)]);
+        // By count, node 2 would get the two longest.
+        let by_count = assign_tokens(
+            &pool,
+            &[(2, 0.5), (3, 0.5)],
+            &[0.9, 0.9, 0.1, 0.1],
+            &[4, 1, 0, 0],
+            None,
+        );
+        assert_eq!(
+            by_count.iter().map(|m| m.to.0).collect::<Vec<_>>(),
+            vec![2, 2, 3, 3]
+        );
+        // v_max: node 2 has room for one; the rest go to node 3, or stay when it is full.
+        let capped = assign_tokens_by_arc(&r, &pool, &[(2, 0.5), (3, 0.5)], &[4, 1, 2, 1], Some(3));
+        let to: Vec<(usize, u32)> = capped.iter().map(|m| (m.token, m.to.0)).collect();
+        assert_eq!(to, vec![(0, 2), (4, 3), (2, 3)]);
     }
 
     #[test]
