@@ -168,6 +168,18 @@ pub struct InvariantCheck<'a> {
     pub v_min: usize,
 }
 
+/// The first value that is not a finite number > 0, as a [`RingError::NotPositive`].
+fn check_positive(what: &'static str, values: &[f64]) -> Result<(), RingError> {
+    match values.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+        Some(index) => Err(RingError::NotPositive {
+            what,
+            index,
+            value: values[index],
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Positions `(s + 0.5) / V` for `s` in `0..V`.
 fn evenly_spaced_positions(tokens: usize) -> Vec<f64> {
     let v = tokens as f64;
@@ -352,15 +364,7 @@ impl TokenRing {
         if capacities.is_empty() {
             return Err(RingError::NoNodes);
         }
-        for (index, &value) in capacities.iter().enumerate() {
-            if !(value.is_finite() && value > 0.0) {
-                return Err(RingError::NotPositive {
-                    what: "capacity of node",
-                    index,
-                    value,
-                });
-            }
-        }
+        check_positive("capacity of node", capacities)?;
         let counts = largest_remainder(tokens, capacities);
         // Each node's tokens aim at the fractions (j + 0.5) / k_i of the circle; walking all the
         // aims in order (ties: lower node id) interleaves the nodes round the ring.
@@ -391,15 +395,7 @@ impl TokenRing {
     /// assert!((ring.arcs()[2] - 0.25).abs() < 1e-15);
     /// ```
     pub fn from_arc_weights(weights: &[f64], owners: Vec<NodeId>) -> Result<Self, RingError> {
-        for (index, &value) in weights.iter().enumerate() {
-            if !(value.is_finite() && value > 0.0) {
-                return Err(RingError::NotPositive {
-                    what: "weight of token",
-                    index,
-                    value,
-                });
-            }
-        }
+        check_positive("weight of token", weights)?;
         let Some(&first) = weights.first() else {
             return Err(RingError::NoTokens);
         };

@@ -1,0 +1,366 @@
+//! Plain per-node connections to a cluster and a snapshot of its shape and health.
+//!
+//! Every command goes to one named node over a plain (non-cluster) connection. The `redis`
+//! crate's cluster client follows ASK and MOVED for single commands, but its cluster
+//! *pipelines* fail or stop refreshing the slot map while a slot is migrating (observed with
+//! 1.8), so the rebalancer never uses them: it knows which node it talks to at every step of
+//! the protocol.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use redis::{Cmd, Connection, FromRedisValue};
+
+use crate::error::Error;
+use crate::slot::SLOT_COUNT;
+use crate::topology::{NodeLine, format_slot_ranges, parse_cluster_nodes, slot_owners};
+
+/// Connections to the nodes of one cluster, opened on demand and kept.
+pub struct Cluster {
+    seed: String,
+    timeout: Duration,
+    connections: BTreeMap<String, Connection>,
+}
+
+/// A master of the cluster as the snapshot saw it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Master {
+    /// The node id.
+    pub id: String,
+    /// `host:port`.
+    pub address: String,
+    /// Number of slots it owns.
+    pub slots: usize,
+}
+
+/// A slot left open (migrating or importing) on one node.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct OpenSlot {
+    /// The slot.
+    pub slot: u16,
+    /// Index (in [`Snapshot::masters`]) of the node that has the slot open.
+    pub node: usize,
+    /// `migrating` or `importing`.
+    pub state: &'static str,
+    /// The node id on the other side: the target when migrating, the source when importing.
+    pub peer: String,
+}
+
+/// The cluster's shape and health at one moment.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Snapshot {
+    /// The masters, sorted by address; a master's index is its ACH node id.
+    pub masters: Vec<Master>,
+    /// The owner of every slot (index into `masters`) in the seed's view; `None`: unassigned.
+    pub owners: Vec<Option<usize>>,
+    /// Slots left open by a migration, on any master.
+    pub open: Vec<OpenSlot>,
+    /// Why the cluster cannot be worked on now; empty when healthy.
+    pub problems: Vec<String>,
+}
+
+impl Snapshot {
+    /// True when nothing stops a migration.
+    pub fn healthy(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// The index of the master with this node id.
+    pub fn index_of(&self, id: &str) -> Option<usize> {
+        self.masters.iter().position(|m| m.id == id)
+    }
+
+    /// The slots owned by every master.
+    pub fn slots_of(&self) -> Vec<Vec<u16>> {
+        let mut slots = vec![Vec::new(); self.masters.len()];
+        for (slot, owner) in self.owners.iter().enumerate() {
+            if let Some(owner) = owner {
+                slots[*owner].push(slot as u16);
+            }
+        }
+        slots
+    }
+}
+
+impl Cluster {
+    /// Connects to `seed` (`host:port`) and checks that it is a cluster node. Every command
+    /// waits at most `timeout` for its reply.
+    pub fn connect(seed: &str, timeout: Duration) -> Result<Cluster, Error> {
+        validate_address(seed)?;
+        let mut cluster = Cluster {
+            seed: seed.to_string(),
+            timeout,
+            connections: BTreeMap::new(),
+        };
+        let info: String = cluster.query(seed, redis::cmd("INFO").arg("cluster"))?;
+        if !info.contains("cluster_enabled:1") {
+            return Err(Error::NotCluster {
+                address: seed.to_string(),
+            });
+        }
+        Ok(cluster)
+    }
+
+    /// The address the cluster was reached through.
+    pub fn seed(&self) -> &str {
+        &self.seed
+    }
+
+    /// Runs one command on the node at `address`. A connection that failed is dropped and
+    /// opened again by the next command.
+    ///
+    /// A reply interrupted by a signal (Ctrl-C arriving while a socket with a timeout waits:
+    /// such reads are never restarted) is asked again once on a new connection; every command
+    /// the rebalancer sends can be repeated safely (`SETSLOT` sets a state, `MIGRATE` of keys
+    /// already moved answers `NOKEY`).
+    pub fn query<T: FromRedisValue>(&mut self, address: &str, command: &Cmd) -> Result<T, Error> {
+        let connection = self.connection(address)?;
+        let mut result = command.query::<T>(connection);
+        if result.as_ref().is_err_and(interrupted) {
+            self.connections.remove(address);
+            let connection = self.connection(address)?;
+            result = command.query::<T>(connection);
+        }
+        result.map_err(|source| {
+            if source.is_io_error() || source.is_connection_dropped() || source.is_timeout() {
+                self.connections.remove(address);
+            }
+            Error::Command {
+                address: address.to_string(),
+                command: command_name(command),
+                source,
+            }
+        })
+    }
+
+    /// Runs a pipeline on the node at `address` (one node: plain pipelining is safe).
+    pub fn pipeline<T: FromRedisValue>(
+        &mut self,
+        address: &str,
+        pipeline: &redis::Pipeline,
+        what: &str,
+    ) -> Result<T, Error> {
+        let connection = self.connection(address)?;
+        pipeline.query::<T>(connection).map_err(|source| {
+            self.connections.remove(address);
+            Error::Command {
+                address: address.to_string(),
+                command: what.to_string(),
+                source,
+            }
+        })
+    }
+
+    fn connection(&mut self, address: &str) -> Result<&mut Connection, Error> {
+        if !self.connections.contains_key(address) {
+            let unreachable = |detail: String| Error::Unreachable {
+                address: address.to_string(),
+                detail,
+            };
+            let client = redis::Client::open(format!("redis://{address}/"))
+                .map_err(|e| unreachable(e.to_string()))?;
+            let connection = client
+                .get_connection_with_timeout(self.timeout)
+                .map_err(|e| unreachable(e.to_string()))?;
+            connection
+                .set_read_timeout(Some(self.timeout))
+                .and_then(|()| connection.set_write_timeout(Some(self.timeout)))
+                .map_err(|e| unreachable(e.to_string()))?;
+            self.connections.insert(address.to_string(), connection);
+        }
+        Ok(self
+            .connections
+            .get_mut(address)
+            .expect("inserted just above"))
+    }
+
+    /// `CLUSTER NODES` of one node, parsed.
+    pub fn nodes_of(&mut self, address: &str) -> Result<Vec<NodeLine>, Error> {
+        let reply: String = self.query(address, redis::cmd("CLUSTER").arg("NODES"))?;
+        parse_cluster_nodes(&reply).map_err(|e| Error::Reply {
+            address: address.to_string(),
+            command: "CLUSTER NODES".into(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Reads the cluster's shape from the seed and the open slots and state of every master.
+    /// Fails only when the seed cannot be read; every other trouble is a problem listed in the
+    /// snapshot.
+    pub fn snapshot(&mut self) -> Result<Snapshot, Error> {
+        let seed = self.seed.clone();
+        let lines = self.nodes_of(&seed)?;
+        let mut problems = Vec::new();
+        let mut masters: Vec<Master> = lines
+            .iter()
+            .filter(|l| l.is_master())
+            .map(|l| Master {
+                id: l.id.clone(),
+                address: l.address.clone(),
+                slots: l
+                    .slot_ranges
+                    .iter()
+                    .map(|&(a, b)| usize::from(b - a) + 1)
+                    .sum(),
+            })
+            .collect();
+        masters.sort_by_key(|m| address_key(&m.address));
+        for line in &lines {
+            if let Some(trouble) = line.trouble() {
+                problems.push(format!(
+                    "node {} ({}) is {trouble}",
+                    line.address,
+                    short(&line.id)
+                ));
+            }
+        }
+        let index: BTreeMap<&str, usize> = masters
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.id.as_str(), i))
+            .collect();
+        let owner_ids = slot_owners(&lines);
+        let owners: Vec<Option<usize>> = owner_ids
+            .iter()
+            .map(|id| id.as_deref().and_then(|id| index.get(id).copied()))
+            .collect();
+        let unassigned: Vec<u16> = (0..SLOT_COUNT as u16)
+            .filter(|&s| owners[usize::from(s)].is_none())
+            .collect();
+        if !unassigned.is_empty() {
+            problems.push(format!(
+                "{} slots have no owner ({})",
+                unassigned.len(),
+                abbreviate(&format_slot_ranges(&unassigned))
+            ));
+        }
+        let mut open = Vec::new();
+        for (node, master) in masters.iter().enumerate() {
+            let address = master.address.clone();
+            let view = match self.nodes_of(&address) {
+                Ok(view) => view,
+                Err(error) => {
+                    problems.push(format!("node {address} cannot be read: {error}"));
+                    continue;
+                }
+            };
+            if let Some(myself) = view.iter().find(|l| l.has_flag("myself")) {
+                for (slot, peer) in &myself.migrating {
+                    open.push(OpenSlot {
+                        slot: *slot,
+                        node,
+                        state: "migrating",
+                        peer: peer.clone(),
+                    });
+                }
+                for (slot, peer) in &myself.importing {
+                    open.push(OpenSlot {
+                        slot: *slot,
+                        node,
+                        state: "importing",
+                        peer: peer.clone(),
+                    });
+                }
+            }
+            let disagree = slot_owners(&view)
+                .iter()
+                .zip(&owner_ids)
+                .filter(|(a, b)| a != b)
+                .count();
+            if disagree > 0 {
+                problems.push(format!(
+                    "node {address} disagrees with {seed} on the owner of {disagree} slots"
+                ));
+            }
+            match self.query::<String>(&address, redis::cmd("CLUSTER").arg("INFO")) {
+                Ok(info) if !info.contains("cluster_state:ok") => {
+                    problems.push(format!("node {address} reports cluster_state:fail"));
+                }
+                Ok(_) => {}
+                Err(error) => problems.push(format!("node {address} cannot be read: {error}")),
+            }
+        }
+        Ok(Snapshot {
+            masters,
+            owners,
+            open,
+            problems,
+        })
+    }
+
+    /// The number of keys in every slot, asked of the slot's owner (`COUNTKEYSINSLOT`,
+    /// pipelined per node).
+    pub fn key_counts(&mut self, snapshot: &Snapshot) -> Result<Vec<u64>, Error> {
+        let mut counts = vec![0u64; SLOT_COUNT];
+        for (node, slots) in snapshot.slots_of().iter().enumerate() {
+            if slots.is_empty() {
+                continue;
+            }
+            let mut pipeline = redis::pipe();
+            for &slot in slots {
+                pipeline.cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot);
+            }
+            let address = snapshot.masters[node].address.clone();
+            let replies: Vec<u64> =
+                self.pipeline(&address, &pipeline, "CLUSTER COUNTKEYSINSLOT")?;
+            for (&slot, count) in slots.iter().zip(replies) {
+                counts[usize::from(slot)] = count;
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// True for an I/O error that a signal caused (`EINTR`, "Interrupted system call").
+fn interrupted(error: &redis::RedisError) -> bool {
+    error.is_io_error() && error.to_string().contains("Interrupted")
+}
+
+/// Checks that `address` reads as `host:port`.
+pub fn validate_address(address: &str) -> Result<(), Error> {
+    let valid = address
+        .rsplit_once(':')
+        .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok_and(|p| p > 0));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::Input(format!(
+            "--cluster {address:?}: expected HOST:PORT, for example 127.0.0.1:7000"
+        )))
+    }
+}
+
+/// Sort key of an address: host, then port as a number.
+fn address_key(address: &str) -> (String, u32) {
+    match address.rsplit_once(':') {
+        Some((host, port)) => (host.to_string(), port.parse().unwrap_or(u32::MAX)),
+        None => (address.to_string(), u32::MAX),
+    }
+}
+
+/// The first 8 characters of a node id, as `redis-cli` prints them.
+pub fn short(id: &str) -> &str {
+    &id[..id.len().min(8)]
+}
+
+fn abbreviate(text: &str) -> String {
+    if text.len() <= 60 {
+        text.to_string()
+    } else {
+        format!("{}...", &text[..60])
+    }
+}
+
+/// The command name and subcommand of `command`, for error messages (keys left out).
+fn command_name(command: &Cmd) -> String {
+    command
+        .args_iter()
+        .take(2)
+        .filter_map(|arg| match arg {
+            redis::Arg::Simple(bytes) => Some(String::from_utf8_lossy(bytes).to_uppercase()),
+            _ => None,
+        })
+        .filter(|word| word.chars().all(|c| c.is_ascii_alphabetic() || c == '-'))
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,488 @@
+//! The control loop: observe the cluster, plan with a balancing algorithm, migrate the planned
+//! slots, confirm what was switched.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_control::{AchConfig, Balancer, Observation, Plan};
+use ach_ring::{NodeId, TokenRing};
+use ach_telemetry::{LoadTracker, TelemetryConfig};
+
+use crate::cluster::{Cluster, Snapshot, short};
+use crate::error::Error;
+use crate::live;
+use crate::migrate::{MigrationOptions, SlotMigration, migrate_slot};
+use crate::telemetry::{NodeSample, ReadingRules, reading, sample_from_info};
+
+/// The balancing algorithms the rebalancer can run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Algorithm {
+    /// ACH with its live configuration (budgeted, confirmed moves only).
+    Ach,
+    /// A0: never moves anything (the cluster as it is).
+    StaticW,
+    /// A1: slots proportional to the node weights, once.
+    StaticWt,
+    /// A2: dynamic reweighting, unbudgeted.
+    DynamicR,
+    /// A3: the bounded-loads heuristic.
+    BoundedLoads,
+}
+
+/// Everything the controller needs to know besides the cluster.
+#[derive(Clone, Debug)]
+pub struct ControlOptions {
+    /// The algorithm.
+    pub algorithm: Algorithm,
+    /// `--weight NODE=W` as given (NODE: address, node id or a unique id prefix).
+    pub weights: Vec<(String, f64)>,
+    /// How INFO samples become readings.
+    pub rules: ReadingRules,
+    /// Smoothing and composite load.
+    pub telemetry: TelemetryConfig,
+    /// ACH's parameters (budget included).
+    pub ach: AchConfig,
+    /// How slots are migrated.
+    pub migration: MigrationOptions,
+    /// Planned moves of slots holding fewer keys are skipped (not migrated, not confirmed, so
+    /// not charged). The default 1 skips empty slots: under the model moving one changes no
+    /// load, and every move costs a protocol round and a configuration epoch bump.
+    pub min_slot_keys: u64,
+}
+
+/// One observation of the cluster.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Observed {
+    /// Shape and health.
+    #[serde(skip)]
+    pub snapshot: Snapshot,
+    /// Keys per slot.
+    #[serde(skip)]
+    pub slot_keys: Vec<u64>,
+    /// Per master, in the order of `snapshot.masters`.
+    pub nodes: Vec<NodeView>,
+    /// Cluster total load.
+    pub total_load: f64,
+    /// Imbalance `D = max l - mean l`.
+    pub imbalance: f64,
+}
+
+/// One master in an observation.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct NodeView {
+    /// `host:port`.
+    pub address: String,
+    /// Node id.
+    pub id: String,
+    /// Slots owned.
+    pub slots: usize,
+    /// Keys held.
+    pub keys: u64,
+    /// Relative weight (weight over the mean weight).
+    pub weight: f64,
+    /// `[cpu, memory, latency]` as given to the load tracker, weighted; a reading that could
+    /// not be taken is NaN (`null` in JSON), which the tracker counts as a missing sample.
+    pub reading: [f64; 3],
+    /// The raw INFO figures.
+    pub sample: Option<NodeSample>,
+    /// Composite load after smoothing.
+    pub load: f64,
+}
+
+/// A planned slot move.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PlannedMove {
+    /// The slot.
+    pub slot: u16,
+    /// Source address.
+    pub from: String,
+    /// Target address.
+    pub to: String,
+    /// Keys in the slot when planned.
+    pub keys: u64,
+}
+
+/// One control step's plan and its score.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StepPlan {
+    /// The algorithm's name.
+    pub algorithm: &'static str,
+    /// The moves, by slot.
+    pub moves: Vec<PlannedMove>,
+    /// Imbalance now.
+    pub imbalance_now: f64,
+    /// Imbalance predicted after the plan, assuming each node's load scales with its share of
+    /// the keys (the model's premise).
+    pub imbalance_predicted: f64,
+    /// Loads predicted after the plan.
+    pub predicted_loads: Vec<f64>,
+    /// Keys the plan would copy.
+    pub keys_to_copy: u64,
+    /// Planned moves skipped because their slot holds fewer than `min_slot_keys` keys.
+    pub skipped_moves: usize,
+    /// Fraction of all keys the plan would copy (`M_keys` of the key-weighted ring).
+    pub planned_fraction: f64,
+    /// The budget bound of the plan, for budgeted algorithms.
+    pub budget_bound: Option<f64>,
+    /// The plan as the algorithm made it (not serialised).
+    #[serde(skip)]
+    pub plan: Plan,
+    /// The ring it was made on (not serialised).
+    #[serde(skip)]
+    pub ring: Option<TokenRing>,
+}
+
+/// What executing a plan did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StepOutcome {
+    /// Slots migrated and switched.
+    pub migrations: Vec<SlotMigration>,
+    /// Keys copied.
+    pub keys_moved: u64,
+    /// Errors (the step stops at the first failed migration).
+    pub errors: Vec<String>,
+    /// True when a stop request (Ctrl-C) ended the step early.
+    pub interrupted: bool,
+}
+
+/// The controller: its algorithm, its load tracker and the previous INFO samples.
+pub struct Controller {
+    options: ControlOptions,
+    balancer: Option<Box<dyn Balancer>>,
+    tracker: Option<LoadTracker>,
+    master_ids: Vec<String>,
+    previous: BTreeMap<String, NodeSample>,
+    step: u64,
+}
+
+impl Controller {
+    /// A controller; fails when a configuration is invalid.
+    pub fn new(options: ControlOptions) -> Result<Controller, Error> {
+        options
+            .telemetry
+            .validate()
+            .map_err(|e| Error::Input(format!("telemetry: {e}")))?;
+        options
+            .ach
+            .validate()
+            .map_err(|e| Error::Input(format!("ACH configuration: {e}")))?;
+        Ok(Controller {
+            options,
+            balancer: None,
+            tracker: None,
+            master_ids: Vec::new(),
+            previous: BTreeMap::new(),
+            step: 0,
+        })
+    }
+
+    /// The relative weight of every master (weight over the mean weight); fails on a
+    /// `--weight` naming no master.
+    pub fn relative_weights(&self, snapshot: &Snapshot) -> Result<Vec<f64>, Error> {
+        let mut weights = vec![1.0; snapshot.masters.len()];
+        for (name, weight) in &self.options.weights {
+            let matches: Vec<usize> = snapshot
+                .masters
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| m.address == *name || (name.len() >= 4 && m.id.starts_with(name)))
+                .map(|(i, _)| i)
+                .collect();
+            match matches.as_slice() {
+                [index] => weights[*index] = *weight,
+                [] => {
+                    let known: Vec<String> = snapshot
+                        .masters
+                        .iter()
+                        .map(|m| format!("{} ({})", m.address, short(&m.id)))
+                        .collect();
+                    return Err(Error::Input(format!(
+                        "--weight {name}={weight}: no master {name:?} in the cluster; \
+                         the masters are {}",
+                        known.join(", ")
+                    )));
+                }
+                _ => {
+                    return Err(Error::Input(format!(
+                        "--weight {name}={weight}: {name:?} names more than one master"
+                    )));
+                }
+            }
+        }
+        let mean = weights.iter().sum::<f64>() / weights.len().max(1) as f64;
+        Ok(weights.iter().map(|w| w / mean).collect())
+    }
+
+    /// Takes an INFO sample of every master; a node that does not answer gets `None`.
+    pub fn sample(
+        &mut self,
+        cluster: &mut Cluster,
+        snapshot: &Snapshot,
+    ) -> Vec<Option<NodeSample>> {
+        let mut samples = Vec::with_capacity(snapshot.masters.len());
+        for master in &snapshot.masters {
+            let info = cluster.query::<String>(
+                &master.address,
+                redis::cmd("INFO")
+                    .arg("server")
+                    .arg("memory")
+                    .arg("stats")
+                    .arg("cpu")
+                    .arg("commandstats")
+                    .arg("latencystats"),
+            );
+            samples.push(
+                info.ok()
+                    .map(|text| sample_from_info(&text, Instant::now())),
+            );
+        }
+        samples
+    }
+
+    /// Remembers samples as the base of the next cpu reading (call once before the first
+    /// observation, and an interval before [`observe`](Self::observe)).
+    pub fn remember(&mut self, snapshot: &Snapshot, samples: &[Option<NodeSample>]) {
+        for (master, sample) in snapshot.masters.iter().zip(samples) {
+            if let Some(sample) = sample {
+                self.previous.insert(master.id.clone(), sample.clone());
+            }
+        }
+    }
+
+    /// Observes the cluster: shape, keys per slot, telemetry, loads. Returns the snapshot's
+    /// problems as [`Error::Degraded`] when the cluster is not healthy.
+    pub fn observe(&mut self, cluster: &mut Cluster) -> Result<Observed, Error> {
+        let snapshot = cluster.snapshot()?;
+        if !snapshot.healthy() {
+            return Err(Error::Degraded(snapshot.problems.clone()));
+        }
+        let weights = self.relative_weights(&snapshot)?;
+        let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
+        if ids != self.master_ids || self.tracker.is_none() {
+            self.tracker = Some(
+                LoadTracker::new(ids.len(), self.options.telemetry)
+                    .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
+            );
+            self.balancer = Some(self.make_balancer(&weights)?);
+            self.master_ids = ids;
+        }
+        let slot_keys = cluster.key_counts(&snapshot)?;
+        let samples = self.sample(cluster, &snapshot);
+        let mut nodes = Vec::with_capacity(snapshot.masters.len());
+        let tracker = self.tracker.as_mut().expect("created above");
+        let slots = snapshot.slots_of();
+        for (index, master) in snapshot.masters.iter().enumerate() {
+            let sample = samples[index].clone();
+            let raw = match &sample {
+                Some(now) => reading(self.previous.get(&master.id), now, &self.options.rules),
+                None => [f64::NAN; 3],
+            };
+            let weighted = raw.map(|value| value / weights[index]);
+            if let Some(sample) = &sample {
+                self.previous.insert(master.id.clone(), sample.clone());
+            }
+            tracker
+                .record(index, weighted)
+                .expect("one tracker entry per master");
+            nodes.push(NodeView {
+                address: master.address.clone(),
+                id: master.id.clone(),
+                slots: master.slots,
+                keys: slots[index]
+                    .iter()
+                    .map(|&s| slot_keys[usize::from(s)])
+                    .sum(),
+                weight: weights[index],
+                reading: weighted,
+                sample,
+                load: 0.0,
+            });
+        }
+        let step = tracker.finish_step();
+        for (node, load) in nodes.iter_mut().zip(step.loads) {
+            node.load = *load;
+        }
+        let loads: Vec<f64> = nodes.iter().map(|n| n.load).collect();
+        Ok(Observed {
+            imbalance: imbalance(&loads),
+            total_load: step.total_load,
+            snapshot,
+            slot_keys,
+            nodes,
+        })
+    }
+
+    fn make_balancer(&self, weights: &[f64]) -> Result<Box<dyn Balancer>, Error> {
+        Ok(match self.options.algorithm {
+            Algorithm::Ach => Box::new(
+                live::ach(self.options.ach.clone())
+                    .map_err(|e| Error::Input(format!("ACH configuration: {e}")))?,
+            ),
+            Algorithm::StaticW => Box::new(StaticW),
+            Algorithm::StaticWt => Box::new(StaticWt::new(weights.to_vec())),
+            Algorithm::DynamicR => Box::new(DynamicR::paper()),
+            Algorithm::BoundedLoads => Box::new(BoundedLoads::paper()),
+        })
+    }
+
+    /// Plans one step on an observation (nothing moves).
+    pub fn plan(&mut self, observed: &Observed) -> Result<StepPlan, Error> {
+        let snapshot = &observed.snapshot;
+        let owners: Vec<NodeId> = snapshot
+            .owners
+            .iter()
+            .map(|o| NodeId(o.unwrap_or(0) as u32))
+            .collect();
+        let ring = live::key_weighted_ring(&observed.slot_keys, owners).map_err(|e| {
+            Error::Input(format!(
+                "cannot build the key-weighted ring of the slots: {e}"
+            ))
+        })?;
+        let loads: Vec<f64> = observed.nodes.iter().map(|n| n.load).collect();
+        let live_nodes = vec![true; loads.len()];
+        let observation = Observation {
+            step: self.step,
+            loads: &loads,
+            total_load: observed.total_load,
+            live: &live_nodes,
+        };
+        let balancer = self.balancer.as_mut().expect("created by observe");
+        let plan = balancer.plan(&ring, &observation);
+        self.step += 1;
+        let total_keys: u64 = observed.slot_keys.iter().sum();
+        let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
+        let mut moves = Vec::new();
+        let mut skipped_moves = 0;
+        for mv in plan.moves.iter().filter(|mv| mv.from != mv.to) {
+            let keys = observed.slot_keys[mv.token];
+            if keys < self.options.min_slot_keys {
+                skipped_moves += 1;
+                continue;
+            }
+            keys_after[mv.from.index()] -= keys as f64;
+            keys_after[mv.to.index()] += keys as f64;
+            moves.push(PlannedMove {
+                slot: mv.token as u16,
+                from: snapshot.masters[mv.from.index()].address.clone(),
+                to: snapshot.masters[mv.to.index()].address.clone(),
+                keys,
+            });
+        }
+        let predicted_loads: Vec<f64> = observed
+            .nodes
+            .iter()
+            .zip(&keys_after)
+            .map(|(node, after)| {
+                if node.keys == 0 {
+                    node.load
+                } else {
+                    node.load * after / node.keys as f64
+                }
+            })
+            .collect();
+        let keys_to_copy = moves.iter().map(|m| m.keys).sum();
+        Ok(StepPlan {
+            algorithm: balancer.name(),
+            moves,
+            imbalance_now: observed.imbalance,
+            imbalance_predicted: imbalance(&predicted_loads),
+            predicted_loads,
+            keys_to_copy,
+            skipped_moves,
+            planned_fraction: if total_keys == 0 {
+                plan.m_keys
+            } else {
+                keys_to_copy as f64 / total_keys as f64
+            },
+            budget_bound: plan.budget_bound,
+            plan,
+            ring: Some(ring),
+        })
+    }
+
+    /// Migrates every planned slot in slot order, then confirms the moves that were switched.
+    /// Stops before the next slot when `stop` is set, and at the first failed migration.
+    pub fn execute(
+        &mut self,
+        cluster: &mut Cluster,
+        observed: &Observed,
+        step_plan: &StepPlan,
+        stop: &AtomicBool,
+        progress: &mut dyn FnMut(&SlotMigration),
+    ) -> StepOutcome {
+        let mut outcome = StepOutcome::default();
+        let mut done = Vec::new();
+        let executable = step_plan.plan.moves.iter().filter(|mv| {
+            mv.from != mv.to && observed.slot_keys[mv.token] >= self.options.min_slot_keys
+        });
+        for mv in executable {
+            if stop.load(Ordering::SeqCst) {
+                outcome.interrupted = true;
+                break;
+            }
+            match migrate_slot(
+                cluster,
+                &observed.snapshot,
+                mv.token as u16,
+                mv.from.index(),
+                mv.to.index(),
+                &self.options.migration,
+            ) {
+                Ok(migration) => {
+                    outcome.keys_moved += migration.keys;
+                    progress(&migration);
+                    outcome.migrations.push(migration);
+                    done.push(*mv);
+                }
+                Err(error) => {
+                    outcome.errors.push(error.to_string());
+                    break;
+                }
+            }
+        }
+        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref())
+            && let Err(error) = live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done)
+        {
+            outcome.errors.push(format!("confirm: {error}"));
+        }
+        outcome
+    }
+}
+
+/// Observes the cluster once over `sample`: an INFO sample, a wait, then an observation, so
+/// that the cpu reading covers that wait. Give the controller `beta = 1` for loads that are the
+/// readings of that interval (no smoothing). Fails when the cluster is degraded or a
+/// `--weight` names no master.
+pub fn observe_once(
+    mut controller: Controller,
+    cluster: &mut Cluster,
+    sample: std::time::Duration,
+) -> Result<(Controller, Observed), Error> {
+    let snapshot = cluster.snapshot()?;
+    if !snapshot.healthy() {
+        return Err(Error::Degraded(snapshot.problems));
+    }
+    controller.relative_weights(&snapshot)?;
+    let samples = controller.sample(cluster, &snapshot);
+    controller.remember(&snapshot, &samples);
+    std::thread::sleep(sample);
+    let observed = controller.observe(cluster)?;
+    Ok((controller, observed))
+}
+
+/// ACH's configuration for a live cluster (`AchConfig::live()`).
+pub fn live_ach_config() -> AchConfig {
+    live::ach_config()
+}
+
+/// `D = max l - mean l` (0 for no nodes).
+pub fn imbalance(loads: &[f64]) -> f64 {
+    if loads.is_empty() {
+        return 0.0;
+    }
+    let max = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    max - loads.iter().sum::<f64>() / loads.len() as f64
+}

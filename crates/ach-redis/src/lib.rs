@@ -1,0 +1,44 @@
+//! `ach-redis`: ACH rebalancing a live Redis Cluster.
+//!
+//! The rebalancer runs beside the cluster. Each control step it reads the cluster's shape
+//! (`CLUSTER NODES`), the keys in every slot (`CLUSTER COUNTKEYSINSLOT`) and each master's
+//! telemetry (`INFO`: cpu time, memory, latency percentiles), feeds the readings to ACH's
+//! [`LoadTracker`](ach_telemetry::LoadTracker), asks a balancing algorithm for a plan over a
+//! ring with one token per slot whose arc is the slot's share of the keys (so a budget is a
+//! budget of keys actually copied), moves every planned slot with Redis Cluster's standard live
+//! migration protocol ([`migrate`]) and confirms to the controller only the moves whose slot
+//! switched owner. [`migrate::fix`] closes slots an interrupted run left open.
+//!
+//! This is an edge crate: it does network I/O and reads clocks. It must not put any of that
+//! into the model crates (`ach-ring`, `ach-control`, `ach-telemetry`, `ach-baselines`), which
+//! it only calls. Every command goes to one named node over a plain connection; the `redis`
+//! crate's cluster pipelines are not used, since they misbehave while a slot migrates.
+//!
+//! [`local`] starts throwaway local servers and clusters for the tests and measurements.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use ach_redis::cluster::Cluster;
+//!
+//! let mut cluster = Cluster::connect("127.0.0.1:7000", Duration::from_secs(5))?;
+//! let snapshot = cluster.snapshot()?;
+//! println!("{} masters, healthy: {}", snapshot.masters.len(), snapshot.healthy());
+//! # Ok::<(), ach_redis::Error>(())
+//! ```
+
+pub mod cluster;
+pub mod control;
+mod error;
+mod live;
+pub mod local;
+pub mod migrate;
+pub mod rebalance;
+pub mod report;
+pub mod slot;
+pub mod telemetry;
+pub mod topology;
+
+pub use error::Error;
+pub use live::EMPTY_SLOT_SHARE;

@@ -1,0 +1,357 @@
+//! Throwaway local Redis servers and clusters for tests and measurements.
+//!
+//! Every server is a child process of the caller (`redis-server`, not daemonized) on a free
+//! loopback port, with its own temporary directory (a leftover `nodes.conf` would break cluster
+//! creation), and is stopped by its PID when its handle is dropped, also when a test fails.
+//! Only 127.0.0.1 is ever used.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::slot::SLOT_COUNT;
+
+/// A local server or cluster that could not be started, with the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot start a local Redis server: {0}")]
+pub struct LocalError(pub String);
+
+/// How a local server runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerMode {
+    /// A plain server, not in cluster mode.
+    Standalone,
+    /// `--cluster-enabled yes --cluster-node-timeout 1000`.
+    Cluster,
+}
+
+/// The `redis-server` binary: `$ACH_REDIS_SERVER` when set, otherwise `redis-server` from the
+/// `PATH` or `/usr/bin`. Fails with a message saying how to install it.
+pub fn redis_server_binary() -> Result<PathBuf, LocalError> {
+    find_binary("ACH_REDIS_SERVER", "redis-server")
+}
+
+/// The `redis-cli` binary: `$ACH_REDIS_CLI` when set, otherwise `redis-cli` from the `PATH` or
+/// `/usr/bin`.
+pub fn redis_cli_binary() -> Result<PathBuf, LocalError> {
+    find_binary("ACH_REDIS_CLI", "redis-cli")
+}
+
+fn find_binary(variable: &str, name: &str) -> Result<PathBuf, LocalError> {
+    if let Some(path) = std::env::var_os(variable) {
+        return Ok(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+        .ok_or_else(|| {
+            LocalError(format!(
+                "{name} not found in PATH or /usr/bin: install Debian's redis-server and \
+                 redis-tools (`apt-get install -y redis-server redis-tools`, as .ci/run does) \
+                 or set {variable}"
+            ))
+        })
+}
+
+/// One local `redis-server` child process. Dropping it kills the process by its PID and
+/// removes its directory.
+pub struct LocalServer {
+    port: u16,
+    mode: ServerMode,
+    child: Child,
+    directory: tempfile::TempDir,
+}
+
+impl LocalServer {
+    /// Starts a server on a free loopback port and waits until it answers `PING`.
+    pub fn start(mode: ServerMode) -> Result<LocalServer, LocalError> {
+        let binary = redis_server_binary()?;
+        let mut last_error = String::new();
+        // A port found free can be taken by someone else before the server binds it: retry.
+        for _ in 0..5 {
+            let port = free_port(mode)?;
+            let directory = tempfile::Builder::new()
+                .prefix("ach-redis-")
+                .tempdir()
+                .map_err(|e| LocalError(format!("temporary directory: {e}")))?;
+            let child = spawn_server(&binary, port, directory.path(), mode)?;
+            let mut server = LocalServer {
+                port,
+                mode,
+                child,
+                directory,
+            };
+            match server.wait_ready(Duration::from_secs(10)) {
+                Ok(()) => return Ok(server),
+                Err(error) => last_error = error,
+            }
+        }
+        Err(LocalError(last_error))
+    }
+
+    /// The port the server listens on (on 127.0.0.1).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The PID of the server process.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// A new plain connection to the server.
+    pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://{}/", self.address()))?
+            .get_connection_with_timeout(Duration::from_secs(5))
+    }
+
+    /// Kills the server now (SIGKILL by PID) and waits for it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Starts the server again after [`kill`](Self::kill), on the same port with the same
+    /// directory (so a cluster node rejoins with its `nodes.conf`), and waits for `PING`.
+    pub fn restart(&mut self) -> Result<(), LocalError> {
+        self.kill();
+        let binary = redis_server_binary()?;
+        self.child = spawn_server(&binary, self.port, self.directory.path(), self.mode)?;
+        self.wait_ready(Duration::from_secs(10)).map_err(LocalError)
+    }
+
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                let mut stderr = String::new();
+                if let Some(pipe) = self.child.stderr.as_mut() {
+                    let _ = pipe.read_to_string(&mut stderr);
+                }
+                let log = std::fs::read_to_string(self.directory.path().join("redis.log"))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                return Err(format!(
+                    "redis-server on port {} exited with {status}: {} {}",
+                    self.port,
+                    stderr.trim(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                ));
+            }
+            if let Ok(mut connection) = self.connection()
+                && redis::cmd("PING").query::<String>(&mut connection).is_ok()
+            {
+                return Ok(());
+            }
+            if started.elapsed() > timeout {
+                self.kill();
+                return Err(format!(
+                    "redis-server on port {} did not answer PING within {timeout:?}",
+                    self.port
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for LocalServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Spawns `redis-server` in the foreground on 127.0.0.1:`port` with `directory` for its files.
+fn spawn_server(
+    binary: &std::path::Path,
+    port: u16,
+    directory: &std::path::Path,
+    mode: ServerMode,
+) -> Result<Child, LocalError> {
+    let mut command = Command::new(binary);
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(directory)
+        .arg("--logfile")
+        .arg(directory.join("redis.log"))
+        .args(["--latency-tracking", "yes"]);
+    if mode == ServerMode::Cluster {
+        command.args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "1000",
+        ]);
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| LocalError(format!("{}: {e}", binary.display())))
+}
+
+/// Serialises port picking inside one process, so that two tests do not pick the same port.
+static PORT_LOCK: Mutex<()> = Mutex::new(());
+
+/// A loopback port that is free, with its cluster bus port (`port + 10000`) free as well.
+fn free_port(mode: ServerMode) -> Result<u16, LocalError> {
+    let _guard = PORT_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..100 {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| LocalError(format!("no free loopback port: {e}")))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| LocalError(e.to_string()))?
+            .port();
+        if mode == ServerMode::Standalone {
+            return Ok(port);
+        }
+        if port < 55_535 && TcpListener::bind(("127.0.0.1", port + 10_000)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err(LocalError(
+        "no free loopback port with a free cluster bus port".into(),
+    ))
+}
+
+/// A local Redis Cluster of masters without replicas.
+pub struct LocalCluster {
+    servers: Vec<LocalServer>,
+}
+
+impl LocalCluster {
+    /// Starts `nodes` cluster-mode servers, gives node `i` the `i`-th of `nodes` equal slot
+    /// ranges, joins them and waits until every node reports `cluster_state:ok`.
+    pub fn start(nodes: usize) -> Result<LocalCluster, LocalError> {
+        let ranges: Vec<(u16, u16)> = (0..nodes)
+            .map(|i| {
+                let first = i * SLOT_COUNT / nodes;
+                let last = (i + 1) * SLOT_COUNT / nodes - 1;
+                (first as u16, last as u16)
+            })
+            .collect();
+        LocalCluster::start_with_slots(&ranges.iter().map(|r| vec![*r]).collect::<Vec<_>>())
+    }
+
+    /// Starts one server per entry of `slots` and gives it those inclusive slot ranges (an
+    /// empty list leaves it without slots), then joins them and waits until every node sees
+    /// the others and all the assigned slots (and `cluster_state:ok` when all 16384 are).
+    pub fn start_with_slots(slots: &[Vec<(u16, u16)>]) -> Result<LocalCluster, LocalError> {
+        let servers = (0..slots.len())
+            .map(|_| LocalServer::start(ServerMode::Cluster))
+            .collect::<Result<Vec<_>, _>>()?;
+        let cluster = LocalCluster { servers };
+        let fail = |what: &str, error: redis::RedisError| LocalError(format!("{what}: {error}"));
+        for (index, (server, ranges)) in cluster.servers.iter().zip(slots).enumerate() {
+            let mut connection = server.connection().map_err(|e| fail("connect", e))?;
+            redis::cmd("CLUSTER")
+                .arg("SET-CONFIG-EPOCH")
+                .arg(index + 1)
+                .query::<()>(&mut connection)
+                .map_err(|e| fail("CLUSTER SET-CONFIG-EPOCH", e))?;
+            for &(first, last) in ranges {
+                redis::cmd("CLUSTER")
+                    .arg("ADDSLOTSRANGE")
+                    .arg(first)
+                    .arg(last)
+                    .query::<()>(&mut connection)
+                    .map_err(|e| fail("CLUSTER ADDSLOTSRANGE", e))?;
+            }
+        }
+        let mut first = cluster.servers[0]
+            .connection()
+            .map_err(|e| fail("connect", e))?;
+        for server in &cluster.servers[1..] {
+            redis::cmd("CLUSTER")
+                .arg("MEET")
+                .arg("127.0.0.1")
+                .arg(server.port())
+                .query::<()>(&mut first)
+                .map_err(|e| fail("CLUSTER MEET", e))?;
+        }
+        let covered: usize = slots
+            .iter()
+            .flatten()
+            .map(|&(a, b)| usize::from(b - a) + 1)
+            .sum();
+        cluster.wait_converged(covered, Duration::from_secs(30))?;
+        Ok(cluster)
+    }
+
+    /// Waits until every node knows every other and sees `covered` slots assigned, and
+    /// reports `cluster_state:ok` when that is all of them.
+    fn wait_converged(&self, covered: usize, timeout: Duration) -> Result<(), LocalError> {
+        let started = Instant::now();
+        let mut last = String::new();
+        while started.elapsed() < timeout {
+            let mut all = true;
+            for server in &self.servers {
+                let info: String = match server
+                    .connection()
+                    .and_then(|mut c| redis::cmd("CLUSTER").arg("INFO").query(&mut c))
+                {
+                    Ok(info) => info,
+                    Err(error) => {
+                        last = error.to_string();
+                        all = false;
+                        break;
+                    }
+                };
+                let known = format!("cluster_known_nodes:{}\r\n", self.servers.len());
+                let assigned = format!("cluster_slots_assigned:{covered}\r\n");
+                let ok = covered < SLOT_COUNT || info.contains("cluster_state:ok");
+                if !(ok && info.contains(&known) && info.contains(&assigned)) {
+                    last = format!("{}: {}", server.address(), info.replace("\r\n", " "));
+                    all = false;
+                    break;
+                }
+            }
+            if all {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Err(LocalError(format!(
+            "cluster did not converge within {timeout:?}: {last}"
+        )))
+    }
+
+    /// The servers, in the order of the slot ranges they were given.
+    pub fn servers(&self) -> &[LocalServer] {
+        &self.servers
+    }
+
+    /// The servers, mutable (to kill one).
+    pub fn servers_mut(&mut self) -> &mut [LocalServer] {
+        &mut self.servers
+    }
+
+    /// The address of the first server, a seed for clients and for the `ach-redis` command.
+    pub fn seed(&self) -> String {
+        self.servers[0].address()
+    }
+
+    /// `redis://` URLs of every server, for a cluster client.
+    pub fn urls(&self) -> Vec<String> {
+        self.servers
+            .iter()
+            .map(|s| format!("redis://{}/", s.address()))
+            .collect()
+    }
+}

@@ -1,0 +1,337 @@
+//! Live slot migration by Redis Cluster's standard protocol, and `fix` for slots an interrupted
+//! migration left open.
+//!
+//! Moving slot `s` from node `S` to node `T` (the order `redis-cli --cluster` uses):
+//!
+//! 1. `CLUSTER SETSLOT s IMPORTING S` on `T`: `T` accepts `ASKING` requests for `s`.
+//! 2. `CLUSTER SETSLOT s MIGRATING T` on `S`: `S` still serves the keys it has; for a key it
+//!    does not have, it answers `ASK T`, so new keys are created on `T` and `S` gains no keys.
+//! 3. `CLUSTER GETKEYSINSLOT s batch` and `MIGRATE host port "" 0 timeout KEYS ...` on `S`,
+//!    until `S` has no key left in `s`. A `BUSYKEY` reply means `T` already holds a copy left by
+//!    an interrupted `MIGRATE`; `S`'s copy is the live one (it serves that key while
+//!    migrating), so the batch is sent again with `REPLACE`.
+//! 4. `CLUSTER SETSLOT s NODE T` on `T` (it bumps its epoch and claims `s`), then on `S`, then on
+//!    every other master (gossip would spread it too, more slowly).
+//!
+//! Clients follow `ASK` and `MOVED`, so reads and writes go on during the move. The
+//! controller confirms a planned move only after step 4.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::cluster::{Cluster, Snapshot};
+use crate::error::Error;
+
+/// Points of the protocol at which the rebalancer can be made to wait forever, so that a test
+/// can kill it there (hidden option `--pause-at` of the command).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+pub enum ProtocolPoint {
+    /// After `SETSLOT IMPORTING` on the target.
+    Importing,
+    /// After `SETSLOT MIGRATING` on the source.
+    Migrating,
+    /// After the first batch of keys was migrated.
+    FirstBatch,
+    /// After `SETSLOT NODE` on the target.
+    TargetNode,
+    /// After `SETSLOT NODE` on the source.
+    SourceNode,
+}
+
+/// How slots are migrated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MigrationOptions {
+    /// Keys per `GETKEYSINSLOT` + `MIGRATE` batch.
+    pub batch: usize,
+    /// The `timeout` argument of `MIGRATE`, in milliseconds.
+    pub migrate_timeout_ms: u64,
+    /// When set, wait forever at this point of the first migration (for tests).
+    pub pause_at: Option<ProtocolPoint>,
+}
+
+impl Default for MigrationOptions {
+    /// Batches of 100 keys, `MIGRATE` timeout 5000 ms, no pause.
+    fn default() -> MigrationOptions {
+        MigrationOptions {
+            batch: 100,
+            migrate_timeout_ms: 5000,
+            pause_at: None,
+        }
+    }
+}
+
+/// What one slot migration did.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SlotMigration {
+    /// The slot.
+    pub slot: u16,
+    /// Source address.
+    pub from: String,
+    /// Target address.
+    pub to: String,
+    /// Keys copied by `MIGRATE`.
+    pub keys: u64,
+    /// Keys sent again with `REPLACE` after `BUSYKEY`.
+    pub busy_keys: u64,
+    /// Wall time of the whole protocol, in milliseconds.
+    pub millis: f64,
+}
+
+/// Moves `slot` from master `from` to master `to` (indices into `snapshot.masters`).
+pub fn migrate_slot(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    slot: u16,
+    from: usize,
+    to: usize,
+    options: &MigrationOptions,
+) -> Result<SlotMigration, Error> {
+    let started = Instant::now();
+    let source = &snapshot.masters[from];
+    let target = &snapshot.masters[to];
+    setslot(cluster, &target.address, slot, "IMPORTING", &source.id)?;
+    pause_if(options, ProtocolPoint::Importing, slot);
+    setslot(cluster, &source.address, slot, "MIGRATING", &target.id)?;
+    pause_if(options, ProtocolPoint::Migrating, slot);
+    let (keys, busy_keys) = move_keys(cluster, &source.address, &target.address, slot, options)?;
+    finish_slot(cluster, snapshot, slot, to, Some(options))?;
+    Ok(SlotMigration {
+        slot,
+        from: source.address.clone(),
+        to: target.address.clone(),
+        keys,
+        busy_keys,
+        millis: started.elapsed().as_secs_f64() * 1000.0,
+    })
+}
+
+/// Step 4: `SETSLOT NODE` on the target, the source (every node that is not the target, in
+/// fact: the source is the one that matters first) and the other masters. Errors of other
+/// masters than the target and the source are ignored: gossip spreads the new owner anyway.
+fn finish_slot(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    slot: u16,
+    to: usize,
+    options: Option<&MigrationOptions>,
+) -> Result<(), Error> {
+    let target = &snapshot.masters[to];
+    setslot(cluster, &target.address, slot, "NODE", &target.id)?;
+    if let Some(options) = options {
+        pause_if(options, ProtocolPoint::TargetNode, slot);
+    }
+    let owner = snapshot.owners[usize::from(slot)];
+    if let Some(source) = owner.filter(|&o| o != to) {
+        setslot(
+            cluster,
+            &snapshot.masters[source].address,
+            slot,
+            "NODE",
+            &target.id,
+        )?;
+    }
+    if let Some(options) = options {
+        pause_if(options, ProtocolPoint::SourceNode, slot);
+    }
+    for (index, master) in snapshot.masters.iter().enumerate() {
+        if index != to && Some(index) != owner {
+            let _ = setslot(cluster, &master.address, slot, "NODE", &target.id);
+        }
+    }
+    Ok(())
+}
+
+fn setslot(
+    cluster: &mut Cluster,
+    address: &str,
+    slot: u16,
+    state: &str,
+    node_id: &str,
+) -> Result<(), Error> {
+    let mut command = redis::cmd("CLUSTER");
+    command.arg("SETSLOT").arg(slot).arg(state);
+    if state != "STABLE" {
+        command.arg(node_id);
+    }
+    cluster.query::<()>(address, &command)
+}
+
+/// Step 3: moves every key of `slot` from `source` to `target`; returns (keys, busy keys).
+fn move_keys(
+    cluster: &mut Cluster,
+    source: &str,
+    target: &str,
+    slot: u16,
+    options: &MigrationOptions,
+) -> Result<(u64, u64), Error> {
+    let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
+    let mut moved = 0u64;
+    let mut busy = 0u64;
+    let mut first_batch = true;
+    loop {
+        let keys: Vec<Vec<u8>> = cluster.query(
+            source,
+            redis::cmd("CLUSTER")
+                .arg("GETKEYSINSLOT")
+                .arg(slot)
+                .arg(options.batch.max(1)),
+        )?;
+        if keys.is_empty() {
+            return Ok((moved, busy));
+        }
+        let migrate = |replace: bool| {
+            let mut command = redis::cmd("MIGRATE");
+            command
+                .arg(host)
+                .arg(port)
+                .arg("")
+                .arg(0)
+                .arg(options.migrate_timeout_ms);
+            if replace {
+                command.arg("REPLACE");
+            }
+            command.arg("KEYS").arg(&keys);
+            command
+        };
+        match cluster.query::<String>(source, &migrate(false)) {
+            Ok(_) => {}
+            Err(error) if error.to_string().contains("BUSYKEY") => {
+                busy += keys.len() as u64;
+                cluster.query::<String>(source, &migrate(true))?;
+            }
+            Err(error) => return Err(error),
+        }
+        moved += keys.len() as u64;
+        if first_batch {
+            pause_if(options, ProtocolPoint::FirstBatch, slot);
+            first_batch = false;
+        }
+    }
+}
+
+fn pause_if(options: &MigrationOptions, point: ProtocolPoint, slot: u16) {
+    if options.pause_at == Some(point) {
+        eprintln!("ach-redis: paused at {point:?} of slot {slot} (test hook)");
+        let _ = std::io::stderr().flush();
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
+
+/// What `fix` did to one open slot.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct FixAction {
+    /// The slot.
+    pub slot: u16,
+    /// `completed` (keys moved to the target, which now owns the slot) or `rolled back`
+    /// (`SETSLOT STABLE`: the slot stays with its owner).
+    pub action: &'static str,
+    /// The node that owns the slot afterwards.
+    pub owner: String,
+    /// Keys moved while completing.
+    pub keys: u64,
+}
+
+/// Closes every slot left open by an interrupted migration.
+///
+/// A slot whose source and target are both known masters is completed: the target is set
+/// importing and the source migrating where they are not yet, the remaining keys move, and
+/// `SETSLOT NODE` goes to every master, exactly as a migration ends. A slot only importing on
+/// its target while the target holds no key of it (the migration stopped before `MIGRATING`,
+/// so no client was sent there) is rolled back with `SETSLOT STABLE`, as is a slot whose other
+/// side is not a known master. Uses only cluster commands (no `DEBUG`), so it works on Redis 7.0.
+///
+/// Fails when a node cannot be reached or is failing: nothing is touched then.
+pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixAction>, Error> {
+    let snapshot = cluster.snapshot()?;
+    if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
+        return Err(Error::Degraded(snapshot.problems.clone()));
+    }
+    let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    let options = MigrationOptions {
+        pause_at: None,
+        ..*options
+    };
+    let mut actions = Vec::new();
+    for slot in slots {
+        actions.push(fix_slot(cluster, &snapshot, slot, &options)?);
+    }
+    Ok(actions)
+}
+
+fn fix_slot(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    slot: u16,
+    options: &MigrationOptions,
+) -> Result<FixAction, Error> {
+    let entries: Vec<_> = snapshot.open.iter().filter(|o| o.slot == slot).collect();
+    let migrating = entries.iter().find(|o| o.state == "migrating");
+    let importing = entries.iter().find(|o| o.state == "importing");
+    let (source, target) = match (migrating, importing) {
+        (Some(m), _) => (Some(m.node), snapshot.index_of(&m.peer)),
+        (None, Some(i)) => (snapshot.index_of(&i.peer), Some(i.node)),
+        (None, None) => unreachable!("the slot comes from the open entries"),
+    };
+    let owner_now = snapshot.owners[usize::from(slot)];
+    let rollback = |cluster: &mut Cluster| -> Result<FixAction, Error> {
+        for entry in &entries {
+            setslot(
+                cluster,
+                &snapshot.masters[entry.node].address,
+                slot,
+                "STABLE",
+                "",
+            )?;
+        }
+        Ok(FixAction {
+            slot,
+            action: "rolled back",
+            owner: owner_now
+                .map(|o| snapshot.masters[o].address.clone())
+                .unwrap_or_default(),
+            keys: 0,
+        })
+    };
+    let (Some(source), Some(target)) = (source, target) else {
+        return rollback(cluster);
+    };
+    let target_address = snapshot.masters[target].address.clone();
+    let source_address = snapshot.masters[source].address.clone();
+    if migrating.is_none() {
+        let keys_on_target: u64 = cluster.query(
+            &target_address,
+            redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot),
+        )?;
+        if keys_on_target == 0 && owner_now != Some(target) {
+            return rollback(cluster);
+        }
+    }
+    let owns = |cluster: &mut Cluster, address: &str, index: usize| -> Result<bool, Error> {
+        let view = cluster.nodes_of(address)?;
+        let owner = crate::topology::slot_owners(&view)[usize::from(slot)].clone();
+        Ok(owner.as_deref() == Some(snapshot.masters[index].id.as_str()))
+    };
+    if importing.is_none() && !owns(cluster, &target_address, target)? {
+        let source_id = snapshot.masters[source].id.clone();
+        setslot(cluster, &target_address, slot, "IMPORTING", &source_id)?;
+    }
+    if migrating.is_none() && owns(cluster, &source_address, source)? {
+        let target_id = snapshot.masters[target].id.clone();
+        setslot(cluster, &source_address, slot, "MIGRATING", &target_id)?;
+    }
+    let (keys, _busy) = move_keys(cluster, &source_address, &target_address, slot, options)?;
+    // The source must hear the new owner even if the seed's view still names the target.
+    let mut view = snapshot.clone();
+    view.owners[usize::from(slot)] = Some(source);
+    finish_slot(cluster, &view, slot, target, None)?;
+    Ok(FixAction {
+        slot,
+        action: "completed",
+        owner: target_address,
+        keys,
+    })
+}

@@ -1,0 +1,211 @@
+//! The `rebalance` loop: `fix`, then observe, plan, migrate and confirm once per interval,
+//! one JSON line per step.
+
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::cluster::Cluster;
+use crate::control::{Controller, Observed, StepOutcome, StepPlan};
+use crate::error::Error;
+use crate::migrate::{FixAction, MigrationOptions, fix};
+
+/// How long and how often the loop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoopOptions {
+    /// Number of control steps.
+    pub steps: u64,
+    /// Time between two steps.
+    pub interval: Duration,
+}
+
+/// One line of the step log.
+#[derive(Debug, serde::Serialize)]
+pub struct StepRecord<'a> {
+    /// Step index from 0.
+    pub step: u64,
+    /// Wall clock, milliseconds since the Unix epoch.
+    pub unix_ms: u128,
+    /// False when the step migrated nothing because the cluster was degraded.
+    pub healthy: bool,
+    /// Why the cluster was degraded.
+    pub problems: Vec<String>,
+    /// Slots closed by `fix` before the step.
+    pub fixed: Vec<FixAction>,
+    /// The observation (loads and their inputs).
+    pub observed: Option<&'a Observed>,
+    /// The plan and its score.
+    pub plan: Option<&'a StepPlan>,
+    /// What was migrated.
+    pub outcome: Option<&'a StepOutcome>,
+    /// Keys copied over the number of keys at observation.
+    pub moved_fraction: f64,
+}
+
+/// Runs the loop. Returns the number of keys moved in all. Reports each step on `log` (one
+/// JSON line) and a short progress line on `progress`.
+pub fn run(
+    cluster: &mut Cluster,
+    controller: &mut Controller,
+    options: LoopOptions,
+    migration: &MigrationOptions,
+    stop: &AtomicBool,
+    log: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<u64, Error> {
+    report_fix(&fix(cluster, migration)?, progress);
+    let snapshot = cluster.snapshot()?;
+    let samples = controller.sample(cluster, &snapshot);
+    controller.remember(&snapshot, &samples);
+    let mut moved = 0u64;
+    let mut pending_fix = Vec::new();
+    for step in 0..options.steps {
+        if !sleep_unless_stopped(options.interval, stop) {
+            let _ = writeln!(progress, "stopped by request before step {step}");
+            break;
+        }
+        let mut record = StepRecord {
+            step,
+            unix_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .map(|d| d.as_millis())
+                .unwrap_or(0),
+            healthy: true,
+            problems: Vec::new(),
+            fixed: std::mem::take(&mut pending_fix),
+            observed: None,
+            plan: None,
+            outcome: None,
+            moved_fraction: 0.0,
+        };
+        let observed = match controller.observe(cluster) {
+            Ok(observed) => observed,
+            Err(Error::Degraded(problems)) => {
+                degraded(&mut record, problems, log, progress)?;
+                continue;
+            }
+            Err(error @ (Error::Input(_) | Error::NotCluster { .. })) => return Err(error),
+            Err(error) => {
+                degraded(&mut record, vec![error.to_string()], log, progress)?;
+                continue;
+            }
+        };
+        if !observed.snapshot.open.is_empty() {
+            // A migration of an earlier step failed half-way: close it before planning.
+            match fix(cluster, migration) {
+                Ok(actions) => record.fixed.extend(actions),
+                Err(error) => {
+                    degraded(&mut record, vec![error.to_string()], log, progress)?;
+                    continue;
+                }
+            }
+            pending_fix = std::mem::take(&mut record.fixed);
+            let _ = writeln!(
+                progress,
+                "step {step}: open slots closed, planning next step"
+            );
+            continue;
+        }
+        let plan = controller.plan(&observed)?;
+        let started = Instant::now();
+        let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
+            let _ = writeln!(
+                progress,
+                "  slot {} {} -> {}: {} keys in {:.1} ms",
+                migration.slot, migration.from, migration.to, migration.keys, migration.millis
+            );
+        });
+        moved += outcome.keys_moved;
+        let total_keys: u64 = observed.slot_keys.iter().sum();
+        record.moved_fraction = if total_keys == 0 {
+            0.0
+        } else {
+            outcome.keys_moved as f64 / total_keys as f64
+        };
+        let loads: Vec<String> = observed
+            .nodes
+            .iter()
+            .map(|n| format!("{:.3}", n.load))
+            .collect();
+        let _ = writeln!(
+            progress,
+            "step {step}: loads [{}] D {:.3} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
+            loads.join(", "),
+            plan.imbalance_now,
+            plan.imbalance_predicted,
+            outcome.migrations.len(),
+            plan.skipped_moves,
+            outcome.keys_moved,
+            started.elapsed().as_secs_f64() * 1000.0,
+            if outcome.errors.is_empty() {
+                String::new()
+            } else {
+                format!("; errors: {}", outcome.errors.join("; "))
+            }
+        );
+        record.observed = Some(&observed);
+        record.plan = Some(&plan);
+        record.outcome = Some(&outcome);
+        write_record(log, &record)?;
+        if outcome.interrupted || stop.load(Ordering::SeqCst) {
+            let _ = writeln!(progress, "stopped by request after step {step}");
+            break;
+        }
+    }
+    // A migration that failed (a node slow to answer, a signal interrupting a reply) may have
+    // left its slot open: close it before leaving.
+    if let Ok(actions) = fix(cluster, migration) {
+        report_fix(&actions, progress);
+    }
+    Ok(moved)
+}
+
+/// One line per slot `fix` closed.
+pub fn report_fix(actions: &[FixAction], out: &mut dyn Write) {
+    for action in actions {
+        let _ = writeln!(
+            out,
+            "fix: slot {} {} (owner {}, {} keys moved)",
+            action.slot, action.action, action.owner, action.keys
+        );
+    }
+}
+
+fn degraded(
+    record: &mut StepRecord<'_>,
+    problems: Vec<String>,
+    log: &mut dyn Write,
+    progress: &mut dyn Write,
+) -> Result<(), Error> {
+    let _ = writeln!(
+        progress,
+        "step {}: cluster degraded, migrating nothing: {}",
+        record.step,
+        problems.join("; ")
+    );
+    record.healthy = false;
+    record.problems = problems;
+    write_record(log, record)
+}
+
+fn write_record(log: &mut dyn Write, record: &StepRecord<'_>) -> Result<(), Error> {
+    let line = serde_json::to_string(record).expect("records serialise");
+    writeln!(log, "{line}")
+        .and_then(|()| log.flush())
+        .map_err(|source| Error::File {
+            path: "--log".into(),
+            source,
+        })
+}
+
+/// Sleeps `duration` in short slices; false when `stop` was set meanwhile.
+fn sleep_unless_stopped(duration: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + duration;
+    while Instant::now() < until {
+        if stop.load(Ordering::SeqCst) {
+            return false;
+        }
+        std::thread::sleep((until - Instant::now()).min(Duration::from_millis(50)));
+    }
+    !stop.load(Ordering::SeqCst)
+}

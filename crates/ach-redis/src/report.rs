@@ -1,0 +1,124 @@
+//! Text renderings of `status` and `plan` for people (the `--json` forms serialise the same
+//! data).
+
+use std::fmt::Write;
+
+use crate::cluster::{Snapshot, short};
+use crate::control::{Observed, StepPlan};
+
+/// The `status` report: health, masters with their slots, keys and load inputs, open slots.
+pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
+    let mut out = String::new();
+    let health = if snapshot.healthy() {
+        "healthy".to_string()
+    } else {
+        format!("DEGRADED: {}", snapshot.problems.join("; "))
+    };
+    let _ = writeln!(out, "cluster: {} masters, {health}", snapshot.masters.len());
+    if let Some(observed) = observed {
+        let total: u64 = observed.nodes.iter().map(|n| n.keys).sum();
+        let _ = writeln!(
+            out,
+            "keys: {total}; total load {:.3}; imbalance D = max - mean = {:.3}",
+            observed.total_load, observed.imbalance
+        );
+        let _ = writeln!(
+            out,
+            "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6} {:>6} {:>7} {:>8} {:>9} {:>6}",
+            "node",
+            "id",
+            "slots",
+            "keys",
+            "weight",
+            "cpu",
+            "memory",
+            "latency",
+            "p99 us",
+            "ops/s",
+            "load"
+        );
+        for node in &observed.nodes {
+            let (p99, ops) = node
+                .sample
+                .as_ref()
+                .map_or((f64::NAN, f64::NAN), |s| (s.p99_usec, s.ops_per_sec));
+            let _ = writeln!(
+                out,
+                "{:<21} {:<8} {:>5} {:>8} {:>6.2} {:>6.3} {:>6.3} {:>7.3} {:>8.1} {:>9.0} {:>6.3}",
+                node.address,
+                short(&node.id),
+                node.slots,
+                node.keys,
+                node.weight,
+                node.reading[0],
+                node.reading[1],
+                node.reading[2],
+                p99,
+                ops,
+                node.load
+            );
+        }
+    } else {
+        for master in &snapshot.masters {
+            let _ = writeln!(
+                out,
+                "{:<21} {:<8} {:>5} slots",
+                master.address,
+                short(&master.id),
+                master.slots
+            );
+        }
+    }
+    if snapshot.open.is_empty() {
+        let _ = writeln!(out, "open slots: none");
+    } else {
+        for open in &snapshot.open {
+            let _ = writeln!(
+                out,
+                "open slot {}: {} on {} (peer {})",
+                open.slot,
+                open.state,
+                snapshot.masters[open.node].address,
+                short(&open.peer)
+            );
+        }
+    }
+    out
+}
+
+/// The `plan` report: the score and the moves.
+pub fn plan_text(plan: &StepPlan) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: {} slot moves ({} of empty or small slots skipped), {} keys to copy ({:.4} of all keys{})",
+        plan.algorithm,
+        plan.moves.len(),
+        plan.skipped_moves,
+        plan.keys_to_copy,
+        plan.planned_fraction,
+        plan.budget_bound
+            .map(|b| format!(", budget bound {b:.4}"))
+            .unwrap_or_default()
+    );
+    let loads: Vec<String> = plan
+        .predicted_loads
+        .iter()
+        .map(|l| format!("{l:.3}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "imbalance D: now {:.3}, predicted {:.3} (loads after: [{}])",
+        plan.imbalance_now,
+        plan.imbalance_predicted,
+        loads.join(", ")
+    );
+    for mv in &plan.moves {
+        let _ = writeln!(
+            out,
+            "  slot {:>5}: {} -> {} ({} keys)",
+            mv.slot, mv.from, mv.to, mv.keys
+        );
+    }
+    out
+}

@@ -1,0 +1,276 @@
+//! The `ach-redis` command against real local servers: status, plan (a dry run), fix on a
+//! clean cluster, the slot function against Redis, and bad input (exit 2, clear message).
+
+mod common;
+
+use ach_redis::local::{LocalCluster, LocalServer, ServerMode};
+use ach_redis::slot::key_slot;
+use common::{DataSet, ach_redis, serial, start_cluster};
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).to_string()
+}
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).to_string()
+}
+
+#[test]
+fn key_slot_agrees_with_cluster_keyslot() {
+    let _serial = serial();
+    let cluster = start_cluster(1);
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let keys = [
+        "",
+        "a",
+        "foo",
+        "{user1000}.following",
+        "foo{}{bar}",
+        "foo{{bar}}zap",
+        "k:12345",
+        "{}x",
+    ];
+    let generated: Vec<String> = (0..500).map(|i| format!("key-{i}-{}", i * 7919)).collect();
+    for key in keys.iter().map(|k| k.to_string()).chain(generated) {
+        let redis_slot: u16 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(&key)
+            .query(&mut connection)
+            .unwrap();
+        assert_eq!(key_slot(key.as_bytes()), redis_slot, "key {key:?}");
+    }
+}
+
+#[test]
+fn status_and_plan_report_the_cluster_and_move_nothing() {
+    let _serial = serial();
+    let cluster = start_cluster(4);
+    let data = DataSet::new(4000, 4, 500, (0, 4095));
+    data.load(&cluster, 1);
+    let seed = cluster.seed();
+    let status = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "200"]);
+    assert!(status.status.success(), "{}", stderr(&status));
+    let text = stdout(&status);
+    assert!(text.contains("cluster: 4 masters, healthy"), "{text}");
+    assert!(text.contains("keys: 6000"), "{text}");
+    assert!(text.contains("open slots: none"), "{text}");
+    for server in cluster.servers() {
+        assert!(text.contains(&server.address()), "{text}");
+    }
+    let before = ach_redis(&["status", "--cluster", &seed, "--json", "--sample-ms", "50"]);
+    let json: serde_json::Value = serde_json::from_slice(&before.stdout).unwrap();
+    let keys: Vec<u64> = json["observed"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["keys"].as_u64().unwrap())
+        .collect();
+    assert_eq!(keys.iter().sum::<u64>(), 6000);
+    let first = json["snapshot"]["masters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|m| m["address"] == cluster.servers()[0].address().as_str())
+        .unwrap();
+    assert_eq!(keys[first], 3000, "server 0 holds the hot slots: {keys:?}");
+    let plan = ach_redis(&[
+        "plan",
+        "--cluster",
+        &seed,
+        "--json",
+        "--sample-ms",
+        "100",
+        "--memory-capacity-mb",
+        "4",
+    ]);
+    assert!(plan.status.success(), "{}", stderr(&plan));
+    let plan: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    assert!(plan["plan"]["imbalance_now"].as_f64().unwrap() > 0.0);
+    let after = ach_redis(&["status", "--cluster", &seed, "--json", "--sample-ms", "50"]);
+    let json_after: serde_json::Value = serde_json::from_slice(&after.stdout).unwrap();
+    assert_eq!(
+        json["snapshot"]["owners"], json_after["snapshot"]["owners"],
+        "plan moved a slot"
+    );
+    let fix = ach_redis(&["fix", "--cluster", &seed]);
+    assert!(fix.status.success(), "{}", stderr(&fix));
+    assert!(stdout(&fix).contains("no open slot"));
+
+    // Static-Wt with server 1 weighing 3 (2 relative to the mean): it plans half of the slots
+    // for server 1, which therefore receives far more slots than it gives.
+    let heavy = cluster.servers()[1].address();
+    let weight = format!("{heavy}=3");
+    let weighted = ach_redis(&[
+        "plan",
+        "--cluster",
+        &seed,
+        "--json",
+        "--sample-ms",
+        "10",
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &weight,
+    ]);
+    assert!(weighted.status.success(), "{}", stderr(&weighted));
+    let weighted: serde_json::Value = serde_json::from_slice(&weighted.stdout).unwrap();
+    let moves = weighted["plan"]["moves"].as_array().unwrap();
+    let to_heavy = moves.iter().filter(|m| m["to"] == heavy.as_str()).count();
+    let from_heavy = moves.iter().filter(|m| m["from"] == heavy.as_str()).count();
+    assert!(
+        to_heavy > 500 && from_heavy < to_heavy / 10,
+        "{to_heavy} moves to, {from_heavy} from {heavy}"
+    );
+    let node = weighted["observed"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["address"] == heavy.as_str())
+        .unwrap();
+    assert_eq!(
+        node["weight"].as_f64().unwrap(),
+        2.0,
+        "3 over the mean weight 1.5"
+    );
+}
+
+fn assert_exit_2(args: &[&str], message: &str) {
+    let output = ach_redis(args);
+    let text = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {text}");
+    assert!(
+        text.contains(message),
+        "{args:?}: expected {message:?} in {text}"
+    );
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_exit_2() {
+    let _serial = serial();
+    // An address where nothing listens: a port just released.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let nowhere = format!("127.0.0.1:{port}");
+    assert_exit_2(
+        &["status", "--cluster", &nowhere],
+        &format!("cannot reach {nowhere}"),
+    );
+    assert_exit_2(&["status", "--cluster", "localhost"], "expected HOST:PORT");
+
+    let plain = LocalServer::start(ServerMode::Standalone).unwrap_or_else(|e| panic!("{e}"));
+    assert_exit_2(
+        &["plan", "--cluster", &plain.address()],
+        "is not in cluster mode",
+    );
+
+    // Slots 12000-16383 have no owner: cluster_state:fail.
+    let failing = LocalCluster::start_with_slots(&[vec![(0, 5999)], vec![(6000, 11999)]])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let seed = failing.seed();
+    let args = [
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--steps",
+        "1",
+        "--interval-ms",
+        "10",
+    ];
+    assert_exit_2(&args, "4384 slots have no owner");
+    assert_exit_2(&["plan", "--cluster", &seed], "the cluster is degraded");
+    assert_exit_2(&["fix", "--cluster", &seed], "slots have no owner");
+
+    let cluster = start_cluster(3);
+    let seed = cluster.seed();
+    // `rebalance --cluster SEED` with `--steps 1 --interval-ms 10` unless `extra` sets them.
+    let check = |extra: &[&str], message: &str| {
+        let mut args = vec!["rebalance", "--cluster", &seed];
+        if !extra.contains(&"--steps") {
+            args.extend(["--steps", "1"]);
+        }
+        if !extra.contains(&"--interval-ms") {
+            args.extend(["--interval-ms", "10"]);
+        }
+        args.extend_from_slice(extra);
+        assert_exit_2(&args, message);
+    };
+    check(&["--weight", "127.0.0.1:1=2"], "no master \"127.0.0.1:1\"");
+    check(&["--weight", "x=0"], "finite and > 0");
+    check(&["--weight", "nonsense"], "is not NODE=W");
+    check(&["--interval-ms", "0"], "--interval-ms");
+    check(&["--interval-ms", "-5"], "--interval-ms");
+    check(&["--interval-ms", "soon"], "--interval-ms");
+    check(&["--steps", "0"], "--steps");
+    check(&["--beta", "0"], "beta");
+    check(&["--m-max=-1"], "M_max");
+    assert_exit_2(
+        &["status", "--cluster", &seed, "--sample-ms", "0"],
+        "--sample-ms",
+    );
+}
+
+#[test]
+fn fix_completes_a_slot_whose_target_holds_a_stale_copy() {
+    let _serial = serial();
+    let cluster = start_cluster(2);
+    let key = "busy-key";
+    let slot = key_slot(key.as_bytes());
+    let (source, target) = if slot < 8192 { (0, 1) } else { (1, 0) };
+    let (source, target) = (&cluster.servers()[source], &cluster.servers()[target]);
+    let id = |server: &LocalServer| -> String {
+        let mut connection = server.connection().unwrap();
+        redis::cmd("CLUSTER")
+            .arg("MYID")
+            .query(&mut connection)
+            .unwrap()
+    };
+    let (source_id, target_id) = (id(source), id(target));
+    let mut on_source = source.connection().unwrap();
+    let mut on_target = target.connection().unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("old")
+        .query(&mut on_source)
+        .unwrap();
+    let setslot = |connection: &mut redis::Connection, state: &str, node: &str| {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("SETSLOT")
+            .arg(slot)
+            .arg(state)
+            .arg(node)
+            .query(connection)
+            .unwrap();
+    };
+    // An interrupted migration: both sides open, and a copy of the key already on the target
+    // (MIGRATE ... COPY), after which the source's live copy changed.
+    setslot(&mut on_target, "IMPORTING", &source_id);
+    setslot(&mut on_source, "MIGRATING", &target_id);
+    let _: String = redis::cmd("MIGRATE")
+        .arg("127.0.0.1")
+        .arg(target.port())
+        .arg(key)
+        .arg(0)
+        .arg(5000)
+        .arg("COPY")
+        .query(&mut on_source)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg(key)
+        .arg("new")
+        .query(&mut on_source)
+        .unwrap();
+
+    let fix = ach_redis(&["fix", "--cluster", &cluster.seed()]);
+    assert!(fix.status.success(), "{}", stderr(&fix));
+    assert!(
+        stdout(&fix).contains(&format!("fix: slot {slot} completed")),
+        "{}",
+        stdout(&fix)
+    );
+    let value: String = redis::cmd("GET").arg(key).query(&mut on_target).unwrap();
+    assert_eq!(value, "new");
+    common::assert_check_clean(&cluster);
+}

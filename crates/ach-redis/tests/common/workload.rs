@@ -1,0 +1,350 @@
+//! A real local cluster, a data set with hot slots, concurrent workload clients that check
+//! every read, and `redis-cli --cluster check`: shared by the integration tests and the
+//! `measure` example.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ach_redis::local::{LocalCluster, redis_cli_binary};
+use ach_redis::slot::key_slot;
+use redis::Commands;
+
+/// The tests of one binary run one at a time: each starts servers and clients, and the machine
+/// is small.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Starts a cluster, failing the test with the harness's message when it cannot.
+pub fn start_cluster(nodes: usize) -> LocalCluster {
+    LocalCluster::start(nodes).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The data set: `uniform` keys spread over all slots and `hot_slots` hash tags of node 0's
+/// slot range holding `per_hot_slot` keys each. Values are `value_bytes` long.
+pub struct DataSet {
+    /// Every key, in a fixed order.
+    pub keys: Vec<String>,
+    /// The slots of the hot tags.
+    pub hot_slots: Vec<u16>,
+    /// Value length.
+    pub value_bytes: usize,
+}
+
+impl DataSet {
+    pub fn new(
+        uniform: usize,
+        hot_slots: usize,
+        per_hot_slot: usize,
+        hot_range: (u16, u16),
+    ) -> DataSet {
+        let mut keys: Vec<String> = (0..uniform).map(|i| format!("k:{i}")).collect();
+        let mut slots = Vec::new();
+        let mut tag = 0u64;
+        while slots.len() < hot_slots {
+            let name = format!("hot{tag}");
+            tag += 1;
+            let slot = key_slot(name.as_bytes());
+            if slot >= hot_range.0 && slot <= hot_range.1 && !slots.contains(&slot) {
+                slots.push(slot);
+                keys.extend((0..per_hot_slot).map(|i| format!("{{{name}}}:{i}")));
+            }
+        }
+        DataSet {
+            keys,
+            hot_slots: slots,
+            value_bytes: 400,
+        }
+    }
+
+    /// The value written by `writer` as its `version`-th write.
+    pub fn value(&self, writer: usize, version: u64) -> String {
+        let head = format!("{writer}:{version}:");
+        let mut value = head.clone();
+        value.extend(std::iter::repeat_n(
+            'x',
+            self.value_bytes.saturating_sub(head.len()),
+        ));
+        value
+    }
+
+    /// Writes every key once (version 0 of writer `i % writers`) with a cluster client.
+    pub fn load(&self, cluster: &LocalCluster, writers: usize) {
+        let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+        let mut connection = client.get_connection().unwrap();
+        for (i, key) in self.keys.iter().enumerate() {
+            let _: () = connection.set(key, self.value(i % writers, 0)).unwrap();
+        }
+    }
+}
+
+/// What the workload clients saw.
+#[derive(Debug, Default)]
+pub struct WorkloadReport {
+    /// Commands that succeeded.
+    pub ops: u64,
+    /// Commands that failed, with a few of the messages.
+    pub errors: u64,
+    pub error_samples: Vec<String>,
+    /// Reads that returned another value than the last one written.
+    pub stale_reads: u64,
+    /// Last value written per key (version per writer).
+    pub last_written: BTreeMap<String, String>,
+    /// Wall time the clients ran.
+    pub elapsed: Duration,
+}
+
+/// Concurrent clients: client `w` owns the keys `i` with `i % writers == w`; it loops over
+/// them writing a new version and reading back another of its keys, checking the read
+/// returns the last value it wrote there. Plain commands through the cluster client (which
+/// follows ASK and MOVED); no pipelines.
+pub struct Workload {
+    stop: Arc<AtomicBool>,
+    pub ops: Arc<AtomicU64>,
+    handles: Vec<JoinHandle<WorkloadReport>>,
+    started: Instant,
+}
+
+impl Workload {
+    pub fn start(
+        cluster: &LocalCluster,
+        data: &Arc<DataSet>,
+        writers: usize,
+        limit: Duration,
+    ) -> Workload {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ops = Arc::new(AtomicU64::new(0));
+        let mut handles = Vec::new();
+        for writer in 0..writers {
+            let urls = cluster.urls();
+            let data = Arc::clone(data);
+            let stop = Arc::clone(&stop);
+            let ops = Arc::clone(&ops);
+            handles.push(std::thread::spawn(move || {
+                let mut report = WorkloadReport::default();
+                let client = redis::cluster::ClusterClientBuilder::new(urls)
+                    .retries(16)
+                    .build()
+                    .unwrap();
+                let mut connection = client.get_connection().unwrap();
+                let mine: Vec<&String> = data
+                    .keys
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % writers == writer)
+                    .map(|(_, k)| k)
+                    .collect();
+                let mut versions: Vec<u64> = vec![0; mine.len()];
+                let started = Instant::now();
+                let mut step = 0usize;
+                // A stride coprime with the key count walks every key.
+                let stride = 7919 % mine.len().max(1);
+                let mut next = 0usize;
+                while !stop.load(Ordering::Relaxed) && started.elapsed() < limit {
+                    step += 1;
+                    next = (next + stride.max(1)) % mine.len();
+                    let key = mine[next];
+                    let version = versions[next] + 1;
+                    let value = data.value(writer, version);
+                    match connection.set::<_, _, ()>(key, &value) {
+                        Ok(()) => {
+                            versions[next] = version;
+                            report.ops += 1;
+                        }
+                        Err(error) => {
+                            report.errors += 1;
+                            if report.error_samples.len() < 5 {
+                                report.error_samples.push(format!("SET {key}: {error}"));
+                            }
+                            // The write may or may not have happened: read to learn which.
+                            if let Ok(Some(now)) = connection.get::<_, Option<String>>(key)
+                                && now == value
+                            {
+                                versions[next] = version;
+                            }
+                        }
+                    }
+                    let read = (next + mine.len() / 2 + step) % mine.len();
+                    let expected = data.value(writer, versions[read]);
+                    match connection.get::<_, Option<String>>(mine[read]) {
+                        Ok(Some(value)) if value == expected => report.ops += 1,
+                        Ok(other) => {
+                            report.stale_reads += 1;
+                            if report.error_samples.len() < 5 {
+                                report.error_samples.push(format!(
+                                    "GET {}: {:?}, expected version {}",
+                                    mine[read],
+                                    other.map(|v| v.chars().take(20).collect::<String>()),
+                                    versions[read]
+                                ));
+                            }
+                        }
+                        Err(error) => {
+                            report.errors += 1;
+                            if report.error_samples.len() < 5 {
+                                report
+                                    .error_samples
+                                    .push(format!("GET {}: {error}", mine[read]));
+                            }
+                        }
+                    }
+                    ops.fetch_add(2, Ordering::Relaxed);
+                }
+                report.elapsed = started.elapsed();
+                for (key, version) in mine.iter().zip(&versions) {
+                    report
+                        .last_written
+                        .insert((*key).clone(), data.value(writer, *version));
+                }
+                report
+            }));
+        }
+        Workload {
+            stop,
+            ops,
+            handles,
+            started: Instant::now(),
+        }
+    }
+
+    /// Stops the clients and merges their reports.
+    pub fn finish(self) -> WorkloadReport {
+        self.stop.store(true, Ordering::Relaxed);
+        let mut total = WorkloadReport::default();
+        for handle in self.handles {
+            let report = handle.join().expect("a workload client panicked");
+            total.ops += report.ops;
+            total.errors += report.errors;
+            total.stale_reads += report.stale_reads;
+            total.error_samples.extend(report.error_samples);
+            total.last_written.extend(report.last_written);
+        }
+        total.elapsed = self.started.elapsed();
+        total
+    }
+}
+
+/// Fails the test unless the clients saw no error and no stale read and every key holds the
+/// last value written to it.
+pub fn assert_nothing_lost(cluster: &LocalCluster, report: &WorkloadReport) {
+    assert_eq!(
+        report.errors, 0,
+        "client errors: {:?}",
+        report.error_samples
+    );
+    assert_eq!(
+        report.stale_reads, 0,
+        "stale reads: {:?}",
+        report.error_samples
+    );
+    let wrong = wrong_values(cluster, &report.last_written);
+    assert!(
+        wrong.is_empty(),
+        "{} keys lost or stale, e.g. {:?}",
+        wrong.len(),
+        &wrong[..wrong.len().min(5)]
+    );
+}
+
+/// Reads every key with a fresh cluster client and returns the keys whose value is not the
+/// last one written (missing keys included).
+pub fn wrong_values(cluster: &LocalCluster, expected: &BTreeMap<String, String>) -> Vec<String> {
+    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let mut connection = client.get_connection().unwrap();
+    let mut wrong = Vec::new();
+    for (key, value) in expected {
+        let actual: Option<String> = connection.get(key).unwrap();
+        if actual.as_deref() != Some(value.as_str()) {
+            wrong.push(key.clone());
+        }
+    }
+    wrong
+}
+
+/// Runs `redis-cli --cluster check` and fails the test unless it is clean: all nodes agree,
+/// all 16384 slots covered, no open slot, no error or warning.
+pub fn assert_check_clean(cluster: &LocalCluster) {
+    let started = Instant::now();
+    loop {
+        let output = Command::new(redis_cli_binary().unwrap_or_else(|e| panic!("{e}")))
+            .args(["--cluster", "check", &cluster.seed()])
+            .output()
+            .expect("redis-cli runs");
+        let text = String::from_utf8_lossy(&output.stdout).to_string();
+        let clean = text.contains("[OK] All nodes agree about slots configuration.")
+            && text.contains("[OK] All 16384 slots covered.")
+            && !text.contains("[ERR]")
+            && !text.contains("[WARNING]");
+        if clean {
+            return;
+        }
+        // Gossip may still be spreading the last epoch bump: give it a few seconds.
+        if started.elapsed() > Duration::from_secs(10) {
+            panic!("redis-cli --cluster check is not clean:\n{text}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Calls of data commands (`get`, `set`) per master since start, from `INFO commandstats`,
+/// by address.
+pub fn data_calls(cluster: &LocalCluster) -> BTreeMap<String, u64> {
+    let mut calls = BTreeMap::new();
+    for server in cluster.servers() {
+        let mut connection = server.connection().unwrap();
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut connection)
+            .unwrap();
+        let total: u64 = info
+            .lines()
+            .filter(|l| l.starts_with("cmdstat_get:") || l.starts_with("cmdstat_set:"))
+            .filter_map(|l| l.split("calls=").nth(1))
+            .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
+            .sum();
+        calls.insert(server.address(), total);
+    }
+    calls
+}
+
+/// Share of the data commands served by `address` between two `data_calls` readings.
+pub fn share_between(
+    before: &BTreeMap<String, u64>,
+    after: &BTreeMap<String, u64>,
+    address: &str,
+) -> f64 {
+    let delta = |a: &str| after[a] - before[a];
+    let total: u64 = after.keys().map(|a| delta(a)).sum();
+    delta(address) as f64 / total.max(1) as f64
+}
+
+/// `used_memory` of a server in MiB.
+pub fn used_memory_mb(server: &ach_redis::local::LocalServer) -> f64 {
+    let mut connection = server.connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut connection)
+        .unwrap();
+    let bytes: f64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("INFO memory has used_memory");
+    bytes / (1024.0 * 1024.0)
+}
+
+/// The steps of a `--log` file, parsed.
+pub fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}

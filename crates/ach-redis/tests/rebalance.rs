@@ -1,0 +1,402 @@
+//! `ach-redis rebalance` on a real 4-node cluster under continuous reads and writes, and
+//! `fix` after the rebalancer is killed (SIGKILL) at every point of the migration protocol.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use ach_redis::local::LocalCluster;
+use common::{
+    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, data_calls, read_log,
+    serial, share_between, start_cluster, used_memory_mb,
+};
+
+/// The hot server's slot range (server 0 of a 4-node cluster).
+const HOT_RANGE: (u16, u16) = (0, 4095);
+
+/// A 4-node cluster whose server 0 holds `hot_slots` slots of `per_hot_slot` keys besides
+/// `uniform` keys spread over all slots, with the `--memory-capacity-mb` that puts server 0's
+/// memory reading at about 0.95.
+fn hot_cluster(
+    uniform: usize,
+    hot_slots: usize,
+    per_hot_slot: usize,
+) -> (LocalCluster, Arc<DataSet>, String) {
+    let cluster = start_cluster(4);
+    let data = Arc::new(DataSet::new(uniform, hot_slots, per_hot_slot, HOT_RANGE));
+    data.load(&cluster, 2);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    (cluster, data, capacity)
+}
+
+#[test]
+fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing() {
+    let _serial = serial();
+    // 12000 keys over all slots, 24000 more in 60 hot slots of server 0: it holds 75 % of the
+    // keys and, as clients touch every key alike, 75 % of the operations.
+    let (cluster, data, capacity) = hot_cluster(12_000, 60, 400);
+    let hot = cluster.servers()[0].address();
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+
+    let window = Duration::from_secs(2);
+    let calls_0 = data_calls(&cluster);
+    std::thread::sleep(window);
+    let calls_1 = data_calls(&cluster);
+    let share_before = share_between(&calls_0, &calls_1, &hot);
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let seed = cluster.seed();
+    let (m_max, m_horizon, horizon) = (0.05, 0.3, 10usize);
+    let output = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--steps",
+        "20",
+        "--interval-ms",
+        "300",
+        "--beta",
+        "0.6",
+        "--memory-capacity-mb",
+        &capacity,
+        "--log",
+        &log_path,
+        "--m-max",
+        &m_max.to_string(),
+        "--m-horizon",
+        &m_horizon.to_string(),
+        "--horizon",
+        &horizon.to_string(),
+    ]);
+    let progress = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "rebalance failed:\n{progress}");
+
+    let calls_2 = data_calls(&cluster);
+    std::thread::sleep(window);
+    let calls_3 = data_calls(&cluster);
+    let share_after = share_between(&calls_2, &calls_3, &hot);
+    let report = workload.finish();
+    eprintln!(
+        "{progress}\nhot node's share of operations: {share_before:.3} before, {share_after:.3} after; \
+         workload: {} ops, {} errors, {} stale reads",
+        report.ops, report.errors, report.stale_reads
+    );
+
+    assert!(report.ops > 1000, "the workload ran: {} ops", report.ops);
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+
+    let steps = read_log(log.path());
+    assert_eq!(steps.len(), 20, "one line per step:\n{progress}");
+    let moved: Vec<f64> = steps
+        .iter()
+        .map(|s| s["moved_fraction"].as_f64().unwrap())
+        .collect();
+    let keys_moved: u64 = steps
+        .iter()
+        .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
+        .sum();
+    assert!(keys_moved > 0, "nothing moved:\n{progress}");
+    for (step, fraction) in moved.iter().enumerate() {
+        assert!(
+            *fraction <= m_max + 1e-9,
+            "step {step} moved {fraction} > M_max"
+        );
+    }
+    for start in 0..moved.len() {
+        let window: f64 = moved[start..(start + horizon).min(moved.len())]
+            .iter()
+            .sum();
+        assert!(
+            window <= m_horizon + 1e-9,
+            "steps {start}.. moved {window} > M_H"
+        );
+    }
+    assert!(
+        share_after < share_before - 0.1,
+        "hot node's share of operations: {share_before:.3} before, {share_after:.3} after\n{progress}"
+    );
+}
+
+/// Runs `rebalance` paused at `point`, kills it with SIGKILL there, then runs `fix` and checks
+/// that it did `expected` (`completed`, `rolled back` or `no open slot`).
+fn kill_at_point_then_fix(seed: &str, capacity: &str, point: &str, expected: &str) {
+    let (mut child, lines) = spawn_rebalance(
+        seed,
+        capacity,
+        &[
+            "--steps",
+            "5",
+            "--interval-ms",
+            "100",
+            "--batch",
+            "20",
+            "--m-max",
+            "0.1",
+            "--horizon",
+            "5",
+            "--pause-at",
+            point,
+        ],
+    );
+    let paused = std::panic::catch_unwind(|| wait_for_line(&lines, "paused at"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(paused.is_ok(), "rebalance never reached {point}");
+    let status = ach_redis(&["status", "--cluster", seed, "--sample-ms", "10"]);
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert_eq!(
+        !status.contains("open slots: none"),
+        expected != "no open slot",
+        "after a kill at {point}:\n{status}"
+    );
+    let fix = ach_redis(&["fix", "--cluster", seed]);
+    let fixed = String::from_utf8_lossy(&fix.stdout).to_string();
+    assert!(
+        fix.status.success(),
+        "fix after a kill at {point} failed: {}",
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    assert!(
+        fixed.contains(expected),
+        "fix after a kill at {point}: {fixed}"
+    );
+}
+
+#[test]
+fn sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster() {
+    let _serial = serial();
+    let (cluster, data, capacity) = hot_cluster(4000, 30, 300);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(180));
+    let seed = cluster.seed();
+    let points = [
+        ("importing", "rolled back"),
+        ("migrating", "completed"),
+        ("first-batch", "completed"),
+        ("target-node", "completed"),
+        ("source-node", "no open slot"),
+    ];
+    for (point, expected) in points {
+        kill_at_point_then_fix(&seed, &capacity, point, expected);
+        assert_check_clean(&cluster);
+    }
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+}
+
+/// Starts `ach-redis rebalance --cluster SEED --beta 1 --memory-capacity-mb CAPACITY
+/// --m-horizon 1` and `extra`, with a piped stderr whose lines arrive on the returned channel.
+fn spawn_rebalance(
+    seed: &str,
+    capacity: &str,
+    extra: &[&str],
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args(["rebalance", "--cluster", seed, "--beta", "1"])
+        .args(["--memory-capacity-mb", capacity, "--m-horizon", "1"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    (child, receiver)
+}
+
+/// Waits for a stderr line containing `text`; returns every line seen (the match last).
+fn wait_for_line(receiver: &mpsc::Receiver<String>, text: &str) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Ok(line) = receiver.recv_timeout(Duration::from_secs(60)) {
+        let found = line.contains(text);
+        seen.push(line);
+        if found {
+            return seen;
+        }
+    }
+    panic!("no line with {text:?} within 60 s:\n{}", seen.join("\n"));
+}
+
+#[test]
+fn degraded_cluster_migrates_nothing_and_resumes_when_healthy() {
+    let _serial = serial();
+    let (cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    // An empty slot of the seed (server 0), which it will stop serving.
+    let mut seed_connection = cluster.servers()[0].connection().unwrap();
+    let empty_slot = (HOT_RANGE.0..=HOT_RANGE.1)
+        .find(|&slot| {
+            let keys: u64 = redis::cmd("CLUSTER")
+                .arg("COUNTKEYSINSLOT")
+                .arg(slot)
+                .query(&mut seed_connection)
+                .unwrap();
+            keys == 0
+        })
+        .expect("an empty slot");
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let seed = cluster.seed();
+    let (mut child, lines) = spawn_rebalance(
+        &seed,
+        &capacity,
+        &[
+            "--steps",
+            "25",
+            "--interval-ms",
+            "200",
+            "--m-max",
+            "0.05",
+            "--horizon",
+            "10",
+            "--log",
+            log.path().to_str().unwrap(),
+        ],
+    );
+    wait_for_line(&lines, "step 0:");
+    let _: () = redis::cmd("CLUSTER")
+        .arg("DELSLOTS")
+        .arg(empty_slot)
+        .query(&mut seed_connection)
+        .unwrap();
+    let seen = wait_for_line(&lines, "migrating nothing");
+    let degraded = seen.last().unwrap().clone();
+    wait_for_line(&lines, "migrating nothing");
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTS")
+        .arg(empty_slot)
+        .query(&mut seed_connection)
+        .unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert!(
+        degraded.contains("1 slots have no owner") || degraded.contains("cluster_state:fail"),
+        "{degraded}"
+    );
+    let steps = read_log(log.path());
+    let first_degraded = steps
+        .iter()
+        .position(|s| s["healthy"] == false)
+        .expect("a degraded step");
+    let moved_while_degraded: u64 = steps
+        .iter()
+        .filter(|s| s["healthy"] == false)
+        .map(|s| {
+            assert!(s["outcome"].is_null() && !s["problems"].as_array().unwrap().is_empty());
+            s["outcome"]["keys_moved"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(moved_while_degraded, 0);
+    let moved_after: u64 = steps[first_degraded..]
+        .iter()
+        .filter(|s| s["healthy"] == true)
+        .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
+        .sum();
+    assert!(moved_after > 0, "the rebalancer did not resume");
+    assert_check_clean(&cluster);
+}
+
+#[test]
+fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
+    let _serial = serial();
+    let (cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    let seed = cluster.seed();
+    let (mut child, lines) = spawn_rebalance(
+        &seed,
+        &capacity,
+        &[
+            "--steps",
+            "100",
+            "--interval-ms",
+            "100",
+            "--batch",
+            "2",
+            "--m-max",
+            "0.05",
+            "--horizon",
+            "10",
+        ],
+    );
+    wait_for_line(&lines, "  slot ");
+    // SIGINT by PID, as Ctrl-C in a terminal sends it (bash's builtin `kill`).
+    let interrupted = Command::new("bash")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(status.success(), "{rest:?}");
+    assert!(
+        rest.iter().any(|l| l.contains("stopped by request")),
+        "{rest:?}"
+    );
+    // The slot in flight finished normally: no error, nothing left for the closing fix.
+    assert!(
+        !rest
+            .iter()
+            .any(|l| l.contains("errors:") || l.starts_with("fix:")),
+        "{rest:?}"
+    );
+    let after = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "10"]);
+    let after = String::from_utf8_lossy(&after.stdout).to_string();
+    assert!(after.contains("open slots: none"), "{after}\n{rest:?}");
+    assert_check_clean(&cluster);
+}
+
+#[test]
+fn unreachable_node_stops_migrations_until_it_is_back() {
+    let _serial = serial();
+    let (mut cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    let seed = cluster.seed();
+    let down = cluster.servers()[3].address();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let (mut child, lines) = spawn_rebalance(
+        &seed,
+        &capacity,
+        &[
+            "--steps",
+            "30",
+            "--interval-ms",
+            "200",
+            "--m-max",
+            "0.05",
+            "--horizon",
+            "10",
+            "--log",
+            log.path().to_str().unwrap(),
+        ],
+    );
+    wait_for_line(&lines, "step 0:");
+    cluster.servers_mut()[3].kill();
+    let seen = wait_for_line(&lines, "migrating nothing");
+    let degraded = seen.last().unwrap().clone();
+    wait_for_line(&lines, "migrating nothing");
+    cluster.servers_mut()[3]
+        .restart()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(status.success(), "{rest:?}");
+    assert!(degraded.contains(&down), "{degraded}");
+    let steps = read_log(log.path());
+    let first_degraded = steps
+        .iter()
+        .position(|s| s["healthy"] == false)
+        .expect("a degraded step");
+    let moved_after: u64 = steps[first_degraded..]
+        .iter()
+        .filter(|s| s["healthy"] == true)
+        .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
+        .sum();
+    assert!(moved_after > 0, "the rebalancer did not resume: {rest:?}");
+    assert_check_clean(&cluster);
+}
