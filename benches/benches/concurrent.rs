@@ -31,9 +31,9 @@ fn concurrent_lookup(c: &mut Criterion) {
         .sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4));
-    let snapshot = SnapshotRouter::new();
+    let snapshot = SnapshotRouter::default();
     let cached = CachedReaderRouter::default();
-    let rwlock = RwLockRouter::new();
+    let rwlock = RwLockRouter::default();
     for readers in READER_COUNTS {
         // One iteration is one lookup by each reader, in parallel.
         group.throughput(Throughput::Elements(readers as u64));
@@ -97,9 +97,9 @@ fn latency_report(lookups_per_reader: u64) {
             };
             let mut rounds: [Vec<RunReport>; 3] = Default::default();
             for _ in 0..ROUNDS {
-                rounds[0].push(run(&SnapshotRouter::new(), config));
+                rounds[0].push(run(&SnapshotRouter::default(), config));
                 rounds[1].push(run(&CachedReaderRouter::default(), config));
-                rounds[2].push(run(&RwLockRouter::new(), config));
+                rounds[2].push(run(&RwLockRouter::default(), config));
             }
             for (sharing, reports) in ["snapshot", "cached_reader", "rwlock"]
                 .into_iter()

@@ -92,16 +92,10 @@ pub trait RouterRing: Sync {
 #[derive(Debug)]
 pub struct SnapshotRouter(pub SharedRing<TokenRing>);
 
-impl SnapshotRouter {
-    /// Shares the benchmark ring.
-    pub fn new() -> Self {
-        SnapshotRouter(SharedRing::new(benchmark_ring()))
-    }
-}
-
 impl Default for SnapshotRouter {
+    /// Shares the benchmark ring.
     fn default() -> Self {
-        SnapshotRouter::new()
+        SnapshotRouter(SharedRing::new(benchmark_ring()))
     }
 }
 
@@ -149,16 +143,10 @@ impl RouterRing for CachedReaderRouter {
 #[derive(Debug)]
 pub struct RwLockRouter(pub RwLock<TokenRing>);
 
-impl RwLockRouter {
-    /// Shares the benchmark ring.
-    pub fn new() -> Self {
-        RwLockRouter(RwLock::new(benchmark_ring()))
-    }
-}
-
 impl Default for RwLockRouter {
+    /// Shares the benchmark ring.
     fn default() -> Self {
-        RwLockRouter::new()
+        RwLockRouter(RwLock::new(benchmark_ring()))
     }
 }
 
@@ -319,8 +307,8 @@ mod tests {
     #[test]
     fn both_ways_route_like_the_ring_and_the_writer_commits() {
         let ring = benchmark_ring();
-        let snapshot = SnapshotRouter::new();
-        let rwlock = RwLockRouter::new();
+        let snapshot = SnapshotRouter::default();
+        let rwlock = RwLockRouter::default();
         for counter in 0..1000 {
             let key = key(3, counter);
             let owner = ring.owner(ring.lookup_key(&key));
@@ -352,7 +340,7 @@ mod tests {
             writer: true,
             record_latency: true,
         };
-        let mut report = run(&SnapshotRouter::new(), config);
+        let mut report = run(&SnapshotRouter::default(), config);
         assert_eq!(report.lookups, 40_000);
         assert_eq!(report.latencies_ns.len(), 40_000);
         let p50 = report.latency_percentile_ns(0.5).unwrap();
@@ -361,7 +349,7 @@ mod tests {
         let cached = run(&CachedReaderRouter::default(), config);
         assert_eq!(cached.latencies_ns.len(), 40_000);
         let idle = run(
-            &RwLockRouter::new(),
+            &RwLockRouter::default(),
             RunConfig {
                 writer: false,
                 record_latency: false,

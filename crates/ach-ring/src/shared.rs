@@ -5,22 +5,29 @@
 //! take the current snapshot ([`SharedRing::load`] for one request, [`SharedRing::snapshot`]
 //! to keep it longer, or a per-thread [`RingReader`] that re-checks the version with one atomic
 //! load) and look keys up in it; taking a snapshot is lock-free and allocates nothing (it is an
-//! [`arc_swap::ArcSwap`] load), so readers never wait for a writer nor for each other. A writer builds the next ring from a copy of the current one
-//! ([`SharedRing::commit`], or the ring-specific [`SharedRing::apply`],
-//! [`SharedRing::add_node`], [`SharedRing::remove_node`]) and publishes it in one atomic store,
-//! with the next version number. A reader therefore sees either the whole old ring or the whole
+//! [`arc_swap::ArcSwap`] load), so readers never wait for a writer nor for each other.
+//!
+//! A writer builds the next ring from a copy of the current one ([`SharedRing::commit`], or the
+//! ring-specific [`SharedRing::apply`] for token moves, [`SharedRing::join`] and
+//! [`SharedRing::leave`] for a [`NamedRing`], [`SharedRing::add_node`] and
+//! [`SharedRing::remove_node`] for a [`ClassicRing`]) and publishes it in one atomic store, with
+//! the next version number. A reader therefore sees either the whole old ring or the whole
 //! new one, never a half-applied change, and a snapshot keeps answering from its own version
 //! for as long as it is held. An old ring is freed when the last reader holding it lets it go.
 //!
 //! Writers are serialised by a mutex that readers never touch: commits never interleave, so
 //! versions are published in order `0, 1, 2, ...` and no change is lost. A commit copies the
-//! ring (`O(size of the ring)`); it is meant for changes that come every few milliseconds or
-//! less often, not for every request.
+//! ring: for a token ring only its owners (`O(V)`, the positions and what derives from them are
+//! shared between versions), for a classic ring all its virtual nodes. It is meant for changes
+//! that come every millisecond or less often, not for every request.
+//!
+//! The guide `docs/router.md` shows how a router pairs commits with data migrations (copy, then
+//! commit, then readers see the new owner) and gives measured figures.
 //!
 //! # Example
 //!
 //! ```
-//! use ach_ring::shared::{RouteKey, SharedRing};
+//! use ach_ring::shared::SharedRing;
 //! use ach_ring::{NodeId, TokenMove, TokenRing};
 //!
 //! let ring = TokenRing::round_robin(vec![0.1, 0.4, 0.6, 0.9], 2).unwrap();

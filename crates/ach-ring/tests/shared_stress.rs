@@ -63,6 +63,14 @@ struct StressSize {
     keys_per_snapshot: u64,
 }
 
+/// The size of the smaller stress runs (classic and named rings, whose copies are dearer).
+const TWO_READERS: StressSize = StressSize {
+    readers: 2,
+    min_lookups_per_reader: 100_000,
+    lookups_between_commits: 64,
+    keys_per_snapshot: 4,
+};
+
 /// What a reader saw.
 struct ReaderReport {
     lookups: u64,
@@ -504,12 +512,7 @@ fn readers_and_joins_and_leaves_on_a_classic_ring() {
         shared,
         Arc::new(history),
         Arc::new(Vec::new()),
-        StressSize {
-            readers: 2,
-            min_lookups_per_reader: 100_000,
-            lookups_between_commits: 64,
-            keys_per_snapshot: 4,
-        },
+        TWO_READERS,
         write_one,
     );
 }
@@ -601,12 +604,7 @@ fn readers_and_named_joins_and_leaves_with_their_switches() {
         shared,
         Arc::new(history),
         Arc::new(Vec::new()),
-        StressSize {
-            readers: 2,
-            min_lookups_per_reader: 100_000,
-            lookups_between_commits: 64,
-            keys_per_snapshot: 4,
-        },
+        TWO_READERS,
         write_one,
     );
 }
