@@ -16,6 +16,7 @@ pub mod record;
 pub mod run;
 pub mod streams;
 pub mod summary;
+pub mod sweep;
 pub mod workload;
 
 pub use config::{Profile, SeriesConfig, SweepPoint, built_in_series};

@@ -61,7 +61,8 @@ impl Job {
 }
 
 /// The jobs of the given series, in order: series by series, sweep point by sweep point, run
-/// by run. `runs` overrides every series' run count.
+/// by run. `runs` overrides every series' run count. The series must be validated
+/// ([`SeriesConfig::validate`]).
 pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
     let mut jobs = Vec::new();
     for config in series {
@@ -75,7 +76,9 @@ pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
             }));
         } else {
             for point in points {
-                let at = config.at_point(&point);
+                let at = config
+                    .at_point(&point)
+                    .expect("a validated series' sweep points apply");
                 jobs.extend((0..n).map(|run_index| Job {
                     config: at.clone(),
                     point: Some(point.clone()),

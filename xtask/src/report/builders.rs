@@ -243,7 +243,7 @@ fn overview_table(results: &Results) -> Table {
                     .sensitivity
                     .iter()
                     .filter(|p| p.series == config.name)
-                    .map(|p| p.ach.runs as u64)
+                    .filter_map(|p| p.ach.as_ref().map(|a| a.runs as u64))
                     .max()
                     .unwrap_or(0);
                 let seeds: Vec<u64> = (0..runs as u32).map(|r| config.seed(r)).collect();
@@ -366,14 +366,14 @@ fn sensitivity_table(results: &Results) -> Table {
     ];
     let rows = results
         .summary
-        .sensitivity
-        .iter()
+        .ach_points()
+        .into_iter()
         .map(|p| {
-            let base = is_base(results.config(&p.series), &p.point.parameter, p.point.value);
+            let base = is_base(results.config(p.series), p.parameter, p.value);
             vec![
-                Cell::text(&p.series),
-                Cell::text(&p.point.parameter),
-                Cell::text(format!("{}", p.point.value)),
+                Cell::text(p.series),
+                Cell::text(p.parameter),
+                Cell::text(format!("{}", p.value)),
                 Cell::text(if base { "base" } else { "" }),
                 Cell::Count(Some(p.ach.runs as u64)),
                 estimate(p.ach.d_mean),
@@ -432,7 +432,7 @@ fn violations_table(summary: &MatrixSummary) -> Table {
             .sensitivity
             .iter()
             .filter(|p| p.series == sweep)
-            .map(|p| p.ach.clone())
+            .filter_map(|p| p.ach.clone())
             .collect();
         let total: u64 = points.iter().map(|a| a.n_viol).sum();
         let mut row = vec![Cell::text(format!("{sweep} (all points)"))];

@@ -1021,13 +1021,13 @@ fn parameter_marker(parameter: &str) -> Marker {
 fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
     // Sweep points first, so that the C1 markers are drawn on top of them.
     let mut points = Vec::new();
-    for p in &summary.sensitivity {
+    for p in summary.ach_points() {
         points.push(FrontierPoint {
-            label: format!("{} {}", p.point.parameter, p.point.value),
+            label: format!("{} {}", p.parameter, p.value),
             m_cum: p.ach.m_cum.mean,
             d_mean: p.ach.d_mean.mean,
             color: algorithm_color("ACH"),
-            marker: parameter_marker(&p.point.parameter),
+            marker: parameter_marker(p.parameter),
             fill: Fill::Hollow,
         });
     }
@@ -1194,9 +1194,9 @@ fn frontier_figure(summary: &MatrixSummary) -> DrawResult<Figure> {
             ));
         }
         let mut parameters: Vec<&str> = summary
-            .sensitivity
-            .iter()
-            .map(|p| p.point.parameter.as_str())
+            .ach_points()
+            .into_iter()
+            .map(|p| p.parameter)
             .collect();
         parameters.dedup();
         for parameter in parameters {
