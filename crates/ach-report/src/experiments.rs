@@ -169,6 +169,8 @@ fn check_writable(out: &Path) -> Result<(), String> {
     std::fs::remove_file(&probe).map_err(fail)
 }
 
+/// `experiments`: checks the arguments, runs the matrix and writes every output; exit code 0 when
+/// every run passed its invariants, 1 when some did not, 2 for bad input or a write error.
 pub fn run(args: Args) -> ExitCode {
     let plan = match plan(&args) {
         Ok(plan) => plan,
