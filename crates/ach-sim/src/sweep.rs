@@ -299,8 +299,9 @@ pub struct Coordinate {
 /// One point of a sweep: the value of each swept field (one field in `one-at-a-time` mode).
 ///
 /// In JSON a one-field point is `{"parameter": ..., "value": ...}` (C5's form) and a grid point
-/// `{"coordinates": [{"parameter": ..., "value": ...}, ...]}`; in binary formats it is the list
-/// of coordinates.
+/// `{"coordinates": [{"parameter": ..., "value": ...}, ...]}`. In binary formats every point is
+/// the pair (parameter, value) that C5's records have always held; a grid point's pair is (its
+/// coordinates as JSON, NaN), which no one-field point can be (sweep values are finite).
 #[derive(Clone, Debug, PartialEq)]
 pub struct SweepPoint {
     /// The fields set and their values, in the sweep's field order.
@@ -350,7 +351,18 @@ struct GridForm {
 impl Serialize for SweepPoint {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         if !serializer.is_human_readable() {
-            return self.coordinates.serialize(serializer);
+            let pair = match self.only() {
+                Some(c) => (c.parameter.clone(), c.value),
+                None => (
+                    serde_json::to_string(&self.coordinates).map_err(serde::ser::Error::custom)?,
+                    f64::NAN,
+                ),
+            };
+            return OneFieldForm {
+                parameter: pair.0,
+                value: pair.1,
+            }
+            .serialize(serializer);
         }
         match self.only() {
             Some(c) => OneFieldForm {
@@ -369,9 +381,12 @@ impl Serialize for SweepPoint {
 impl<'de> Deserialize<'de> for SweepPoint {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<SweepPoint, D::Error> {
         if !deserializer.is_human_readable() {
-            return Ok(SweepPoint {
-                coordinates: Vec::deserialize(deserializer)?,
-            });
+            let pair = OneFieldForm::deserialize(deserializer)?;
+            if !pair.value.is_nan() {
+                return Ok(SweepPoint::single(&pair.parameter, pair.value));
+            }
+            let coordinates = serde_json::from_str(&pair.parameter).map_err(de::Error::custom)?;
+            return Ok(SweepPoint { coordinates });
         }
         #[derive(Deserialize)]
         #[serde(deny_unknown_fields)]
