@@ -1,7 +1,9 @@
-//! The matrix as a Slurm array job, on a real (throwaway, single-node) Slurm: three tasks run
-//! `experiments --shard slurm` into folders of their own, `merge` gathers them, and
-//! `experiments` without `--shard` then runs nothing and writes outputs byte-identical to a
-//! one-machine run.
+//! The matrix as a Slurm array job, on a real (throwaway, single-node) Slurm, through the
+//! scripts a user copies (`scripts/slurm/`): three tasks of `array.sbatch` run
+//! `experiments --shard slurm` into one shared folder, then `merge.sbatch` checks and merges
+//! them and runs `experiments` without `--shard`, which runs nothing and writes outputs
+//! byte-identical to a one-machine run. (Separate shard folders, and a shard killed and rerun,
+//! are covered without Slurm in `crates/ach-report/tests/shards.rs`.)
 //!
 //! The test starts its own cluster from Debian's packages (slurmctld, slurmd, slurm-client,
 //! munge; `.ci/run` installs them): a private munged with its own key and socket, a controller
@@ -313,76 +315,66 @@ fn a_slurm_array_of_three_shards_merges_to_the_one_machine_outputs() {
         "C1,C4c,G",
         "--runs",
         "2",
-        "--threads",
-        "1",
         "--config",
         grid_arg.as_str(),
     ];
-    let script = work.join("array.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nexec {} experiments --shard slurm --out {}/shard_$SLURM_ARRAY_TASK_ID {}\n",
-            env!("CARGO_BIN_EXE_xtask"),
-            work.display(),
-            matrix.join(" ")
-        ),
-    )
-    .expect("array.sh");
-    let output = Command::new("sbatch")
-        .args(["--wait", "--array=0-2", "--time=20", "--output"])
-        .arg(work.join("task_%a.log"))
-        .arg("--chdir")
-        .arg(&work)
-        .arg(&script)
-        .env("SLURM_CONF", &cluster.config)
-        .output()
-        .expect("sbatch runs");
-    let task_logs: String = (0..3)
-        .map(|k| std::fs::read_to_string(work.join(format!("task_{k}.log"))).unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n");
-    assert!(
-        output.status.success(),
-        "the array job failed: {}\n{}\n{task_logs}\n{}",
-        output.status,
-        String::from_utf8_lossy(&output.stderr),
-        cluster.logs()
+    // The scripts a user copies: the array of shards into one shared folder, then the merge
+    // step, each waited for.
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/slurm");
+    let shared = work.join("shared");
+    let sbatch = |args: &[&str], script: &str| {
+        let output = Command::new("sbatch")
+            .arg("--wait")
+            .args(args)
+            .arg("--chdir")
+            .arg(&work)
+            .arg(scripts.join(script))
+            .args(matrix)
+            .env("SLURM_CONF", &cluster.config)
+            .env("ACH_BIN", env!("CARGO_BIN_EXE_xtask"))
+            .env("ACH_OUT", &shared)
+            .output()
+            .expect("sbatch runs");
+        let logs: String = std::fs::read_dir(&work)
+            .expect("work folder")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .map(|p| std::fs::read_to_string(p).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n");
+        assert!(
+            output.status.success(),
+            "sbatch {script} failed: {}\n{}\n{logs}\n{}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr),
+            cluster.logs()
+        );
+        logs
+    };
+    let task_logs = sbatch(
+        &["--array=0-2", "--time=20", "--output=task_%a.log"],
+        "array.sbatch",
     );
     for k in 0..3 {
         assert!(
-            work.join(format!("shard_{k}/shards/shard-{k}-of-3.json"))
-                .exists(),
+            shared.join(format!("shards/shard-{k}-of-3.json")).exists(),
             "task {k} left no manifest:\n{task_logs}"
         );
     }
-
-    let merged = work.join("merged");
-    let merged_arg = merged.to_string_lossy().into_owned();
-    let shard_dirs: Vec<String> = (0..3)
-        .map(|k| {
-            work.join(format!("shard_{k}"))
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    let mut merge_args = vec!["merge", "--out", merged_arg.as_str()];
-    merge_args.extend(shard_dirs.iter().map(String::as_str));
-    xtask(&merge_args);
-    let mut finish = vec!["experiments", "--out", merged_arg.as_str()];
-    finish.extend(matrix);
-    xtask(&finish);
+    assert!(
+        !shared.join("summary.json").exists(),
+        "a shard wrote the summary"
+    );
+    sbatch(&["--time=20", "--output=merge.log"], "merge.sbatch");
+    let merged = shared;
     let timing: serde_json::Value =
         serde_json::from_slice(&std::fs::read(merged.join("timing.json")).expect("timing"))
             .expect("timing.json");
-    assert_eq!(
-        timing["runs_executed"], 0,
-        "the merged folder holds every run"
-    );
+    assert_eq!(timing["runs_executed"], 0, "the shards ran every run");
 
     let one = work.join("one_machine");
     let one_arg = one.to_string_lossy().into_owned();
-    let mut single = vec!["experiments", "--out", one_arg.as_str()];
+    let mut single = vec!["experiments", "--threads", "1", "--out", one_arg.as_str()];
     single.extend(matrix);
     xtask(&single);
 
