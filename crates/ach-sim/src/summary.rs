@@ -188,6 +188,40 @@ impl MatrixSummary {
     }
 }
 
+impl SensitivityPoint {
+    /// Every algorithm at the point, in the configuration's order.
+    pub fn algorithms(&self) -> Vec<&AlgorithmSummary> {
+        match (&self.all, &self.ach) {
+            (Some(all), _) => all.algorithms.iter().collect(),
+            (None, Some(ach)) => vec![ach],
+            (None, None) => Vec::new(),
+        }
+    }
+}
+
+impl MatrixSummary {
+    /// The sweeps beyond C5's form (a grid, or other algorithms than ACH), each as its series
+    /// name and its points, in order. C5-form sweeps have their own tables and figure.
+    pub fn general_sweeps(&self) -> Vec<(&str, Vec<&SensitivityPoint>)> {
+        self.sweep_series()
+            .into_iter()
+            .map(|name| {
+                let points: Vec<&SensitivityPoint> = self
+                    .sensitivity
+                    .iter()
+                    .filter(|p| p.series == name)
+                    .collect();
+                (name, points)
+            })
+            .filter(|(_, points)| {
+                points
+                    .iter()
+                    .any(|p| p.all.is_some() || p.point.only().is_none())
+            })
+            .collect()
+    }
+}
+
 /// Summarises one algorithm over runs.
 pub fn summarize_algorithm(name: &str, aggregates: &[Aggregates]) -> AlgorithmSummary {
     let pick =

@@ -75,12 +75,14 @@ pub struct ReportTables {
     pub violations: Table,
     /// Every algorithm in every series.
     pub all_algorithms: Table,
+    /// One table per sweep beyond C5's form (a grid, or every algorithm at every point).
+    pub sweeps: Vec<Table>,
 }
 
 impl ReportTables {
     /// Every table, in report order.
-    pub fn all(&self) -> [&Table; 9] {
-        [
+    pub fn all(&self) -> Vec<&Table> {
+        let mut all = vec![
             &self.overview,
             &self.table_2,
             &self.table_3,
@@ -90,7 +92,9 @@ impl ReportTables {
             &self.sensitivity,
             &self.violations,
             &self.all_algorithms,
-        ]
+        ];
+        all.extend(&self.sweeps);
+        all
     }
 }
 
@@ -123,6 +127,54 @@ pub fn build_tables(results: &Results) -> ReportTables {
         sensitivity: sensitivity_table(results),
         violations: violations_table(summary),
         all_algorithms: all_algorithms_table(summary),
+        sweeps: summary
+            .general_sweeps()
+            .into_iter()
+            .map(|(series, points)| sweep_table(series, &points))
+            .collect(),
+    }
+}
+
+/// Every algorithm at every point of one sweep.
+fn sweep_table(series: &str, points: &[&ach_sim::summary::SensitivityPoint]) -> Table {
+    let columns = vec![
+        Column::key("Point", "point"),
+        Column::key("Algorithm", "algorithm"),
+        numeric_key("Runs", "runs"),
+        Column::value("D-bar", "d_mean"),
+        Column::value("D-bar true", "d_true_mean"),
+        Column::value("M_cum", "m_cum"),
+        Column::value("pi_chg", "pi_chg"),
+        Column::value("n_viol", "n_viol"),
+    ];
+    let rows = points
+        .iter()
+        .flat_map(|p| {
+            p.algorithms().into_iter().map(|a| {
+                vec![
+                    Cell::text(p.point.label()),
+                    algorithm_cell(&a.name),
+                    Cell::Count(Some(a.runs as u64)),
+                    estimate(a.d_mean),
+                    estimate(a.d_true_mean),
+                    estimate(a.m_cum),
+                    estimate(a.pi_chg),
+                    Cell::Count(Some(a.n_viol)),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        name: format!("sweep_{series}"),
+        title: format!(
+            "Sweep {series}: every algorithm at every point (mean ± CI95 over the point's runs)"
+        ),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SeriesSummary};
+use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SensitivityPoint, SeriesSummary};
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
@@ -689,7 +689,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
             "fig4_noise_gradient",
         ),
     }
-    if series("C1").is_some() || !summary.sensitivity.is_empty() {
+    if series("C1").is_some() || !summary.ach_points().is_empty() {
         keep(
             &mut figures,
             &mut notes,
@@ -699,7 +699,159 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
     } else {
         notes.push("frontier_c5: not drawn, neither C1 nor C5 is in the results".to_string());
     }
+    for (series, points) in summary.general_sweeps() {
+        for parameter in swept_fields(&points) {
+            let name = format!("sweep_{series}_{parameter}");
+            keep(
+                &mut figures,
+                &mut notes,
+                sweep_figure(series, &parameter, &points),
+                &name,
+            );
+        }
+    }
     (figures, notes)
+}
+
+// ---------------------------------------------------------------------------------------
+// Sweeps beyond C5's form: D-bar and M_cum against each swept field.
+// ---------------------------------------------------------------------------------------
+
+/// The swept fields of a sweep's points, in order, each once.
+fn swept_fields(points: &[&SensitivityPoint]) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    for p in points {
+        for c in &p.point.coordinates {
+            if !fields.contains(&c.parameter) {
+                fields.push(c.parameter.clone());
+            }
+        }
+    }
+    fields
+}
+
+/// The points along `field` with every other swept field at its first value (a grid's slice;
+/// in a one-at-a-time sweep, the points of that field), with the field's value.
+fn slice_along<'a>(
+    points: &[&'a SensitivityPoint],
+    field: &str,
+) -> Vec<(f64, &'a SensitivityPoint)> {
+    let first_value = |name: &str| {
+        points
+            .iter()
+            .flat_map(|p| &p.point.coordinates)
+            .find(|c| c.parameter == name)
+            .map(|c| c.value)
+    };
+    points
+        .iter()
+        .filter_map(|p| {
+            let mut value = None;
+            for c in &p.point.coordinates {
+                if c.parameter == field {
+                    value = Some(c.value);
+                } else if Some(c.value) != first_value(&c.parameter) {
+                    return None;
+                }
+            }
+            value.map(|v| (v, *p))
+        })
+        .collect()
+}
+
+fn sweep_figure(series: &str, field: &str, points: &[&SensitivityPoint]) -> DrawResult<Figure> {
+    let mut slice = slice_along(points, field);
+    slice.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut names: Vec<&str> = Vec::new();
+    for (_, p) in &slice {
+        for a in p.algorithms() {
+            if !names.contains(&a.name.as_str()) {
+                names.push(&a.name);
+            }
+        }
+    }
+    // One band per algorithm and metric: mean with its 95 % CI, against the field's value.
+    let band = |name: &str, metric: fn(&AlgorithmSummary) -> ach_sim::summary::Interval| {
+        let mut b = TraceBand {
+            t: Vec::new(),
+            low: Vec::new(),
+            median: Vec::new(),
+            high: Vec::new(),
+        };
+        for (x, p) in &slice {
+            if let Some(a) = p.algorithms().into_iter().find(|a| a.name == name) {
+                let i = metric(a);
+                let ci = i.ci95.unwrap_or(0.0);
+                b.t.push(*x);
+                b.low.push(i.mean - ci);
+                b.median.push(i.mean);
+                b.high.push(i.mean + ci);
+            }
+        }
+        b
+    };
+    let d_bands: Vec<(&str, TraceBand)> =
+        names.iter().map(|n| (*n, band(n, |a| a.d_mean))).collect();
+    let m_bands: Vec<(&str, TraceBand)> =
+        names.iter().map(|n| (*n, band(n, |a| a.m_cum))).collect();
+    let x_range = padded_range(slice.iter().map(|(x, _)| *x), 0.04);
+    let others: Vec<String> = swept_fields(points)
+        .into_iter()
+        .filter(|f| f != field)
+        .collect();
+    let svg = render_svg((STACKED.0, STACKED.1 + LEGEND_HEIGHT), |root| {
+        let (plots, legend) = root.split_vertically(STACKED.1);
+        let plots = plots
+            .titled(
+                &format!("{series}: D-bar and M_cum against {field}"),
+                (FONT, CAPTION_SIZE),
+            )
+            .map_err(draw_error)?;
+        let (top, bottom) = plots.split_vertically((STACKED.1 - 30) / 2);
+        for (area, bands, y_desc) in [
+            (&top, &d_bands, "D-bar (fraction of load)"),
+            (&bottom, &m_bands, "M_cum (fraction of key space)"),
+        ] {
+            let y_range = padded_range(
+                bands
+                    .iter()
+                    .flat_map(|(_, b)| b.low.iter().chain(&b.high).copied()),
+                0.05,
+            );
+            let y_range = y_range.start.max(0.0)..y_range.end;
+            let mut chart = chart_builder(area)
+                .build_cartesian_2d(x_range.clone(), y_range)
+                .map_err(draw_error)?;
+            styled_mesh(&mut chart.configure_mesh(), field, y_desc)
+                .y_label_formatter(&|v| format!("{v:.3}"))
+                .draw()
+                .map_err(draw_error)?;
+            for (name, b) in bands.iter() {
+                draw_band(&mut chart, b, algorithm_color(name), |v| v)?;
+            }
+        }
+        let mut entries = algorithm_legend(&names);
+        for entry in &mut entries {
+            entry.line = true;
+            entry.marker = None;
+        }
+        draw_legend_strip(&legend, &entries)
+    })?;
+    Ok(Figure {
+        name: format!("sweep_{series}_{field}"),
+        caption: format!(
+            "Sweep {series}: D-bar (top) and M_cum (bottom) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band.{}",
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " The other swept fields ({}) are at their first value.",
+                    others.join(", ")
+                )
+            }
+        ),
+        svg,
+    })
 }
 
 // ---------------------------------------------------------------------------------------
