@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
 
+use ach_sim::config::opt_in_series;
 use ach_sim::matrix::{Job, jobs, plan_fingerprint, run_jobs, shard_assignment};
 use ach_sim::summary::{MatrixSummary, summarize};
 use ach_sim::{Profile, RunRecord, SeriesConfig, built_in_series};
@@ -20,7 +21,7 @@ use crate::{outputs, store};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Series to run, comma-separated (default: every built-in series and every series of
-    /// `--config`).
+    /// `--config`; the opt-in built-in series `noise` and `scale` run only when named).
     #[arg(long, value_delimiter = ',')]
     pub series: Vec<String>,
     /// Runs per series (per sweep point for C5); default: each series' own count (30; C5: 10).
@@ -113,8 +114,21 @@ pub fn plan(args: &Args) -> Result<Plan, String> {
         let mut chosen = Vec::new();
         for name in &args.series {
             let name = name.trim();
-            let Some(config) = available.iter().find(|s| s.name == name) else {
-                let known: Vec<&str> = available.iter().map(|s| s.name.as_str()).collect();
+            let opt_in = opt_in_series();
+            let found = available
+                .iter()
+                .chain(
+                    opt_in
+                        .iter()
+                        .filter(|o| !available.iter().any(|a| a.name == o.name)),
+                )
+                .find(|s| s.name == name);
+            let Some(config) = found else {
+                let known: Vec<&str> = available
+                    .iter()
+                    .chain(&opt_in)
+                    .map(|s| s.name.as_str())
+                    .collect();
                 return Err(format!(
                     "--series: unknown series {name:?} (known: {})",
                     known.join(", ")

@@ -337,6 +337,23 @@ pub const BUILT_IN: [(&str, &str); 8] = [
     ("C5", include_str!("../series/C5.toml")),
 ];
 
+/// Built-in series that are not in the default matrix: run them by name (`--series noise`).
+pub const OPT_IN: [(&str, &str); 2] = [
+    ("noise", include_str!("../series/noise.toml")),
+    ("scale", include_str!("../series/scale.toml")),
+];
+
+/// The opt-in built-in series ([`OPT_IN`]), parsed.
+pub fn opt_in_series() -> Vec<SeriesConfig> {
+    OPT_IN
+        .iter()
+        .map(|(name, text)| {
+            SeriesConfig::from_toml(text)
+                .unwrap_or_else(|e| panic!("built-in series {name} does not parse: {e}"))
+        })
+        .collect()
+}
+
 /// The built-in series, parsed, in matrix order.
 pub fn built_in_series() -> Vec<SeriesConfig> {
     BUILT_IN
@@ -833,6 +850,17 @@ mod tests {
             s.validate(Profile::Paper).unwrap();
             s.validate(Profile::Corrected).unwrap();
         }
+        for s in &opt_in_series() {
+            s.validate(Profile::Paper).unwrap();
+            s.validate(Profile::Corrected).unwrap();
+        }
+        let scale = &opt_in_series()[1];
+        let largest = scale
+            .at_point(scale.sweep_points().last().unwrap())
+            .unwrap();
+        assert_eq!(largest.cluster.classes.len(), 1000);
+        assert_eq!(largest.tokens, 100_000);
+        assert_eq!(largest.load.rate(0), 143_750.0);
         let c5 = &all[7];
         assert_eq!(c5.sweep_points().len(), 19);
         let p = c5.at_point(&SweepPoint::single("eps_on", 0.05)).unwrap();
