@@ -270,30 +270,8 @@ fn xtask(args: &[&str]) {
     );
 }
 
-/// Every file under `root` but timing.json and the shard manifests, sorted, with its bytes.
 fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut folders = vec![root.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).expect("a results folder") {
-            let path = entry.expect("an entry").path();
-            let relative = path
-                .strip_prefix(root)
-                .expect("below root")
-                .to_string_lossy()
-                .into_owned();
-            if relative == "shards" || relative == "timing.json" {
-                continue;
-            }
-            if path.is_dir() {
-                folders.push(path);
-            } else {
-                out.push((relative, std::fs::read(&path).expect("a file")));
-            }
-        }
-    }
-    out.sort();
-    out
+    ach_report::shard::comparable_files(root).expect("a results folder")
 }
 
 #[test]

@@ -289,6 +289,30 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, String> {
     Ok(copied)
 }
 
+/// Every file of a results folder that a one-machine run and a merged run must have
+/// byte-identical (all but `timing.json` and the shard manifests), sorted by relative path
+/// (`/`-separated), with its bytes.
+pub fn comparable_files(root: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+    let mut files = Vec::new();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder)? {
+            let path = entry?.path();
+            let name = relative(&path, root);
+            if name == "shards" || name == "timing.json" {
+                continue;
+            }
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push((name, std::fs::read(&path)?));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The shard manifests in `dir/shards/` (none when the folder does not exist and `may_be_new`).
 fn read_manifests(dir: &Path, may_be_new: bool) -> Result<Vec<(PathBuf, Manifest)>, String> {
     let folder = dir.join("shards");

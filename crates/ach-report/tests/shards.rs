@@ -46,30 +46,8 @@ fn finish(out: &Path) -> u64 {
     timing["runs_executed"].as_u64().unwrap()
 }
 
-/// Every file under `root` but timing.json and the shard manifests, sorted, with its bytes.
 fn files(root: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut folders = vec![root.to_path_buf()];
-    while let Some(folder) = folders.pop() {
-        for entry in std::fs::read_dir(&folder).unwrap() {
-            let path = entry.unwrap().path();
-            let relative = path
-                .strip_prefix(root)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if relative == "shards" || relative == "timing.json" {
-                continue;
-            }
-            if path.is_dir() {
-                folders.push(path);
-            } else {
-                out.push((relative, std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    ach_report::shard::comparable_files(root).expect("a results folder")
 }
 
 fn assert_same_files(expected: &Path, actual: &Path) {
