@@ -7,7 +7,7 @@
 mod stats;
 mod verify_trace;
 
-use ach_report::{experiments, report};
+use ach_report::{experiments, report, shard};
 
 use std::process::ExitCode;
 
@@ -31,6 +31,9 @@ enum Command {
     /// Render REPORT.md, tables and figures from the saved results of `experiments`, without
     /// rerunning anything.
     Report(report::Args),
+    /// Gather the records of the shards of one matrix (`experiments --shard`) into one folder,
+    /// checking that they belong together; then `experiments --out DIR` writes the outputs.
+    Merge(shard::MergeArgs),
     /// Replay recorded controller and telemetry traces (gzipped JSON) through this project's
     /// code and report, per file, a match or the first divergence.
     VerifyTrace(verify_trace::Args),
@@ -44,6 +47,7 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Experiments(args) => experiments::run(args),
         Command::Report(args) => report::run(args),
+        Command::Merge(args) => shard::run_merge(args),
         Command::VerifyTrace(args) => verify_trace::run(args),
         Command::Stats(args) => stats::run(args),
     }

@@ -13,10 +13,7 @@ pub fn floor_largest_remainder(n: usize, weights: &[f64]) -> Vec<usize> {
     let given: usize = counts.iter().sum();
     let remaining = n.saturating_sub(given);
     let fractions: Vec<f64> = raw.iter().map(|x| x - x.floor()).collect();
-    for j in order_by(&fractions, Order::LargestFirst)
-        .into_iter()
-        .take(remaining)
-    {
+    for j in first_by(&fractions, Order::LargestFirst, remaining) {
         counts[j] += 1;
     }
     counts
@@ -36,17 +33,11 @@ pub fn round_half_even_fixed_total(total: usize, raw: &[f64]) -> Vec<i64> {
     let sum: i64 = counts.iter().sum();
     let diff = total as i64 - sum;
     if diff > 0 {
-        for j in order_by(&residuals, Order::LargestFirst)
-            .into_iter()
-            .take(diff as usize)
-        {
+        for j in first_by(&residuals, Order::LargestFirst, diff as usize) {
             counts[j] += 1;
         }
     } else if diff < 0 {
-        for j in order_by(&residuals, Order::SmallestFirst)
-            .into_iter()
-            .take((-diff) as usize)
-        {
+        for j in first_by(&residuals, Order::SmallestFirst, (-diff) as usize) {
             counts[j] -= 1;
         }
     }
@@ -59,22 +50,54 @@ enum Order {
     SmallestFirst,
 }
 
-/// Indices ordered by key; a stable sort keeps ties in increasing index order.
-fn order_by(keys: &[f64], order: Order) -> Vec<usize> {
-    let mut idx: Vec<usize> = (0..keys.len()).collect();
-    idx.sort_by(|&a, &b| {
+/// The first `k` indices ordered by key, ties in increasing index order (what a stable sort of
+/// all indices, then taking `k`, gives). Only the `k` first are sorted: a selection finds them
+/// in linear time, which matters when thousands of receivers get a handful of tokens.
+fn first_by(keys: &[f64], order: Order, k: usize) -> Vec<usize> {
+    // Key, then index: a strict total order, so selection and sorting need no stability.
+    let compare = |&a: &usize, &b: &usize| {
         let ord = keys[a].total_cmp(&keys[b]);
         match order {
             Order::LargestFirst => ord.reverse(),
             Order::SmallestFirst => ord,
         }
-    });
+        .then(a.cmp(&b))
+    };
+    let mut idx: Vec<usize> = (0..keys.len()).collect();
+    let k = k.min(idx.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    if k < idx.len() {
+        idx.select_nth_unstable_by(k - 1, compare);
+        idx.truncate(k);
+    }
+    idx.sort_unstable_by(compare);
     idx
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn the_first_k_are_those_of_a_stable_sort(
+            keys in proptest::collection::vec(-3i32..3, 0..40),
+            k in 0usize..45,
+            largest in proptest::bool::ANY,
+        ) {
+            let keys: Vec<f64> = keys.into_iter().map(|x| f64::from(x) * 0.25).collect();
+            let order = if largest { Order::LargestFirst } else { Order::SmallestFirst };
+            let mut expected: Vec<usize> = (0..keys.len()).collect();
+            expected.sort_by(|&a, &b| {
+                let ord = keys[a].total_cmp(&keys[b]);
+                if largest { ord.reverse() } else { ord }
+            });
+            expected.truncate(k);
+            proptest::prop_assert_eq!(first_by(&keys, order, k), expected);
+        }
+    }
 
     #[test]
     fn floor_then_largest_remainder_with_ties_to_lower_index() {

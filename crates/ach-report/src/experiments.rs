@@ -11,7 +11,8 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use ach_sim::Registry;
-use ach_sim::matrix::{Job, jobs, run_jobs_with};
+use ach_sim::config::opt_in_series;
+use ach_sim::matrix::{Job, jobs, plan_fingerprint, run_jobs_with, shard_assignment};
 use ach_sim::summary::{MatrixSummary, summarize};
 use ach_sim::{Profile, RunRecord, SeriesConfig, built_in_series};
 
@@ -21,7 +22,7 @@ use crate::{outputs, store};
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// Series to run, comma-separated (default: every built-in series and every series of
-    /// `--config`).
+    /// `--config`; the opt-in built-in series `noise` and `scale` run only when named).
     #[arg(long, value_delimiter = ',')]
     pub series: Vec<String>,
     /// Runs per series (per sweep point for C5); default: each series' own count (30; C5: 10).
@@ -47,6 +48,12 @@ pub struct Args {
     /// Do not render the report (REPORT.md, tables, figures) at the end.
     #[arg(long)]
     pub no_report: bool,
+    /// Run only one part of the run list: `INDEX/COUNT` (0 <= INDEX < COUNT; a deterministic
+    /// split balanced by estimated cost) or `slurm` (from SLURM_ARRAY_TASK_ID and
+    /// SLURM_ARRAY_TASK_COUNT). A shard saves its runs and its manifest, not the summary: gather
+    /// the shards with `merge`, then run again without `--shard` (see docs/slurm.md).
+    #[arg(long, value_parser = crate::shard::Shard::parse)]
+    pub shard: Option<crate::shard::Shard>,
 }
 
 fn parse_profile(text: &str) -> Result<Profile, String> {
@@ -72,6 +79,8 @@ pub struct Plan {
     pub threads: usize,
     /// The algorithms the series may name.
     pub registry: Registry,
+    /// The part of the run list to run (all of it when `None`).
+    pub shard: Option<crate::shard::Shard>,
 }
 
 /// Checks every argument and configuration file; the error names the argument or file, the
@@ -113,8 +122,21 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
         let mut chosen = Vec::new();
         for name in &args.series {
             let name = name.trim();
-            let Some(config) = available.iter().find(|s| s.name == name) else {
-                let known: Vec<&str> = available.iter().map(|s| s.name.as_str()).collect();
+            let opt_in = opt_in_series();
+            let found = available
+                .iter()
+                .chain(
+                    opt_in
+                        .iter()
+                        .filter(|o| !available.iter().any(|a| a.name == o.name)),
+                )
+                .find(|s| s.name == name);
+            let Some(config) = found else {
+                let known: Vec<&str> = available
+                    .iter()
+                    .chain(&opt_in)
+                    .map(|s| s.name.as_str())
+                    .collect();
                 return Err(format!(
                     "--series: unknown series {name:?} (known: {})",
                     known.join(", ")
@@ -149,6 +171,7 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
             .threads
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
         registry,
+        shard: args.shard,
     })
 }
 
@@ -195,6 +218,19 @@ pub fn run_with(args: Args, registry: Registry) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(shard) = plan.shard {
+        return match execute_shard(&plan, shard) {
+            Ok(0) => ExitCode::SUCCESS,
+            Ok(violations) => {
+                eprintln!("error: {violations} invariant violations (a bug): see the records");
+                ExitCode::from(1)
+            }
+            Err(message) => {
+                eprintln!("error: {message}");
+                ExitCode::from(2)
+            }
+        };
+    }
     match execute(&plan, &args) {
         Ok(summary) if summary.total_violations == 0 => ExitCode::SUCCESS,
         Ok(summary) => {
@@ -217,6 +253,48 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
     store::remove_stray_temporaries(&plan.out)
         .map_err(|e| format!("{}: cannot clean temporary files: {e}", plan.out.display()))?;
     let all_jobs = jobs(&plan.series, plan.runs);
+    let job_refs: Vec<&Job> = all_jobs.iter().collect();
+    let (records, executed) = run_missing(plan, &job_refs)?;
+    let reused = all_jobs.len() - executed;
+    let summary = summarize(&plan.series, &records, plan.profile);
+    let ran_seconds = start.elapsed().as_secs_f64();
+    outputs::write_all(
+        &plan.out,
+        &plan.series,
+        &records,
+        &summary,
+        &outputs::Extras {
+            reference_json: args.reference_json,
+        },
+    )?;
+    outputs::write_timing(
+        &plan.out,
+        &outputs::Timing {
+            wall_seconds: ran_seconds,
+            threads: plan.threads,
+            runs_executed: executed,
+            runs_reused: reused,
+        },
+    )?;
+    print!("{}", outputs::render_summary_text(&summary));
+    if !args.no_report {
+        crate::report::render_with(&plan.out, &plan.registry)
+            .map_err(|e| format!("report: {e}"))?;
+        eprintln!("report: {}", plan.out.join("REPORT.md").display());
+    }
+    eprintln!(
+        "{} runs in {:.2} s ({} reused); results in {}",
+        all_jobs.len(),
+        ran_seconds,
+        reused,
+        plan.out.display()
+    );
+    Ok(summary)
+}
+
+/// Runs the jobs whose record is not saved yet (in parallel, saving each as it finishes, with
+/// progress) and returns every job's record in order, and how many ran.
+fn run_missing(plan: &Plan, all_jobs: &[&Job]) -> Result<(Vec<RunRecord>, usize), String> {
     let mut records: Vec<Option<RunRecord>> = all_jobs
         .iter()
         .map(|job| store::reusable_record(&plan.out, job, plan.profile))
@@ -225,14 +303,18 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
         .iter()
         .enumerate()
         .filter(|(k, _)| records[*k].is_none())
-        .map(|(k, job)| (k, job.clone()))
+        .map(|(k, job)| (k, (*job).clone()))
         .collect();
     let reused = all_jobs.len() - todo.len();
     eprintln!(
-        "{} runs ({} series, profile {}), {} saved, {} to run on {} threads",
+        "{} runs ({} series, profile {}{}), {} saved, {} to run on {} threads",
         all_jobs.len(),
         plan.series.len(),
         plan.profile.name(),
+        plan.shard.map_or(String::new(), |s| format!(
+            ", shard {}/{}",
+            s.index, s.count
+        )),
         reused,
         todo.len(),
         plan.threads
@@ -277,42 +359,50 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
     for ((k, _), result) in todo.iter().zip(results) {
         records[*k] = Some(result.map_err(|e| e.to_string())?);
     }
-    let records: Vec<RunRecord> = records
+    let records = records
         .into_iter()
         .map(|r| r.expect("every job has a record"))
         .collect();
-    let summary = summarize(&plan.series, &records, plan.profile);
-    let ran_seconds = start.elapsed().as_secs_f64();
-    outputs::write_all(
+    Ok((records, todo.len()))
+}
+
+/// Runs one shard of the plan: its part of the run list, saved as a whole run saves it, then
+/// its manifest (see [`crate::shard`]). Returns the number of invariant violations.
+pub fn execute_shard(plan: &Plan, shard: crate::shard::Shard) -> Result<u64, String> {
+    let start = Instant::now();
+    // Stray temporary files are not removed here: in a folder shared by several shards they may
+    // belong to another shard still running. The run without --shard removes them.
+    let all_jobs = jobs(&plan.series, plan.runs);
+    let assignment = shard_assignment(&all_jobs, plan.profile, shard.count);
+    let mine: Vec<&Job> = all_jobs
+        .iter()
+        .zip(&assignment)
+        .filter(|&(_, &s)| s == shard.index)
+        .map(|(job, _)| job)
+        .collect();
+    let (records, executed) = run_missing(plan, &mine)?;
+    let violations = records
+        .iter()
+        .flat_map(|r| &r.algorithms)
+        .map(|a| a.aggregates.n_viol)
+        .sum();
+    crate::shard::Manifest::new(
+        shard,
+        plan.profile,
+        plan_fingerprint(&all_jobs, plan.profile),
+        &mine,
         &plan.out,
-        &plan.series,
-        &records,
-        &summary,
-        &outputs::Extras {
-            reference_json: args.reference_json,
-        },
-    )?;
-    outputs::write_timing(
-        &plan.out,
-        &outputs::Timing {
-            wall_seconds: ran_seconds,
-            threads: plan.threads,
-            runs_executed: todo.len(),
-            runs_reused: reused,
-        },
-    )?;
-    print!("{}", outputs::render_summary_text(&summary));
-    if !args.no_report {
-        crate::report::render_with(&plan.out, &plan.registry)
-            .map_err(|e| format!("report: {e}"))?;
-        eprintln!("report: {}", plan.out.join("REPORT.md").display());
-    }
+    )
+    .write(&plan.out)?;
     eprintln!(
-        "{} runs in {:.2} s ({} reused); results in {}",
+        "shard {}/{}: {} of {} runs in {:.2} s ({} reused); results in {}",
+        shard.index,
+        shard.count,
+        mine.len(),
         all_jobs.len(),
-        ran_seconds,
-        reused,
+        start.elapsed().as_secs_f64(),
+        mine.len() - executed,
         plan.out.display()
     );
-    Ok(summary)
+    Ok(violations)
 }

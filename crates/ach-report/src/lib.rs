@@ -8,6 +8,7 @@
 //!   the workspace that knows the record format (bincode);
 //! - [`outputs`]: `summary.json`, the series configurations, the published simulation's JSON and
 //!   the printed summary;
+//! - [`shard`]: a matrix split over processes or machines (Slurm array tasks) and `merge`;
 //! - [`report`]: REPORT.md, tables (Markdown, LaTeX, CSV) and SVG figures, rendered from saved
 //!   results only.
 //!
@@ -19,4 +20,5 @@
 pub mod experiments;
 pub mod outputs;
 pub mod report;
+pub mod shard;
 pub mod store;

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use ach_sim::summary::{Interval, MatrixSummary};
+use ach_sim::summary::{AlgorithmSummary, Comparison, Interval, MatrixSummary};
 use ach_sim::{RunRecord, SeriesConfig};
 use serde::Serialize;
 
@@ -130,22 +130,22 @@ impl Serialize for ReferenceSensitivity<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let points: Vec<_> = self
             .summary
-            .sensitivity
-            .iter()
+            .ach_points()
+            .into_iter()
             .filter(|p| p.series == self.series)
             .collect();
-        let mut parameters: Vec<&str> = points.iter().map(|p| p.point.parameter.as_str()).collect();
+        let mut parameters: Vec<&str> = points.iter().map(|p| p.parameter).collect();
         parameters.dedup();
         serializer.collect_map(parameters.into_iter().map(|parameter| {
             let values: serde_json::Map<String, serde_json::Value> = points
                 .iter()
-                .filter(|p| p.point.parameter == parameter)
+                .filter(|p| p.parameter == parameter)
                 .map(|p| {
-                    let a = &p.ach;
+                    let a = p.ach;
                     (
-                        python_float(p.point.value),
+                        python_float(p.value),
                         serde_json::json!({
-                            "value": p.point.value,
+                            "value": p.value,
                             "D_mean": a.d_mean.mean,
                             "D_ci": a.d_mean.ci95,
                             "M_cum": a.m_cum.mean,
@@ -178,6 +178,44 @@ fn interval(i: &Interval, digits: usize) -> String {
     }
 }
 
+/// The table of algorithms (and ACH against each baseline) of a series or a sweep point.
+fn write_algorithm_table(
+    out: &mut String,
+    algorithms: &[AlgorithmSummary],
+    comparisons: &[Comparison],
+) {
+    let _ = writeln!(
+        out,
+        "  {:<14} {:>17} {:>17} {:>17} {:>8} {:>7}",
+        "algorithm", "D-bar ± CI95", "D-bar true", "M_cum ± CI95", "pi_chg", "n_viol"
+    );
+    for a in algorithms {
+        let _ = writeln!(
+            out,
+            "  {:<14} {:>17} {:>17} {:>17} {:>8.4} {:>7}",
+            a.name,
+            interval(&a.d_mean, 4),
+            interval(&a.d_true_mean, 4),
+            interval(&a.m_cum, 3),
+            a.pi_chg.mean,
+            a.n_viol
+        );
+    }
+    for c in comparisons {
+        let p = |v: Option<f64>| v.map_or("n/a".to_string(), |p| format!("{p:.2e}"));
+        let _ = writeln!(
+            out,
+            "  ACH vs {:<14} D-bar {:+.1} %, Wilcoxon p = {} (Holm {}), Cliff's delta = {} ({})",
+            c.baseline,
+            c.reduction_percent,
+            p(c.p_value),
+            p(c.p_holm),
+            c.cliffs_delta.map_or("n/a".into(), |d| format!("{d:.3}")),
+            c.magnitude.as_deref().unwrap_or("n/a"),
+        );
+    }
+}
+
 /// The summary table printed at the end of a matrix.
 pub fn render_summary_text(summary: &MatrixSummary) -> String {
     let mut out = String::new();
@@ -190,38 +228,26 @@ pub fn render_summary_text(summary: &MatrixSummary) -> String {
             s.description,
             summary.profile.name()
         );
+        write_algorithm_table(&mut out, &s.algorithms, &s.comparisons);
+    }
+    for p in &summary.sensitivity {
+        // One-field points of ACH alone are C5's form: they go in the table below.
+        let (algorithms, comparisons) = match (&p.all, &p.ach) {
+            (Some(all), _) => (all.algorithms.clone(), all.comparisons.clone()),
+            (None, Some(ach)) if p.point.only().is_none() => (vec![ach.clone()], Vec::new()),
+            _ => continue,
+        };
         let _ = writeln!(
             out,
-            "  {:<14} {:>17} {:>17} {:>17} {:>8} {:>7}",
-            "algorithm", "D-bar ± CI95", "D-bar true", "M_cum ± CI95", "pi_chg", "n_viol"
+            "\n{} at {} ({} runs, profile {})",
+            p.series,
+            p.point.label(),
+            algorithms.first().map_or(0, |a| a.runs),
+            summary.profile.name()
         );
-        for a in &s.algorithms {
-            let _ = writeln!(
-                out,
-                "  {:<14} {:>17} {:>17} {:>17} {:>8.4} {:>7}",
-                a.name,
-                interval(&a.d_mean, 4),
-                interval(&a.d_true_mean, 4),
-                interval(&a.m_cum, 3),
-                a.pi_chg.mean,
-                a.n_viol
-            );
-        }
-        for c in &s.comparisons {
-            let p = |v: Option<f64>| v.map_or("n/a".to_string(), |p| format!("{p:.2e}"));
-            let _ = writeln!(
-                out,
-                "  ACH vs {:<14} D-bar {:+.1} %, Wilcoxon p = {} (Holm {}), Cliff's delta = {} ({})",
-                c.baseline,
-                c.reduction_percent,
-                p(c.p_value),
-                p(c.p_holm),
-                c.cliffs_delta.map_or("n/a".into(), |d| format!("{d:.3}")),
-                c.magnitude.as_deref().unwrap_or("n/a"),
-            );
-        }
+        write_algorithm_table(&mut out, &algorithms, &comparisons);
     }
-    if !summary.sensitivity.is_empty() {
+    if !summary.ach_points().is_empty() {
         let _ = writeln!(
             out,
             "\nSensitivity of ACH (profile {})",
@@ -232,12 +258,12 @@ pub fn render_summary_text(summary: &MatrixSummary) -> String {
             "  {:<8} {:>7} {:>17} {:>17} {:>17}",
             "param", "value", "D-bar ± CI95", "M_cum ± CI95", "pi_chg ± CI95"
         );
-        for p in &summary.sensitivity {
+        for p in summary.ach_points() {
             let _ = writeln!(
                 out,
                 "  {:<8} {:>7} {:>17} {:>17} {:>17}",
-                p.point.parameter,
-                p.point.value,
+                p.parameter,
+                p.value,
                 interval(&p.ach.d_mean, 4),
                 interval(&p.ach.m_cum, 3),
                 interval(&p.ach.pi_chg, 4)

@@ -125,6 +125,32 @@ mod tests {
     }
 
     #[test]
+    fn records_of_grid_points_round_trip() {
+        let point = ach_sim::SweepPoint {
+            coordinates: vec![
+                ach_sim::config::Coordinate {
+                    parameter: "noise.sigma".into(),
+                    value: 0.05,
+                },
+                ach_sim::config::Coordinate {
+                    parameter: "cluster.nodes".into(),
+                    value: 100.0,
+                },
+            ],
+        };
+        let record = RunRecord {
+            series: "G".into(),
+            point: Some(point),
+            run_index: 3,
+            seed: 7,
+            profile: ach_sim::Profile::Paper,
+            fingerprint: 11,
+            algorithms: Vec::new(),
+        };
+        assert_eq!(decode(&encode(&record)), Some(record));
+    }
+
+    #[test]
     fn a_truncated_or_foreign_file_is_not_a_record() {
         assert!(decode(b"").is_none());
         assert!(decode(b"ACHREC01").is_none());

@@ -11,6 +11,7 @@ use ach_telemetry::{
 use serde::{Deserialize, Serialize};
 
 use crate::algorithms::Registry;
+pub use crate::sweep::{Coordinate, Link, Sweep, SweepMode, SweepPoint};
 
 /// Which modelling choices a run follows (spec section 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -238,107 +239,6 @@ pub struct Churn {
     pub add: Vec<NodeClass>,
 }
 
-/// The C5 sweep: ACH's parameters varied one at a time around the base.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
-#[serde(deny_unknown_fields, default)]
-#[allow(non_snake_case)]
-pub struct Sweep {
-    /// Values of `eps_on`; each point sets `eps_off = eps_off_ratio * eps_on`.
-    pub eps_on: Vec<f64>,
-    /// Ratio `eps_off / eps_on` for the `eps_on` points.
-    pub eps_off_ratio: Option<f64>,
-    /// Values of `kappa`.
-    pub kappa: Vec<f64>,
-    /// Values of `tau`.
-    pub tau: Vec<f64>,
-    /// Values of `M_max`.
-    pub M_max: Vec<f64>,
-}
-
-/// A parameter of ACH a sweep varies. Written as its name (`eps_on`) in records and JSON; any
-/// other name read back is an error naming it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(into = "String", try_from = "String")]
-pub enum SweepParameter {
-    /// `eps_on` (and `eps_off = eps_off_ratio * eps_on` when the ratio is given).
-    EpsOn,
-    /// `kappa`.
-    Kappa,
-    /// `tau`.
-    Tau,
-    /// `M_max`.
-    MMax,
-}
-
-impl SweepParameter {
-    /// Every parameter, in sweep order.
-    pub const ALL: [SweepParameter; 4] = [
-        SweepParameter::EpsOn,
-        SweepParameter::Kappa,
-        SweepParameter::Tau,
-        SweepParameter::MMax,
-    ];
-
-    /// The name series files and results use.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SweepParameter::EpsOn => "eps_on",
-            SweepParameter::Kappa => "kappa",
-            SweepParameter::Tau => "tau",
-            SweepParameter::MMax => "M_max",
-        }
-    }
-
-    /// The parameter called `name`, if any.
-    pub fn from_name(name: &str) -> Option<SweepParameter> {
-        SweepParameter::ALL.into_iter().find(|p| p.as_str() == name)
-    }
-}
-
-impl std::fmt::Display for SweepParameter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl From<SweepParameter> for String {
-    fn from(parameter: SweepParameter) -> String {
-        parameter.as_str().to_string()
-    }
-}
-
-impl TryFrom<String> for SweepParameter {
-    type Error = String;
-
-    fn try_from(name: String) -> Result<SweepParameter, String> {
-        SweepParameter::from_name(&name).ok_or_else(|| {
-            format!("sweep parameter {name:?} is not one of eps_on, kappa, tau, M_max")
-        })
-    }
-}
-
-impl PartialEq<&str> for SweepParameter {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-/// One point of a sweep: a parameter and its value.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    /// The parameter.
-    pub parameter: SweepParameter,
-    /// The value.
-    pub value: f64,
-}
-
-impl SweepPoint {
-    /// A name usable as a folder name, e.g. `eps_on=0.05`.
-    pub fn label(&self) -> String {
-        format!("{}={}", self.parameter, self.value)
-    }
-}
-
 /// One series of the experiment matrix.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -438,6 +338,23 @@ pub const BUILT_IN: [(&str, &str); 8] = [
     ("C5", include_str!("../series/C5.toml")),
 ];
 
+/// Built-in series that are not in the default matrix: run them by name (`--series noise`).
+pub const OPT_IN: [(&str, &str); 2] = [
+    ("noise", include_str!("../series/noise.toml")),
+    ("scale", include_str!("../series/scale.toml")),
+];
+
+/// The opt-in built-in series ([`OPT_IN`]), parsed.
+pub fn opt_in_series() -> Vec<SeriesConfig> {
+    OPT_IN
+        .iter()
+        .map(|(name, text)| {
+            SeriesConfig::from_toml(text)
+                .unwrap_or_else(|e| panic!("built-in series {name} does not parse: {e}"))
+        })
+        .collect()
+}
+
 /// The built-in series, parsed, in matrix order.
 pub fn built_in_series() -> Vec<SeriesConfig> {
     BUILT_IN
@@ -466,39 +383,36 @@ impl SeriesConfig {
         self.cluster.classes.len() + self.churn.iter().map(|c| c.add.len()).sum::<usize>()
     }
 
-    /// The sweep points (empty without a sweep), in file order: eps_on, kappa, tau, M_max.
+    /// The sweep points (empty without a sweep), in order (see [`Sweep::points`]).
     pub fn sweep_points(&self) -> Vec<SweepPoint> {
-        let Some(sweep) = &self.sweep else {
-            return Vec::new();
-        };
-        let mut points = Vec::new();
-        for parameter in SweepParameter::ALL {
-            let values = match parameter {
-                SweepParameter::EpsOn => &sweep.eps_on,
-                SweepParameter::Kappa => &sweep.kappa,
-                SweepParameter::Tau => &sweep.tau,
-                SweepParameter::MMax => &sweep.M_max,
-            };
-            points.extend(values.iter().map(|&value| SweepPoint { parameter, value }));
-        }
-        points
+        self.sweep.as_ref().map(Sweep::points).unwrap_or_default()
     }
 
-    /// This series with ACH's parameters set to a sweep point.
-    pub fn at_point(&self, point: &SweepPoint) -> SeriesConfig {
+    /// This series with the fields of a sweep point set (and the fields linked to them).
+    /// The error names the sweep field, the value and the rule broken; [`Self::validate`]
+    /// checks every point, so a validated series' points never fail.
+    pub fn at_point(&self, point: &SweepPoint) -> Result<SeriesConfig, ConfigError> {
         let mut c = self.clone();
-        match point.parameter {
-            SweepParameter::EpsOn => {
-                c.ach.eps_on = point.value;
-                if let Some(ratio) = self.sweep.as_ref().and_then(|s| s.eps_off_ratio) {
-                    c.ach.eps_off = ratio * point.value;
-                }
+        let links = self.sweep.as_ref().map(Sweep::links).unwrap_or_default();
+        for coordinate in &point.coordinates {
+            let path = crate::sweep::resolve_path(&coordinate.parameter);
+            let fail = |rule: String| ConfigError {
+                series: self.name.clone(),
+                field: format!("sweep.{}", coordinate.parameter),
+                value: coordinate.value.to_string(),
+                rule,
+            };
+            crate::sweep::set_field(&mut c, path, coordinate.value).map_err(fail)?;
+            for (target, _, ratio) in links.iter().filter(|(_, of, _)| of == path) {
+                let linked = ratio * coordinate.value;
+                crate::sweep::set_field(&mut c, target, linked).map_err(|rule| {
+                    fail(format!(
+                        "gives the linked field {target} = {linked} which {rule}"
+                    ))
+                })?;
             }
-            SweepParameter::Kappa => c.ach.kappa = point.value,
-            SweepParameter::Tau => c.ach.tau = point.value,
-            SweepParameter::MMax => c.ach.m_max = point.value,
         }
-        c
+        Ok(c)
     }
 
     /// Checks every rule, with the built-in algorithms; returns the first one broken.
@@ -649,24 +563,101 @@ impl SeriesConfig {
         self.validate_events(profile)
             .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
         if let Some(sweep) = &self.sweep {
-            if self.sweep_points().is_empty() {
-                return Err(fail("sweep", &"{}", "must list at least one value"));
+            self.validate_sweep(sweep, profile)?;
+        }
+        Ok(())
+    }
+
+    fn validate_sweep(&self, sweep: &Sweep, profile: Profile) -> Result<(), ConfigError> {
+        let fail = |field: String, value: String, rule: String| ConfigError {
+            series: self.name.clone(),
+            field,
+            value,
+            rule,
+        };
+        for (name, values) in &sweep.fields {
+            if values.is_empty() && sweep.mode == SweepMode::Grid {
+                return Err(fail(
+                    format!("sweep.{name}"),
+                    "[]".into(),
+                    "must list at least one value in grid mode".into(),
+                ));
             }
-            if let Some(ratio) = sweep.eps_off_ratio
-                && !(ratio > 0.0 && ratio < 1.0)
-            {
-                return Err(fail("sweep.eps_off_ratio", &ratio, "must be in (0, 1)"));
+            for (k, value) in values.iter().enumerate() {
+                if values[..k].contains(value) {
+                    return Err(fail(
+                        format!("sweep.{name}"),
+                        value.to_string(),
+                        "is listed twice (every point needs its own folder)".into(),
+                    ));
+                }
             }
-            for point in self.sweep_points() {
-                let at = self.at_point(&point);
-                at.ach.validate().map_err(|e| {
-                    fail(
-                        &format!("sweep.{}", point.parameter),
-                        &point.value,
-                        &format!("gives ach.{} = {} which {}", e.field, e.value, e.rule),
-                    )
-                })?;
+        }
+        if self.sweep_points().is_empty() {
+            return Err(fail(
+                "sweep".into(),
+                "{}".into(),
+                "must list at least one value".into(),
+            ));
+        }
+        if let Some(ratio) = sweep.eps_off_ratio
+            && !(ratio > 0.0 && ratio < 1.0)
+        {
+            return Err(fail(
+                "sweep.eps_off_ratio".into(),
+                ratio.to_string(),
+                "must be in (0, 1)".into(),
+            ));
+        }
+        let swept: Vec<&str> = sweep
+            .fields
+            .iter()
+            .map(|(name, _)| crate::sweep::resolve_path(name))
+            .collect();
+        for (target, link) in &sweep.linked {
+            let field = format!("sweep.linked.{target}");
+            if !swept.contains(&crate::sweep::resolve_path(&link.of)) {
+                return Err(fail(
+                    field,
+                    format!("{{ of = {:?} }}", link.of),
+                    format!("must follow a swept field (one of {})", swept.join(", ")),
+                ));
             }
+            if swept.contains(&crate::sweep::resolve_path(target)) {
+                return Err(fail(
+                    field,
+                    format!("{:?}", target),
+                    "must not be a swept field itself".into(),
+                ));
+            }
+            if !link.ratio.is_finite() {
+                return Err(fail(
+                    format!("{field}.ratio"),
+                    link.ratio.to_string(),
+                    "must be a finite number".into(),
+                ));
+            }
+        }
+        for point in self.sweep_points() {
+            let mut at = self.at_point(&point)?;
+            at.sweep = None;
+            at.validate(profile).map_err(|e| {
+                let linked = sweep
+                    .links()
+                    .into_iter()
+                    .find(|(target, _, _)| *target == e.field)
+                    .map(|(target, of, ratio)| format!(" (linked: {target} = {ratio} x {of})"))
+                    .unwrap_or_default();
+                let (field, value) = match point.only() {
+                    Some(c) => (format!("sweep.{}", c.parameter), c.value.to_string()),
+                    None => ("sweep point".to_string(), point.label()),
+                };
+                fail(
+                    field,
+                    value,
+                    format!("gives {} = {}{linked} which {}", e.field, e.value, e.rule),
+                )
+            })?;
         }
         Ok(())
     }
@@ -872,14 +863,91 @@ mod tests {
             s.validate(Profile::Paper).unwrap();
             s.validate(Profile::Corrected).unwrap();
         }
+        for s in &opt_in_series() {
+            s.validate(Profile::Paper).unwrap();
+            s.validate(Profile::Corrected).unwrap();
+        }
+        let scale = &opt_in_series()[1];
+        let largest = scale
+            .at_point(scale.sweep_points().last().unwrap())
+            .unwrap();
+        assert_eq!(largest.cluster.classes.len(), 1000);
+        assert_eq!(largest.tokens, 100_000);
+        assert_eq!(largest.load.rate(0), 143_750.0);
         let c5 = &all[7];
         assert_eq!(c5.sweep_points().len(), 19);
-        let p = c5.at_point(&SweepPoint {
-            parameter: SweepParameter::EpsOn,
-            value: 0.05,
-        });
+        let p = c5.at_point(&SweepPoint::single("eps_on", 0.05)).unwrap();
         assert_eq!(p.ach.eps_on, 0.05);
         assert!((p.ach.eps_off - 0.02).abs() < 1e-15);
+    }
+
+    #[test]
+    fn c5s_sweep_keeps_its_original_serialised_form() {
+        // The form is part of every C5 record's fingerprint: a change would discard saved runs.
+        let c5 = &built_in_series()[7];
+        assert_eq!(
+            serde_json::to_string(&c5.sweep).unwrap(),
+            "{\"eps_on\":[0.05,0.08,0.1,0.15,0.2],\"eps_off_ratio\":0.4,\"kappa\":[0.05,0.1,0.15,0.2],\
+             \"tau\":[0.7,0.8,0.85,0.9,0.95],\"M_max\":[0.005,0.01,0.02,0.05,0.1]}"
+        );
+    }
+
+    #[test]
+    fn a_grid_sweep_sets_its_fields_and_their_links_at_every_point() {
+        let c = SeriesConfig::from_toml(
+            "name = \"G\"\n[sweep]\nmode = \"grid\"\n\"noise.sigma\" = [0.0, 0.05]\n\
+             \"cluster.nodes\" = [10, 20]\n\
+             [sweep.linked]\ntokens = { of = \"cluster.nodes\", ratio = 100 }\n",
+        )
+        .unwrap();
+        c.validate(Profile::Paper).unwrap();
+        let points = c.sweep_points();
+        assert_eq!(points.len(), 4);
+        let last = c.at_point(&points[3]).unwrap();
+        assert_eq!(last.noise.sigma, 0.05);
+        assert_eq!(last.cluster.classes.len(), 20);
+        assert_eq!(last.tokens, 2000);
+        assert_eq!(last.sweep, c.sweep);
+    }
+
+    #[test]
+    fn sweep_errors_name_the_field_the_value_and_the_rule() {
+        let error = |text: &str| {
+            SeriesConfig::from_toml(&format!("name = \"G\"\n[sweep]\n{text}"))
+                .unwrap()
+                .validate(Profile::Paper)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(
+            error("\"noise.sgima\" = [0.1]\n")
+                .starts_with("series G: sweep.noise.sgima = 0.1 must name a numeric field")
+        );
+        assert_eq!(
+            error("tokens = [1000, 1500.5]\n"),
+            "series G: sweep.tokens = 1500.5 must be a whole number >= 0 for this field"
+        );
+        assert_eq!(
+            error("\"noise.sigma\" = [0.1, -1.0]\n"),
+            "series G: sweep.noise.sigma = -1 gives noise.sigma = -1 which must be a finite \
+             number >= 0"
+        );
+        assert_eq!(
+            error(
+                "\"ach.eps_on\" = [0.1]\n[sweep.linked]\n\"ach.eps_off\" = { of = \"tau\", ratio = 0.4 }\n"
+            ),
+            "series G: sweep.linked.ach.eps_off = { of = \"tau\" } must follow a swept field \
+             (one of ach.eps_on)"
+        );
+        assert_eq!(
+            error("mode = \"grid\"\n\"noise.sigma\" = [0.1, -1]\n\"ach.eps_on\" = [0.1]\n"),
+            "series G: sweep point = noise.sigma=-1,ach.eps_on=0.1 gives noise.sigma = -1 which \
+             must be a finite number >= 0"
+        );
+        assert_eq!(
+            error("mode = \"grid\"\n\"noise.sigma\" = [0.1]\n\"zipf_s\" = []\n"),
+            "series G: sweep.zipf_s = [] must list at least one value in grid mode"
+        );
     }
 
     #[test]

@@ -17,10 +17,11 @@ pub mod record;
 pub mod run;
 pub mod streams;
 pub mod summary;
+pub mod sweep;
 pub mod workload;
 
 pub use algorithms::{AlgorithmInfo, Registry};
-pub use config::{Profile, SeriesConfig, SweepParameter, SweepPoint, built_in_series};
+pub use config::{Profile, SeriesConfig, SweepPoint, built_in_series};
 pub use matrix::run_jobs_with;
 pub use record::{Aggregates, AlgorithmRecord, RunRecord};
 pub use run::{RunSpec, SimError, simulate};

@@ -62,7 +62,8 @@ impl Job {
 }
 
 /// The jobs of the given series, in order: series by series, sweep point by sweep point, run
-/// by run. `runs` overrides every series' run count.
+/// by run. `runs` overrides every series' run count. The series must be validated
+/// ([`SeriesConfig::validate`]).
 pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
     let mut jobs = Vec::new();
     for config in series {
@@ -76,7 +77,9 @@ pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
             }));
         } else {
             for point in points {
-                let at = config.at_point(&point);
+                let at = config
+                    .at_point(&point)
+                    .expect("a validated series' sweep points apply");
                 jobs.extend((0..n).map(|run_index| Job {
                     config: at.clone(),
                     point: Some(point.clone()),
@@ -86,6 +89,80 @@ pub fn jobs(series: &[SeriesConfig], runs: Option<u32>) -> Vec<Job> {
         }
     }
     jobs
+}
+
+impl Job {
+    /// The estimated cost of the job, in arbitrary units: steps x (tokens + nodes) x
+    /// algorithms (each step of each algorithm touches every token and every node).
+    pub fn estimated_cost(&self) -> u64 {
+        let c = &self.config;
+        u64::from(c.steps) * (c.tokens + c.max_nodes()) as u64 * c.algorithms.len().max(1) as u64
+    }
+}
+
+/// Which of `count` shards runs each job: a deterministic, balanced split by estimated cost.
+///
+/// Jobs that share a workload (see [`run_jobs`]) stay in one shard, so a shard loses none of
+/// the sharing. The groups are dealt, most expensive first (ties: the earlier group), each to
+/// the shard with the least cost so far (ties: the lower index). The split depends only on the
+/// jobs and `count`, so every shard computes the same one on its own.
+pub fn shard_assignment(jobs: &[Job], profile: Profile, count: usize) -> Vec<usize> {
+    let count = count.max(1);
+    let groups = workload_groups(jobs, profile);
+    let mut by_cost: Vec<(u64, usize)> = groups
+        .iter()
+        .enumerate()
+        .map(|(g, members)| (members.iter().map(|&k| jobs[k].estimated_cost()).sum(), g))
+        .collect();
+    by_cost.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+    let mut load = vec![0u64; count];
+    let mut shard_of = vec![0; jobs.len()];
+    for (cost, g) in by_cost {
+        let shard = (0..count)
+            .min_by_key(|&s| (load[s], s))
+            .expect("at least one shard");
+        load[shard] += cost;
+        for &k in &groups[g] {
+            shard_of[k] = shard;
+        }
+    }
+    shard_of
+}
+
+/// A fingerprint of a whole job list: every job's id, seed and configuration fingerprint, and
+/// the profile. Shards of one matrix share it; shards of different matrices (other series,
+/// run counts, configurations or profile) do not.
+pub fn plan_fingerprint(jobs: &[Job], profile: Profile) -> u64 {
+    let mut text = String::from(profile.name());
+    for job in jobs {
+        text.push_str(&format!(
+            "\n{}|{}|{:016x}",
+            job.id(),
+            job.seed(),
+            job.fingerprint(profile)
+        ));
+    }
+    ach_ring::classic::key_hash(text.as_bytes())
+}
+
+/// The jobs grouped by shared workload, each group in job order, groups in order of first job.
+fn workload_groups(jobs: &[Job], profile: Profile) -> Vec<Vec<usize>> {
+    // A fixed-seed hasher: the crate uses no unseeded randomness (the map is only looked up,
+    // never iterated, so the order of groups is the order of first appearance either way).
+    let mut group_of_key: HashMap<String, usize, RandomState> =
+        HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4));
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (k, job) in jobs.iter().enumerate() {
+        let next = groups.len();
+        let g = *group_of_key
+            .entry(shared_workload_key(&job.spec(profile)))
+            .or_insert(next);
+        if g == next {
+            groups.push(Vec::new());
+        }
+        groups[g].push(k);
+    }
+    groups
 }
 
 /// Runs the jobs on the current rayon thread pool and returns their results in job order.
@@ -113,21 +190,7 @@ where
     F: Fn(&Job, &Result<RunRecord, SimError>) + Sync,
 {
     let specs: Vec<RunSpec<'_>> = jobs.iter().map(|job| job.spec(profile)).collect();
-    // A fixed-seed hasher: the crate uses no unseeded randomness (the map is only looked up,
-    // never iterated, so the order of groups is the order of first appearance either way).
-    let mut group_of_key: HashMap<String, usize, RandomState> =
-        HashMap::with_hasher(RandomState::with_seeds(1, 2, 3, 4));
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    for (k, spec) in specs.iter().enumerate() {
-        let next = groups.len();
-        let g = *group_of_key
-            .entry(shared_workload_key(spec))
-            .or_insert(next);
-        if g == next {
-            groups.push(Vec::new());
-        }
-        groups[g].push(k);
-    }
+    let groups = workload_groups(jobs, profile);
     let done: Vec<Vec<(usize, Result<RunRecord, SimError>)>> = groups
         .par_iter()
         .map(|members| {
@@ -162,6 +225,30 @@ mod tests {
         assert_eq!(all[0].id(), "C1/run_000");
         assert_eq!(all[31].seed(), 42 + 1000);
         assert_eq!(all.last().unwrap().id(), "C5/M_max=0.1/run_009");
+    }
+
+    #[test]
+    fn shards_split_the_matrix_evenly_and_keep_shared_workloads_together() {
+        let all = jobs(&built_in_series(), None);
+        let count = 3;
+        let shard_of = shard_assignment(&all, Profile::Paper, count);
+        assert_eq!(shard_of, shard_assignment(&all, Profile::Paper, count));
+        let mut cost = vec![0u64; count];
+        for (job, &s) in all.iter().zip(&shard_of) {
+            cost[s] += job.estimated_cost();
+        }
+        let (low, high) = (*cost.iter().min().unwrap(), *cost.iter().max().unwrap());
+        assert!(high - low <= high / 10, "unbalanced: {cost:?}");
+        let mut shard_of_workload: HashMap<String, usize> = HashMap::new();
+        for (job, &s) in all.iter().zip(&shard_of) {
+            let key = shared_workload_key(&job.spec(Profile::Paper));
+            assert_eq!(*shard_of_workload.entry(key).or_insert(s), s);
+        }
+        assert!(
+            shard_assignment(&all, Profile::Paper, 1)
+                .iter()
+                .all(|&s| s == 0)
+        );
     }
 
     #[test]
@@ -220,16 +307,5 @@ mod tests {
         let unknown = run_jobs(&all, Profile::Paper, |_, _| {});
         let error = unknown[0].as_ref().unwrap_err().to_string();
         assert!(error.contains("\"Round-Robin\""), "{error}");
-    }
-
-    #[test]
-    fn an_unknown_sweep_parameter_is_an_error_naming_it() {
-        let error = serde_json::from_str::<SweepPoint>(r#"{"parameter": "kapa", "value": 0.1}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("\"kapa\""), "{error}");
-        let point: SweepPoint =
-            serde_json::from_str(r#"{"parameter": "M_max", "value": 0.1}"#).unwrap();
-        assert_eq!(point.parameter, crate::SweepParameter::MMax);
     }
 }

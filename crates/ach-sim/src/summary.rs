@@ -104,15 +104,29 @@ pub struct SeriesSummary {
     pub comparisons: Vec<Comparison>,
 }
 
-/// One point of a sensitivity sweep (ACH only).
+/// One point of a sweep.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SensitivityPoint {
     /// The series.
     pub series: String,
-    /// Parameter and value.
+    /// The swept fields and their values.
     pub point: SweepPoint,
-    /// ACH over the point's runs.
-    pub ach: AlgorithmSummary,
+    /// ACH over the point's runs (`None` when the series does not run ACH).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ach: Option<AlgorithmSummary>,
+    /// Every algorithm over the point's runs, in the configuration's order, with ACH against
+    /// each baseline; `None` when the series runs ACH alone (then `ach` says it all).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub all: Option<PointAlgorithms>,
+}
+
+/// Every algorithm at one sweep point.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PointAlgorithms {
+    /// Every algorithm, in the configuration's order.
+    pub algorithms: Vec<AlgorithmSummary>,
+    /// ACH against each baseline (empty without ACH or baselines).
+    pub comparisons: Vec<Comparison>,
 }
 
 /// Everything `summary.json` holds.
@@ -136,6 +150,75 @@ impl MatrixSummary {
         let mut names: Vec<&str> = self.sensitivity.iter().map(|p| p.series.as_str()).collect();
         names.dedup();
         names
+    }
+}
+
+/// A one-field sweep point with ACH's statistics: C5's form, which the sensitivity tables and
+/// figures show.
+#[derive(Clone, Copy, Debug)]
+pub struct AchPoint<'a> {
+    /// The series.
+    pub series: &'a str,
+    /// The point.
+    pub point: &'a SweepPoint,
+    /// The swept field, as written in the sweep.
+    pub parameter: &'a str,
+    /// Its value.
+    pub value: f64,
+    /// ACH over the point's runs.
+    pub ach: &'a AlgorithmSummary,
+}
+
+impl MatrixSummary {
+    /// The one-field sweep points where ACH runs, in order (grid points are left out).
+    pub fn ach_points(&self) -> Vec<AchPoint<'_>> {
+        self.sensitivity
+            .iter()
+            .filter_map(|p| {
+                let coordinate = p.point.only()?;
+                Some(AchPoint {
+                    series: &p.series,
+                    point: &p.point,
+                    parameter: &coordinate.parameter,
+                    value: coordinate.value,
+                    ach: p.ach.as_ref()?,
+                })
+            })
+            .collect()
+    }
+}
+
+impl SensitivityPoint {
+    /// Every algorithm at the point, in the configuration's order.
+    pub fn algorithms(&self) -> Vec<&AlgorithmSummary> {
+        match (&self.all, &self.ach) {
+            (Some(all), _) => all.algorithms.iter().collect(),
+            (None, Some(ach)) => vec![ach],
+            (None, None) => Vec::new(),
+        }
+    }
+}
+
+impl MatrixSummary {
+    /// The sweeps beyond C5's form (a grid, or other algorithms than ACH), each as its series
+    /// name and its points, in order. C5-form sweeps have their own tables and figure.
+    pub fn general_sweeps(&self) -> Vec<(&str, Vec<&SensitivityPoint>)> {
+        self.sweep_series()
+            .into_iter()
+            .map(|name| {
+                let points: Vec<&SensitivityPoint> = self
+                    .sensitivity
+                    .iter()
+                    .filter(|p| p.series == name)
+                    .collect();
+                (name, points)
+            })
+            .filter(|(_, points)| {
+                points
+                    .iter()
+                    .any(|p| p.all.is_some() || p.point.only().is_none())
+            })
+            .collect()
     }
 }
 
@@ -183,6 +266,21 @@ pub fn compare(ach: &[f64], baseline: &[f64], name: &str) -> Comparison {
 
 /// Summarises the records of one series (all runs, no sweep).
 pub fn summarize_series(config: &SeriesConfig, records: &[&RunRecord]) -> SeriesSummary {
+    let (algorithms, comparisons) = summarize_algorithms(config, records);
+    SeriesSummary {
+        name: config.name.clone(),
+        description: config.description.clone(),
+        seeds: records.iter().map(|r| r.seed).collect(),
+        algorithms,
+        comparisons,
+    }
+}
+
+/// Every algorithm of `config` over `records`, and ACH against every baseline.
+fn summarize_algorithms(
+    config: &SeriesConfig,
+    records: &[&RunRecord],
+) -> (Vec<AlgorithmSummary>, Vec<Comparison>) {
     let algorithms: Vec<AlgorithmSummary> = config
         .algorithms
         .iter()
@@ -214,13 +312,7 @@ pub fn summarize_series(config: &SeriesConfig, records: &[&RunRecord]) -> Series
             }
         }
     }
-    SeriesSummary {
-        name: config.name.clone(),
-        description: config.description.clone(),
-        seeds: records.iter().map(|r| r.seed).collect(),
-        algorithms,
-        comparisons,
-    }
+    (algorithms, comparisons)
 }
 
 /// Summarises a whole matrix: `series` are the configurations run, `records` every record in
@@ -255,10 +347,20 @@ pub fn summarize(
                 .copied()
                 .filter(|r| r.point.as_ref() == Some(&point))
                 .collect();
+            let runs_ach = config.algorithms.iter().any(|a| a == "ACH");
+            let runs_only_ach = runs_ach && config.algorithms.len() == 1;
+            let all = (!runs_only_ach).then(|| {
+                let (algorithms, comparisons) = summarize_algorithms(config, &at);
+                PointAlgorithms {
+                    algorithms,
+                    comparisons,
+                }
+            });
             out.sensitivity.push(SensitivityPoint {
                 series: config.name.clone(),
-                ach: summarize_algorithm("ACH", &aggregates_of(&at, "ACH")),
+                ach: runs_ach.then(|| summarize_algorithm("ACH", &aggregates_of(&at, "ACH"))),
                 point,
+                all,
             });
         }
     }

@@ -1,7 +1,7 @@
 //! The report's tables, built from the results and the comparison rows.
 
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary};
-use ach_sim::{AlgorithmInfo, Registry, SeriesConfig, SweepParameter};
+use ach_sim::{AlgorithmInfo, Registry, SeriesConfig};
 
 use super::compare::{self, CheckRow, PaperValue};
 use super::load::Results;
@@ -72,12 +72,14 @@ pub struct ReportTables {
     pub violations: Table,
     /// Every algorithm in every series.
     pub all_algorithms: Table,
+    /// One table per sweep beyond C5's form (a grid, or every algorithm at every point).
+    pub sweeps: Vec<Table>,
 }
 
 impl ReportTables {
     /// Every table, in report order.
-    pub fn all(&self) -> [&Table; 9] {
-        [
+    pub fn all(&self) -> Vec<&Table> {
+        let mut all = vec![
             &self.overview,
             &self.table_2,
             &self.table_3,
@@ -87,7 +89,9 @@ impl ReportTables {
             &self.sensitivity,
             &self.violations,
             &self.all_algorithms,
-        ]
+        ];
+        all.extend(&self.sweeps);
+        all
     }
 }
 
@@ -124,6 +128,58 @@ pub fn build_tables(results: &Results) -> ReportTables {
         sensitivity: sensitivity_table(results),
         violations: violations_table(&results.registry, summary),
         all_algorithms: all_algorithms_table(&results.registry, summary),
+        sweeps: summary
+            .general_sweeps()
+            .into_iter()
+            .map(|(series, points)| sweep_table(&results.registry, series, &points))
+            .collect(),
+    }
+}
+
+/// Every algorithm at every point of one sweep.
+fn sweep_table(
+    registry: &Registry,
+    series: &str,
+    points: &[&ach_sim::summary::SensitivityPoint],
+) -> Table {
+    let columns = vec![
+        Column::key("Point", "point"),
+        Column::key("Algorithm", "algorithm"),
+        numeric_key("Runs", "runs"),
+        Column::value("D-bar", "d_mean"),
+        Column::value("D-bar true", "d_true_mean"),
+        Column::value("M_cum", "m_cum"),
+        Column::value("pi_chg", "pi_chg"),
+        Column::value("n_viol", "n_viol"),
+    ];
+    let rows = points
+        .iter()
+        .flat_map(|p| {
+            p.algorithms().into_iter().map(|a| {
+                vec![
+                    Cell::text(p.point.label()),
+                    algorithm_cell(registry, &a.name),
+                    Cell::Count(Some(a.runs as u64)),
+                    estimate(a.d_mean),
+                    estimate(a.d_true_mean),
+                    estimate(a.m_cum),
+                    estimate(a.pi_chg),
+                    Cell::Count(Some(a.n_viol)),
+                ]
+            })
+        })
+        .collect();
+    Table {
+        name: format!("sweep_{series}"),
+        title: format!(
+            "Sweep {series}: every algorithm at every point (mean ± CI95 over the point's runs)"
+        ),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
     }
 }
 
@@ -245,7 +301,7 @@ fn overview_table(results: &Results) -> Table {
                     .sensitivity
                     .iter()
                     .filter(|p| p.series == config.name)
-                    .map(|p| p.ach.runs as u64)
+                    .filter_map(|p| p.ach.as_ref().map(|a| a.runs as u64))
                     .max()
                     .unwrap_or(0);
                 let seeds: Vec<u64> = (0..runs as u32).map(|r| config.seed(r)).collect();
@@ -340,17 +396,15 @@ fn estimate(interval: ach_sim::summary::Interval) -> Cell {
 }
 
 /// Whether a sweep point sits at the base configuration of its series.
-fn is_base(config: Option<&SeriesConfig>, parameter: SweepParameter, value: f64) -> bool {
+/// Whether `value` is the series' own value of the field at `path` (the sweep's base point):
+/// setting it changes nothing.
+fn is_base(config: Option<&SeriesConfig>, path: &str, value: f64) -> bool {
     let Some(config) = config else {
         return false;
     };
-    let base = match parameter {
-        SweepParameter::EpsOn => config.ach.eps_on,
-        SweepParameter::Kappa => config.ach.kappa,
-        SweepParameter::Tau => config.ach.tau,
-        SweepParameter::MMax => config.ach.m_max,
-    };
-    (base - value).abs() < 1e-12
+    let mut at_value = config.clone();
+    let path = ach_sim::sweep::resolve_path(path);
+    ach_sim::sweep::set_field(&mut at_value, path, value).is_ok() && at_value == *config
 }
 
 fn sensitivity_table(results: &Results) -> Table {
@@ -367,14 +421,14 @@ fn sensitivity_table(results: &Results) -> Table {
     ];
     let rows = results
         .summary
-        .sensitivity
-        .iter()
+        .ach_points()
+        .into_iter()
         .map(|p| {
-            let base = is_base(results.config(&p.series), p.point.parameter, p.point.value);
+            let base = is_base(results.config(p.series), p.parameter, p.value);
             vec![
-                Cell::text(&p.series),
-                Cell::text(p.point.parameter.as_str()),
-                Cell::text(format!("{}", p.point.value)),
+                Cell::text(p.series),
+                Cell::text(p.parameter),
+                Cell::text(format!("{}", p.value)),
                 Cell::text(if base { "base" } else { "" }),
                 Cell::Count(Some(p.ach.runs as u64)),
                 estimate(p.ach.d_mean),
@@ -437,7 +491,7 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
             .sensitivity
             .iter()
             .filter(|p| p.series == sweep)
-            .map(|p| p.ach.clone())
+            .filter_map(|p| p.ach.clone())
             .collect();
         let total: u64 = points.iter().map(|a| a.n_viol).sum();
         let mut row = vec![Cell::text(format!("{sweep} (all points)"))];

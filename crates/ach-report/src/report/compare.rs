@@ -424,9 +424,9 @@ pub fn table_4_rows(summary: &MatrixSummary) -> Vec<CheckRow> {
     let mut rows = Vec::new();
     for published in &paper::TABLE_4 {
         let points: Vec<_> = summary
-            .sensitivity
-            .iter()
-            .filter(|p| published.covers(p.point.parameter.as_str(), p.point.value))
+            .ach_points()
+            .into_iter()
+            .filter(|p| published.covers(p.parameter, p.value))
             .collect();
         if points.is_empty() {
             rows.extend(table_4_point_rows(published, &ci, None, None));
@@ -436,7 +436,7 @@ pub fn table_4_rows(summary: &MatrixSummary) -> Vec<CheckRow> {
                 published,
                 &ci,
                 Some(point.point.label()),
-                Some(&point.ach),
+                Some(point.ach),
             ));
         }
     }

@@ -7,9 +7,9 @@
 
 use std::ops::Range;
 
+use ach_sim::Registry;
 use ach_sim::algorithms::Marker;
-use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SeriesSummary};
-use ach_sim::{Registry, SweepParameter};
+use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SensitivityPoint, SeriesSummary};
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
@@ -704,7 +704,7 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
             "fig4_noise_gradient",
         ),
     }
-    if series("C1").is_some() || !summary.sensitivity.is_empty() {
+    if series("C1").is_some() || !summary.ach_points().is_empty() {
         keep(
             &mut figures,
             &mut notes,
@@ -714,7 +714,164 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
     } else {
         notes.push("frontier_c5: not drawn, neither C1 nor C5 is in the results".to_string());
     }
+    for (series, points) in summary.general_sweeps() {
+        for parameter in swept_fields(&points) {
+            let name = format!("sweep_{series}_{parameter}");
+            keep(
+                &mut figures,
+                &mut notes,
+                sweep_figure(&results.registry, series, &parameter, &points),
+                &name,
+            );
+        }
+    }
     (figures, notes)
+}
+
+// ---------------------------------------------------------------------------------------
+// Sweeps beyond C5's form: D-bar and M_cum against each swept field.
+// ---------------------------------------------------------------------------------------
+
+/// The swept fields of a sweep's points, in order, each once.
+fn swept_fields(points: &[&SensitivityPoint]) -> Vec<String> {
+    let mut fields: Vec<String> = Vec::new();
+    for p in points {
+        for c in &p.point.coordinates {
+            if !fields.contains(&c.parameter) {
+                fields.push(c.parameter.clone());
+            }
+        }
+    }
+    fields
+}
+
+/// The points along `field` with every other swept field at its first value (a grid's slice;
+/// in a one-at-a-time sweep, the points of that field), with the field's value.
+fn slice_along<'a>(
+    points: &[&'a SensitivityPoint],
+    field: &str,
+) -> Vec<(f64, &'a SensitivityPoint)> {
+    let first_value = |name: &str| {
+        points
+            .iter()
+            .flat_map(|p| &p.point.coordinates)
+            .find(|c| c.parameter == name)
+            .map(|c| c.value)
+    };
+    points
+        .iter()
+        .filter_map(|p| {
+            let mut value = None;
+            for c in &p.point.coordinates {
+                if c.parameter == field {
+                    value = Some(c.value);
+                } else if Some(c.value) != first_value(&c.parameter) {
+                    return None;
+                }
+            }
+            value.map(|v| (v, *p))
+        })
+        .collect()
+}
+
+fn sweep_figure(
+    registry: &Registry,
+    series: &str,
+    field: &str,
+    points: &[&SensitivityPoint],
+) -> DrawResult<Figure> {
+    let mut slice = slice_along(points, field);
+    slice.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut names: Vec<&str> = Vec::new();
+    for (_, p) in &slice {
+        for a in p.algorithms() {
+            if !names.contains(&a.name.as_str()) {
+                names.push(&a.name);
+            }
+        }
+    }
+    // One band per algorithm and metric: mean with its 95 % CI, against the field's value.
+    let band = |name: &str, metric: fn(&AlgorithmSummary) -> ach_sim::summary::Interval| {
+        let mut b = TraceBand {
+            t: Vec::new(),
+            low: Vec::new(),
+            median: Vec::new(),
+            high: Vec::new(),
+        };
+        for (x, p) in &slice {
+            if let Some(a) = p.algorithms().into_iter().find(|a| a.name == name) {
+                let i = metric(a);
+                let ci = i.ci95.unwrap_or(0.0);
+                b.t.push(*x);
+                b.low.push(i.mean - ci);
+                b.median.push(i.mean);
+                b.high.push(i.mean + ci);
+            }
+        }
+        b
+    };
+    let d_bands: Vec<(&str, TraceBand)> =
+        names.iter().map(|n| (*n, band(n, |a| a.d_mean))).collect();
+    let m_bands: Vec<(&str, TraceBand)> =
+        names.iter().map(|n| (*n, band(n, |a| a.m_cum))).collect();
+    let x_range = padded_range(slice.iter().map(|(x, _)| *x), 0.04);
+    let others: Vec<String> = swept_fields(points)
+        .into_iter()
+        .filter(|f| f != field)
+        .collect();
+    let svg = render_svg((STACKED.0, STACKED.1 + LEGEND_HEIGHT), |root| {
+        let (plots, legend) = root.split_vertically(STACKED.1);
+        let plots = plots
+            .titled(
+                &format!("{series}: D-bar and M_cum against {field}"),
+                (FONT, CAPTION_SIZE),
+            )
+            .map_err(draw_error)?;
+        let (top, bottom) = plots.split_vertically((STACKED.1 - 30) / 2);
+        for (area, bands, y_desc) in [
+            (&top, &d_bands, "D-bar (fraction of load)"),
+            (&bottom, &m_bands, "M_cum (fraction of key space)"),
+        ] {
+            let y_range = padded_range(
+                bands
+                    .iter()
+                    .flat_map(|(_, b)| b.low.iter().chain(&b.high).copied()),
+                0.05,
+            );
+            let y_range = y_range.start.max(0.0)..y_range.end;
+            let mut chart = chart_builder(area)
+                .build_cartesian_2d(x_range.clone(), y_range)
+                .map_err(draw_error)?;
+            styled_mesh(&mut chart.configure_mesh(), field, y_desc)
+                .y_label_formatter(&|v| format!("{v:.3}"))
+                .draw()
+                .map_err(draw_error)?;
+            for (name, b) in bands.iter() {
+                draw_band(&mut chart, b, algorithm_color(registry, name), |v| v)?;
+            }
+        }
+        let mut entries = algorithm_legend(registry, &names);
+        for entry in &mut entries {
+            entry.line = true;
+            entry.marker = None;
+        }
+        draw_legend_strip(&legend, &entries)
+    })?;
+    Ok(Figure {
+        name: format!("sweep_{series}_{field}"),
+        caption: format!(
+            "Sweep {series}: D-bar (top) and M_cum (bottom) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band.{}",
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " The other swept fields ({}) are at their first value.",
+                    others.join(", ")
+                )
+            }
+        ),
+        svg,
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1024,25 +1181,44 @@ struct FrontierPoint {
     fill: Fill,
 }
 
-fn parameter_marker(parameter: SweepParameter) -> Marker {
-    match parameter {
-        SweepParameter::EpsOn => Marker::Circle,
-        SweepParameter::Kappa => Marker::Square,
-        SweepParameter::Tau => Marker::Triangle,
-        SweepParameter::MMax => Marker::Diamond,
+/// The parameters ACH's one-at-a-time sweep points vary, in the order they first appear
+/// (C5: `eps_on`, `kappa`, `tau`, `M_max`).
+fn swept_parameters(summary: &MatrixSummary) -> Vec<&str> {
+    let mut parameters: Vec<&str> = Vec::new();
+    for p in summary.ach_points() {
+        if !parameters.contains(&p.parameter) {
+            parameters.push(p.parameter);
+        }
     }
+    parameters
+}
+
+/// One marker per swept parameter, by its place in `parameters` (C5's four get a circle, a
+/// square, a triangle and a diamond), cycling past six.
+fn parameter_marker(parameters: &[&str], parameter: &str) -> Marker {
+    const MARKERS: [Marker; 6] = [
+        Marker::Circle,
+        Marker::Square,
+        Marker::Triangle,
+        Marker::Diamond,
+        Marker::Star,
+        Marker::Cross,
+    ];
+    let index = parameters.iter().position(|&p| p == parameter).unwrap_or(0);
+    MARKERS[index % MARKERS.len()]
 }
 
 fn frontier_figure(registry: &Registry, summary: &MatrixSummary) -> DrawResult<Figure> {
     // Sweep points first, so that the C1 markers are drawn on top of them.
     let mut points = Vec::new();
-    for p in &summary.sensitivity {
+    let parameters = swept_parameters(summary);
+    for p in summary.ach_points() {
         points.push(FrontierPoint {
-            label: format!("{} {}", p.point.parameter, p.point.value),
+            label: format!("{} {}", p.parameter, p.value),
             m_cum: p.ach.m_cum.mean,
             d_mean: p.ach.d_mean.mean,
             color: algorithm_color(registry, "ACH"),
-            marker: parameter_marker(p.point.parameter),
+            marker: parameter_marker(&parameters, p.parameter),
             fill: Fill::Hollow,
         });
     }
@@ -1209,17 +1385,11 @@ fn frontier_figure(registry: &Registry, summary: &MatrixSummary) -> DrawResult<F
                     .collect::<Vec<_>>(),
             ));
         }
-        let mut parameters: Vec<SweepParameter> = summary
-            .sensitivity
-            .iter()
-            .map(|p| p.point.parameter)
-            .collect();
-        parameters.dedup();
-        for parameter in parameters {
+        for &parameter in &parameters {
             entries.push(LegendEntry {
                 label: format!("ACH, C5 {parameter}"),
                 color: algorithm_color(registry, "ACH"),
-                marker: Some(parameter_marker(parameter)),
+                marker: Some(parameter_marker(&parameters, parameter)),
                 fill: Fill::Hollow,
                 line: false,
             });

@@ -223,6 +223,19 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     );
     table_section(&mut out, "Every C5 point (ours)", &tables.sensitivity, "");
 
+    // Sweeps beyond C5's form.
+    if !tables.sweeps.is_empty() {
+        let _ = writeln!(out, "## Sweeps\n");
+        for table in &tables.sweeps {
+            table_section(
+                &mut out,
+                &table.name,
+                table,
+                "One row per algorithm and point; the point gives each swept field's value (dotted path as in the series file). The figures `sweep_<series>_<field>` draw D-bar and M_cum against each field.",
+            );
+        }
+    }
+
     // Violations.
     let _ = writeln!(out, "## Violation counts\n");
     table_section(

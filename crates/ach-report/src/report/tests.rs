@@ -47,10 +47,12 @@ fn small_configs() -> Vec<SeriesConfig> {
             c.steps = 120;
             c.warmup = 10;
             if let Some(sweep) = &mut c.sweep {
-                sweep.eps_on = vec![0.05, 0.10, 0.15];
-                sweep.kappa = vec![0.05, 0.10];
-                sweep.tau = vec![0.70, 0.85];
-                sweep.M_max = vec![0.02];
+                sweep.fields = vec![
+                    ("eps_on".to_string(), vec![0.05, 0.10, 0.15]),
+                    ("kappa".to_string(), vec![0.05, 0.10]),
+                    ("tau".to_string(), vec![0.70, 0.85]),
+                    ("M_max".to_string(), vec![0.02]),
+                ];
             }
             c
         })
@@ -70,7 +72,7 @@ fn synthetic_record(
         .iter()
         .map(|name| {
             let (level, cost) = profile_of(name);
-            let shift = match &point {
+            let shift = match point.as_ref().and_then(SweepPoint::only) {
                 Some(p) if p.parameter == "eps_on" => (p.value - 0.10) * 0.5,
                 Some(p) if p.parameter == "tau" && p.value < 0.8 => 0.048,
                 _ => 0.0,
