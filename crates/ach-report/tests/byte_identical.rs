@@ -71,6 +71,7 @@ fn the_library_writes_what_xtask_wrote_before_the_move() {
         configs: Vec::new(),
         reference_json: true,
         no_report: false,
+        add_algorithms: Vec::new(),
     };
     let checked = plan(&args).expect("the default matrix is valid");
     let summary = execute(&checked, &args).expect("the matrix runs");
