@@ -5,7 +5,12 @@
 //! `xtask experiments --runs 2 --reference-json` as built at commit 62e1fa0, with its length and
 //! XXH3-64: run records, `summary.json`, the configurations, the published simulation's JSON,
 //! REPORT.md, every table and every figure. This test runs the same matrix through
-//! [`ach_report::experiments`] and compares. To list another folder the same way (for example
+//! [`ach_report::experiments`] and compares.
+//!
+//! One deliberate change since: a missing value in a LaTeX table is `--`, no longer `$-$-`.
+//! The lines of `tables/table2_ach_vs_a0.tex` and `tables/text_values.tex` are those of the
+//! 62e1fa0 files with `$-$-` replaced by `--` (checked with `sed 's/\$-\$-/--/g' | cmp`);
+//! every other line is 62e1fa0's. To list another folder the same way (for example
 //! the output of an older binary), run
 //! `ACH_MANIFEST_OF=DIR cargo test -p ach-report --test byte_identical -- --ignored --nocapture`.
 
