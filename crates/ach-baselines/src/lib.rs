@@ -49,3 +49,34 @@ pub const V_MIN: usize = 3;
 fn nodes_where(obs: &ach_control::Observation<'_>, keep: impl Fn(f64) -> bool) -> Vec<usize> {
     obs.live_nodes().filter(|&i| keep(obs.loads[i])).collect()
 }
+
+/// Rings and observations shared by the unit tests of the baselines.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use ach_control::{Observation, Plan};
+    use ach_ring::{NodeId, TokenRing};
+
+    /// `v` tokens at `(s + 0.5) / v`, owned round robin by `n` nodes.
+    pub fn even_ring(v: usize, n: usize) -> TokenRing {
+        let positions = (0..v).map(|s| (s as f64 + 0.5) / v as f64).collect();
+        TokenRing::round_robin(positions, n).unwrap()
+    }
+
+    /// An observation of every node live.
+    pub fn observe<'a>(loads: &'a [f64], live: &'a [bool]) -> Observation<'a> {
+        Observation {
+            step: 0,
+            loads,
+            total_load: loads.iter().sum::<f64>() / loads.len() as f64,
+            live,
+        }
+    }
+
+    /// How many tokens of the plan go from `from` to `to`.
+    pub fn moved(plan: &Plan, from: u32, to: u32) -> usize {
+        plan.moves
+            .iter()
+            .filter(|mv| mv.from == NodeId(from) && mv.to == NodeId(to))
+            .count()
+    }
+}
