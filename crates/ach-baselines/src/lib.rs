@@ -11,6 +11,7 @@
 //! | A1 | [`StaticWt`] | owners proportional to capacity on the first step, then never changes |
 //! | A2 | [`DynamicR`] | dynamic reweighting: 5 % of each overloaded node's share per step, no budget |
 //! | A3 | [`BoundedLoads`] | the published simulation's token-moving heuristic named after bounded loads |
+//! | ACH-F | [`MedianFiltered`] | any balancer (ACH in the matrix) behind a per-node median filter of its loads (not in the paper) |
 //!
 //! The crate depends on `ach-ring` and `ach-control` only. It does no I/O, reads no clock and
 //! draws no random numbers.
@@ -36,10 +37,12 @@
 
 mod bounded_loads;
 mod dynamic_r;
+mod filtered;
 mod static_w;
 
 pub use bounded_loads::BoundedLoads;
 pub use dynamic_r::DynamicR;
+pub use filtered::{MedianFiltered, median};
 pub use static_w::{StaticW, StaticWt};
 
 /// Minimum tokens per node kept by every mover (spec section 5).

@@ -20,7 +20,7 @@ pub mod summary;
 pub mod workload;
 
 pub use algorithms::{AlgorithmInfo, Registry};
-pub use config::{Profile, SeriesConfig, SweepParameter, SweepPoint, built_in_series};
+pub use config::{AchFilter, Profile, SeriesConfig, SweepParameter, SweepPoint, built_in_series};
 pub use matrix::run_jobs_with;
 pub use record::{Aggregates, AlgorithmRecord, RunRecord};
 pub use run::{RunSpec, SimError, simulate};
