@@ -297,7 +297,8 @@ impl SweepParameter {
 
 impl std::fmt::Display for SweepParameter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+        // `pad` keeps width and alignment (`{:<8}`), as a `&str` would.
+        f.pad(self.as_str())
     }
 }
 

@@ -231,6 +231,8 @@ mod tests {
         let point: SweepPoint =
             serde_json::from_str(r#"{"parameter": "M_max", "value": 0.1}"#).unwrap();
         assert_eq!(point.parameter, crate::SweepParameter::MMax);
+        assert_eq!(format!("[{:<8}]", point.parameter), "[M_max   ]");
+        assert_eq!(format!("[{:>6}]", point.parameter), "[ M_max]");
     }
 
     #[test]
