@@ -78,3 +78,70 @@ impl Balancer for BoundedLoads {
         Plan::from_moves(ring, moves)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{moved, observe};
+
+    /// `v` tokens with arcs growing with the index; node `s % 2` owns token `s`.
+    fn uneven_ring(v: u32) -> TokenRing {
+        let total = f64::from(v * (v + 1) / 2);
+        let mut positions = Vec::new();
+        let mut at = 0.0;
+        for s in 0..v {
+            at += f64::from(s + 1) / total;
+            positions.push(at - 1.0 / total);
+        }
+        let owners = (0..v).map(|s| NodeId(s % 2)).collect();
+        TokenRing::new(positions, owners).unwrap()
+    }
+
+    #[test]
+    fn each_source_sends_its_two_longest_tokens_to_the_least_loaded_receiver() {
+        let ring = even_ring_of_three();
+        let mut a3 = BoundedLoads::paper();
+        // Source: node 0 (0.9 > 0.77). Receivers: 1 and 2 (< 0.60); the least loaded is 1.
+        let plan = a3.plan(&ring, &observe(&[0.9, 0.5, 0.55], &[true; 3]));
+        assert_eq!(moved(&plan, 0, 1), 2);
+        assert_eq!(plan.moves.len(), 2);
+        let ring = uneven_ring(12);
+        let plan = a3.plan(&ring, &observe(&[0.9, 0.4], &[true; 2]));
+        let mut tokens: Vec<usize> = plan.moves.iter().map(|mv| mv.token).collect();
+        tokens.sort();
+        let mut longest: Vec<usize> = ring
+            .tokens_longest_first()
+            .iter()
+            .copied()
+            .filter(|&s| ring.owner(s) == NodeId(0))
+            .take(2)
+            .collect();
+        longest.sort();
+        assert_eq!(tokens, longest);
+    }
+
+    #[test]
+    fn ties_go_to_the_lower_id_and_v_min_is_kept() {
+        let ring = even_ring_of_three();
+        let mut a3 = BoundedLoads::paper();
+        let plan = a3.plan(&ring, &observe(&[0.9, 0.5, 0.5], &[true; 3]));
+        assert_eq!(moved(&plan, 0, 1), 2);
+        assert_eq!(moved(&plan, 0, 2), 0);
+        // Node 0 owns four of eight tokens: with V_MIN = 3 it gives one.
+        let ring = uneven_ring(8);
+        let plan = a3.plan(&ring, &observe(&[0.9, 0.4], &[true; 2]));
+        assert_eq!(plan.moves.len(), 1);
+    }
+
+    #[test]
+    fn nothing_moves_without_a_receiver() {
+        let ring = even_ring_of_three();
+        let mut a3 = BoundedLoads::paper();
+        let plan = a3.plan(&ring, &observe(&[0.9, 0.61, 0.7], &[true; 3]));
+        assert_eq!(plan, Plan::none());
+    }
+
+    fn even_ring_of_three() -> TokenRing {
+        crate::test_support::even_ring(30, 3)
+    }
+}

@@ -95,3 +95,53 @@ impl Balancer for DynamicR {
         Plan::from_moves(ring, moves)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{even_ring, moved, observe};
+
+    #[test]
+    fn nothing_moves_without_both_sources_and_receivers() {
+        let ring = even_ring(60, 3);
+        let mut a2 = DynamicR::paper();
+        // 0.66 is inside the dead band (0.62, 0.68): no receiver.
+        let plan = a2.plan(&ring, &observe(&[0.9, 0.66, 0.66], &[true; 3]));
+        assert_eq!(plan, Plan::none());
+        // Nobody above 0.68: no source.
+        let plan = a2.plan(&ring, &observe(&[0.68, 0.2, 0.3], &[true; 3]));
+        assert_eq!(plan, Plan::none());
+    }
+
+    #[test]
+    fn a_source_gives_its_rate_of_share_split_by_need() {
+        let ring = even_ring(60, 3);
+        let mut a2 = DynamicR {
+            rate: 0.22,
+            ..DynamicR::paper()
+        };
+        // Node 0 (share 1/3) gives until it has given 0.22 / 3 = 0.0733 of the key space: five
+        // tokens of 1/60. Needs are 0.65 - 0.35 = 0.30 and 0.65 - 0.55 = 0.10, so the split is
+        // round(5 * 0.75) = 4 and round(5 * 0.25) = 1.
+        let plan = a2.plan(&ring, &observe(&[0.9, 0.35, 0.55], &[true; 3]));
+        assert_eq!(plan.moves.len(), 5);
+        assert_eq!(moved(&plan, 0, 1), 4);
+        assert_eq!(moved(&plan, 0, 2), 1);
+        assert!((plan.m_keys - 5.0 / 60.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_source_keeps_v_min_tokens_and_dead_nodes_are_ignored() {
+        // Node 0 owns 4 tokens of 8: it may give one at most, whatever the rate.
+        let ring = even_ring(8, 2);
+        let mut a2 = DynamicR {
+            rate: 1.0,
+            ..DynamicR::paper()
+        };
+        let plan = a2.plan(&ring, &observe(&[0.95, 0.1], &[true; 2]));
+        assert_eq!(moved(&plan, 0, 1), 1);
+        // A receiver that is not live gets nothing.
+        let plan = a2.plan(&ring, &observe(&[0.95, 0.1], &[true, false]));
+        assert_eq!(plan, Plan::none());
+    }
+}

@@ -11,6 +11,7 @@
 //! | A1 | [`StaticWt`] | owners proportional to capacity on the first step, then never changes |
 //! | A2 | [`DynamicR`] | dynamic reweighting: 5 % of each overloaded node's share per step, no budget |
 //! | A3 | [`BoundedLoads`] | the published simulation's token-moving heuristic named after bounded loads |
+//! | ACH-F | [`MedianFiltered`] | any balancer (ACH in the matrix) behind a per-node median filter of its loads (not in the paper) |
 //!
 //! The crate depends on `ach-ring` and `ach-control` only. It does no I/O, reads no clock and
 //! draws no random numbers.
@@ -36,10 +37,12 @@
 
 mod bounded_loads;
 mod dynamic_r;
+mod filtered;
 mod static_w;
 
 pub use bounded_loads::BoundedLoads;
 pub use dynamic_r::DynamicR;
+pub use filtered::{MedianFiltered, median};
 pub use static_w::{StaticW, StaticWt};
 
 /// Minimum tokens per node kept by every mover (spec section 5).
@@ -48,4 +51,35 @@ pub const V_MIN: usize = 3;
 /// Live nodes whose load satisfies `keep`, in increasing id order.
 fn nodes_where(obs: &ach_control::Observation<'_>, keep: impl Fn(f64) -> bool) -> Vec<usize> {
     obs.live_nodes().filter(|&i| keep(obs.loads[i])).collect()
+}
+
+/// Rings and observations shared by the unit tests of the baselines.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use ach_control::{Observation, Plan};
+    use ach_ring::{NodeId, TokenRing};
+
+    /// `v` tokens at `(s + 0.5) / v`, owned round robin by `n` nodes.
+    pub fn even_ring(v: usize, n: usize) -> TokenRing {
+        let positions = (0..v).map(|s| (s as f64 + 0.5) / v as f64).collect();
+        TokenRing::round_robin(positions, n).unwrap()
+    }
+
+    /// An observation of every node live.
+    pub fn observe<'a>(loads: &'a [f64], live: &'a [bool]) -> Observation<'a> {
+        Observation {
+            step: 0,
+            loads,
+            total_load: loads.iter().sum::<f64>() / loads.len() as f64,
+            live,
+        }
+    }
+
+    /// How many tokens of the plan go from `from` to `to`.
+    pub fn moved(plan: &Plan, from: u32, to: u32) -> usize {
+        plan.moves
+            .iter()
+            .filter(|mv| mv.from == NodeId(from) && mv.to == NodeId(to))
+            .count()
+    }
 }

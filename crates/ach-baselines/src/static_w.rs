@@ -76,3 +76,46 @@ impl Balancer for StaticWt {
         Plan::from_moves(ring, moves)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{even_ring, observe};
+    use ach_control::commit;
+
+    #[test]
+    fn static_w_never_moves_a_token() {
+        let ring = even_ring(30, 3);
+        let mut a0 = StaticW;
+        for loads in [[0.9, 0.1, 0.5], [0.0, 0.0, 0.0], [1.0, 1.0, 0.2]] {
+            let plan = a0.plan(&ring, &observe(&loads, &[true; 3]));
+            assert_eq!(plan, Plan::none());
+        }
+    }
+
+    #[test]
+    fn static_wt_sets_capacity_proportional_blocks_once() {
+        let mut ring = even_ring(8, 2);
+        let mut a1 = StaticWt::new(vec![1.0, 3.0]);
+        assert_eq!(a1.targets(8), vec![2, 6]);
+        let plan = a1.plan(&ring, &observe(&[0.5, 0.5], &[true; 2]));
+        commit(&mut ring, &plan).unwrap();
+        let owners: Vec<u32> = ring.owners().iter().map(|o| o.0).collect();
+        assert_eq!(owners, [0, 0, 1, 1, 1, 1, 1, 1]);
+        // Round robin owned 0, 2, 4, 6 by node 0: tokens 2, 4, 6 move to node 1, token 1 to 0.
+        assert_eq!(plan.moves.len(), 4);
+        // Whatever it observes later, it never changes again.
+        let later = a1.plan(&ring, &observe(&[1.0, 0.0], &[true; 2]));
+        assert_eq!(later, Plan::none());
+    }
+
+    #[test]
+    fn static_wt_targets_keep_the_token_count() {
+        let a1 = StaticWt::new(vec![1.0, 1.0, 1.0]);
+        let targets = a1.targets(10);
+        assert_eq!(targets.iter().sum::<i64>(), 10);
+        assert!(targets.iter().all(|&t| t == 3 || t == 4), "{targets:?}");
+        let a1 = StaticWt::new(vec![2.0, 1.0, 1.0]);
+        assert_eq!(a1.targets(8), vec![4, 2, 2]);
+    }
+}

@@ -54,6 +54,10 @@ pub struct Args {
     /// the shards with `merge`, then run again without `--shard` (see docs/slurm.md).
     #[arg(long, value_parser = crate::shard::Shard::parse)]
     pub shard: Option<crate::shard::Shard>,
+    /// Also run this registered algorithm in every series (appended to each series' list
+    /// unless it is there already). May be given several times.
+    #[arg(long = "add-algorithm")]
+    pub add_algorithms: Vec<String>,
 }
 
 fn parse_profile(text: &str) -> Result<Profile, String> {
@@ -149,6 +153,20 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
         }
         chosen
     };
+    let mut series = series;
+    for name in &args.add_algorithms {
+        if registry.get(name).is_none() {
+            return Err(format!(
+                "--add-algorithm: {name:?} is not a registered algorithm ({})",
+                registry.names()
+            ));
+        }
+        for config in &mut series {
+            if !config.algorithms.contains(name) {
+                config.algorithms.push(name.clone());
+            }
+        }
+    }
     // Every file given is checked, including one whose series `--series` does not select, so
     // that a typo never waits for the run that would have used it.
     for (path, config) in &from_files {

@@ -27,6 +27,7 @@ fn args(out: &Path, shard: Option<Shard>) -> Args {
         reference_json: true,
         no_report: false,
         shard,
+        add_algorithms: Vec::new(),
     }
 }
 

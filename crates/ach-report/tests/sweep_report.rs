@@ -33,6 +33,7 @@ fn a_grid_sweep_over_two_fields_runs_and_is_reported() {
         reference_json: false,
         no_report: false,
         shard: None,
+        add_algorithms: Vec::new(),
     };
     let summary = execute(&plan(&args).unwrap(), &args).unwrap();
     assert_eq!(summary.sensitivity.len(), 6);

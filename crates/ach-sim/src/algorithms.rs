@@ -27,10 +27,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_baselines::{BoundedLoads, DynamicR, MedianFiltered, StaticW, StaticWt};
 use ach_control::{Ach, Balancer};
 
-use crate::config::SeriesConfig;
+use crate::config::{AchFilter, SeriesConfig};
 
 /// A marker shape of the figures, so that colour is never the only cue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -141,7 +141,9 @@ impl Registry {
     }
 
     /// The paper's algorithms, in the order of its tables: A0 Static-W, A1 Static-Wt,
-    /// A2 Dynamic-R, A3 Bounded-Loads, ACH. Colours are Okabe-Ito.
+    /// A2 Dynamic-R, A3 Bounded-Loads, ACH (colours Okabe-Ito); then the algorithms beyond the
+    /// paper, which a series runs only when it names them: ACH-F (ACH behind a median filter of
+    /// each node's load over `[ach_f] window` steps, see `ach_baselines::MedianFiltered`).
     pub fn built_in() -> Registry {
         let mut registry = Registry::empty();
         let mut add = |info: AlgorithmInfo, factory: BalancerFactory| {
@@ -173,6 +175,17 @@ impl Registry {
             Arc::new(|config| {
                 let ach = Ach::new(config.ach.clone()).map_err(|e| e.to_string())?;
                 Ok(Box::new(ach))
+            }),
+        );
+        add(
+            AlgorithmInfo::new("ACH-F", "ACH-F", [0x00, 0x00, 0x00], Marker::Cross),
+            Arc::new(|config| {
+                let ach = Ach::new(config.ach.clone()).map_err(|e| e.to_string())?;
+                let window = config
+                    .ach_f
+                    .as_ref()
+                    .map_or(AchFilter::DEFAULT_WINDOW, |f| f.window);
+                Ok(Box::new(MedianFiltered::new(ach, window)))
             }),
         );
         registry
@@ -250,7 +263,8 @@ mod tests {
     fn the_built_ins_are_the_papers_algorithms_in_table_order() {
         let registry = Registry::built_in();
         let names: Vec<&str> = registry.iter().map(|a| a.info.name.as_str()).collect();
-        assert_eq!(names, ALGORITHMS);
+        assert_eq!(names[..5], ALGORITHMS);
+        assert_eq!(names[5..], ["ACH-F"]);
         let config = &built_in_series()[0];
         for algorithm in registry.iter() {
             assert!(algorithm.balancer(config).is_ok(), "{:?}", algorithm.info);

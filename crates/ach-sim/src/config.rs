@@ -283,6 +283,24 @@ pub struct SeriesConfig {
     pub churn: Vec<Churn>,
     /// The sweep, for a sensitivity series.
     pub sweep: Option<Sweep>,
+    /// The telemetry filter of ACH-F (`[ach_f]`, optional: a window of 5 steps without it).
+    /// Left out of the written configuration when absent, so that series without it keep
+    /// their files and fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ach_f: Option<AchFilter>,
+}
+
+/// ACH-F's telemetry filter: the median of each node's last `window` loads.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AchFilter {
+    /// Steps in the median window (>= 1; 1 is plain ACH).
+    pub window: usize,
+}
+
+impl AchFilter {
+    /// The window ACH-F uses when the series gives none.
+    pub const DEFAULT_WINDOW: usize = 5;
 }
 
 impl Default for SeriesConfig {
@@ -308,6 +326,7 @@ impl Default for SeriesConfig {
             degradation: Vec::new(),
             churn: Vec::new(),
             sweep: None,
+            ach_f: None,
         }
     }
 }
@@ -562,6 +581,15 @@ impl SeriesConfig {
         }
         self.validate_events(profile)
             .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
+        if let Some(filter) = &self.ach_f
+            && filter.window == 0
+        {
+            return Err(fail(
+                "ach_f.window",
+                &filter.window,
+                "must be >= 1 (1 is plain ACH)",
+            ));
+        }
         if let Some(sweep) = &self.sweep {
             self.validate_sweep(sweep, profile)?;
         }

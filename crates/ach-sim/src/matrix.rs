@@ -308,4 +308,30 @@ mod tests {
         let error = unknown[0].as_ref().unwrap_err().to_string();
         assert!(error.contains("\"Round-Robin\""), "{error}");
     }
+
+    #[test]
+    fn ach_f_with_a_window_of_one_is_ach() {
+        let mut config = built_in_series()
+            .into_iter()
+            .find(|s| s.name == "C4c")
+            .unwrap();
+        config.steps = 120;
+        config.warmup = 10;
+        config.algorithms = vec!["ACH".into(), "ACH-F".into()];
+        config.ach_f = Some(crate::AchFilter { window: 1 });
+        let record = jobs(&[config.clone()], Some(1))[0]
+            .run(Profile::Paper)
+            .unwrap();
+        let ach = record.algorithm("ACH").unwrap();
+        let filtered = record.algorithm("ACH-F").unwrap();
+        assert_eq!(ach.aggregates, filtered.aggregates);
+        assert_eq!(ach.d_trace, filtered.d_trace);
+        // A real window filters the noisy telemetry, so ACH-F acts differently.
+        config.ach_f = Some(crate::AchFilter { window: 5 });
+        let record = jobs(&[config], Some(1))[0].run(Profile::Paper).unwrap();
+        assert_ne!(
+            record.algorithm("ACH").unwrap().m_trace,
+            record.algorithm("ACH-F").unwrap().m_trace
+        );
+    }
 }

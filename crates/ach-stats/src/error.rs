@@ -36,15 +36,6 @@ pub enum StatsError {
         /// The offending value.
         value: f64,
     },
-    /// Every paired difference is zero, so the signed-rank statistic carries no information.
-    #[error(
-        "all {n} paired differences are zero; the Wilcoxon signed-rank test is undefined \
-         (scipy returns NaN or p = 1 depending on the method, R returns NaN)"
-    )]
-    AllDifferencesZero {
-        /// The number of pairs.
-        n: usize,
-    },
     /// The exact null distribution was requested for more observations than it can be counted
     /// for in 128-bit integers.
     #[error(

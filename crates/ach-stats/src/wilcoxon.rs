@@ -57,9 +57,11 @@
 //! | variance | `(c(c+1)(2c+1) - sum(t^3 - t)/2) / 24` | `c(c+1)(2c+1)/24 - sum(t^3 - t)/48` (the same) |
 //! | z reported | only for `method="asymptotic"`; `-abs(z)` when two-sided | not reported (`z` is internal) |
 //!
-//! All differences zero: scipy returns NaN for the asymptotic method and p = 1 for the exact and
-//! permutation methods; R 4.x returns NaN. Both are meaningless, so this crate returns
-//! [`StatsError::AllDifferencesZero`].
+//! All differences zero (identical arms): the test carries no information, and the result says
+//! so with [`WilcoxonResult::degenerate`]. scipy's convention returns scipy 1.17's numbers for
+//! the chosen options (checked against scipy 1.17.1 for n = 1 to 60, every zero method, method,
+//! alternative and correction: `tests/all_zero.rs`), for example p = 1 for `wilcox` with
+//! `auto` up to 13 pairs and NaN above; R's convention returns `V = 0` and `p = NaN`, as R 4.x.
 
 use serde::{Deserialize, Serialize};
 
@@ -292,6 +294,11 @@ pub struct WilcoxonResult {
     pub has_ties: bool,
     /// R's warnings (always empty in scipy's convention).
     pub warnings: Vec<WilcoxonWarning>,
+    /// Every paired difference is zero: the test carries no information. scipy's convention
+    /// still returns scipy 1.17's numbers (a p-value of 1, NaN, or for `pratt` with the exact
+    /// method a small p-value, depending on the options); R's returns `p = NaN`, as R does.
+    #[serde(default)]
+    pub degenerate: bool,
 }
 
 /// Runs the paired Wilcoxon signed-rank test of `x` against `y`.
@@ -304,7 +311,6 @@ pub struct WilcoxonResult {
 /// * [`StatsError::LengthMismatch`] when `x` and `y` differ in length,
 /// * [`StatsError::TooFewValues`] when they are empty,
 /// * [`StatsError::NonFinite`] when a value or a difference is NaN or infinite,
-/// * [`StatsError::AllDifferencesZero`] when every difference is zero,
 /// * [`StatsError::InvalidOption`] for R's convention with a zero method other than wilcox,
 /// * [`StatsError::ExactSampleTooLarge`] when an exact test needs more than 127 observations.
 ///
@@ -326,10 +332,18 @@ pub fn wilcoxon(
     options: &WilcoxonOptions,
 ) -> Result<WilcoxonResult, StatsError> {
     let differences = paired_differences(x, y)?;
-    match options.convention {
-        Convention::Scipy => wilcoxon_scipy(&differences, options),
-        Convention::R => wilcoxon_r(&differences, options),
+    let degenerate = differences.iter().all(|&d| d == 0.0);
+    let mut result = match options.convention {
+        Convention::Scipy => wilcoxon_scipy(&differences, options)?,
+        Convention::R => wilcoxon_r(&differences, options)?,
+    };
+    result.degenerate = degenerate;
+    if degenerate && options.convention == Convention::R {
+        // R drops every zero, leaving no observation: V = 0 and the p-value is NA.
+        result.pvalue = f64::NAN;
+        result.zstatistic = None;
     }
+    Ok(result)
 }
 
 /// Validates the samples and returns `x - y`.
@@ -351,11 +365,6 @@ fn paired_differences(x: &[f64], y: &[f64]) -> Result<Vec<f64>, StatsError> {
     check_finite("y", y)?;
     let differences: Vec<f64> = x.iter().zip(y).map(|(a, b)| a - b).collect();
     check_finite("x - y", &differences)?;
-    if differences.iter().all(|&d| d == 0.0) {
-        return Err(StatsError::AllDifferencesZero {
-            n: differences.len(),
-        });
-    }
     Ok(differences)
 }
 
@@ -534,6 +543,7 @@ fn wilcoxon_scipy(
         n_zero,
         has_ties: ranks.has_ties,
         warnings: Vec::new(),
+        degenerate: false,
     })
 }
 
@@ -680,6 +690,7 @@ fn wilcoxon_r(
         n_zero,
         has_ties: ranks.has_ties,
         warnings,
+        degenerate: false,
     })
 }
 

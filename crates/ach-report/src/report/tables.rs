@@ -212,6 +212,10 @@ fn latex_minus(text: String) -> String {
 /// A cell as Markdown or LaTeX text.
 fn display(cell: &Cell, format: Format) -> String {
     let text = display_plain(cell, format);
+    if text == missing(format) {
+        // A missing value is a dash, not a negative number.
+        return text;
+    }
     match (format, cell) {
         (Format::Latex, Cell::Number { .. } | Cell::Difference { .. } | Cell::Estimate { .. }) => {
             latex_minus(text)
@@ -498,6 +502,29 @@ mod tests {
     #[test]
     fn latex_escapes_special_characters() {
         assert_eq!(escape_latex("M_cum 10 % & more"), "M\\_cum 10 \\% \\& more");
+    }
+
+    #[test]
+    fn missing_values_are_a_dash_in_latex_and_negatives_a_math_minus() {
+        let missing = [
+            Cell::Number {
+                value: None,
+                decimals: 3,
+            },
+            Cell::Difference {
+                value: None,
+                decimals: 3,
+            },
+        ];
+        for cell in &missing {
+            assert_eq!(display(cell, Format::Latex), "--");
+            assert_eq!(display(cell, Format::Markdown), "—");
+        }
+        let negative = Cell::Number {
+            value: Some(-0.25),
+            decimals: 2,
+        };
+        assert_eq!(display(&negative, Format::Latex), "$-$0.25");
     }
 
     #[test]

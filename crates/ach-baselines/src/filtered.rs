@@ -1,0 +1,200 @@
+//! A telemetry filter in front of any balancer: ACH-F is ACH behind a per-node median filter.
+
+use ach_control::{Balancer, Observation, Plan};
+use ach_ring::TokenRing;
+
+/// A balancer that sees, instead of each step's loads, the median of each node's last `window`
+/// observed loads (and the median of the last `window` total loads).
+///
+/// The median is a robust filter for the paper's telemetry noise: one noisy sample in `window`
+/// cannot move it past the other samples, so a single spike cannot start a rebalance. This is
+/// the future work the paper names (a telemetry filter), not one of its algorithms. The
+/// filtered value always lies between the smallest and the largest sample of its window; with
+/// `window = 1` the balancer sees exactly what it is given.
+///
+/// A node's history restarts when it stops being live, so a node that leaves and joins again
+/// is not judged by its old samples. For an even window the median is the mean of the two
+/// middle samples.
+#[derive(Clone, Debug)]
+pub struct MedianFiltered<B> {
+    inner: B,
+    window: usize,
+    /// Per node, its last samples, oldest first.
+    history: Vec<Vec<f64>>,
+    totals: Vec<f64>,
+    filtered: Vec<f64>,
+}
+
+impl<B: Balancer> MedianFiltered<B> {
+    /// `inner` behind a median filter of `window` steps (`window >= 1`; 0 is treated as 1).
+    pub fn new(inner: B, window: usize) -> MedianFiltered<B> {
+        MedianFiltered {
+            inner,
+            window: window.max(1),
+            history: Vec::new(),
+            totals: Vec::new(),
+            filtered: Vec::new(),
+        }
+    }
+}
+
+/// The median of `samples` (not empty).
+pub fn median(samples: &[f64]) -> f64 {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[middle]
+    } else {
+        0.5 * (sorted[middle - 1] + sorted[middle])
+    }
+}
+
+fn push_window(samples: &mut Vec<f64>, value: f64, window: usize) {
+    if samples.len() == window {
+        samples.remove(0);
+    }
+    samples.push(value);
+}
+
+impl<B: Balancer> Balancer for MedianFiltered<B> {
+    fn name(&self) -> &'static str {
+        "ACH-F"
+    }
+
+    fn plan(&mut self, ring: &TokenRing, observation: &Observation<'_>) -> Plan {
+        let n = observation.n_nodes();
+        self.history.resize_with(n, Vec::new);
+        self.filtered.clear();
+        for (i, samples) in self.history.iter_mut().enumerate() {
+            if observation.live.get(i).copied().unwrap_or(true) {
+                push_window(samples, observation.loads[i], self.window);
+                self.filtered.push(median(samples));
+            } else {
+                samples.clear();
+                self.filtered.push(observation.loads[i]);
+            }
+        }
+        push_window(&mut self.totals, observation.total_load, self.window);
+        let filtered = Observation {
+            step: observation.step,
+            loads: &self.filtered,
+            total_load: median(&self.totals),
+            live: observation.live,
+        };
+        self.inner.plan(ring, &filtered)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StaticW;
+    use crate::test_support::even_ring;
+    use proptest::prelude::*;
+
+    /// Remembers the last loads it saw.
+    struct Spy(Vec<f64>, f64);
+
+    impl Balancer for Spy {
+        fn name(&self) -> &'static str {
+            "spy"
+        }
+
+        fn plan(&mut self, _ring: &TokenRing, observation: &Observation<'_>) -> Plan {
+            self.0 = observation.loads.to_vec();
+            self.1 = observation.total_load;
+            Plan::none()
+        }
+    }
+
+    fn observe(filter: &mut MedianFiltered<Spy>, loads: &[f64], live: &[bool]) -> Vec<f64> {
+        let ring = even_ring(30, loads.len());
+        let total = loads.iter().sum::<f64>() / loads.len() as f64;
+        let observation = Observation {
+            step: 0,
+            loads,
+            total_load: total,
+            live,
+        };
+        filter.plan(&ring, &observation);
+        filter.inner.0.clone()
+    }
+
+    #[test]
+    fn a_single_spike_does_not_pass_a_median_of_three() {
+        let mut filter = MedianFiltered::new(Spy(Vec::new(), 0.0), 3);
+        let live = [true, true];
+        observe(&mut filter, &[0.5, 0.5], &live);
+        observe(&mut filter, &[0.5, 0.5], &live);
+        assert_eq!(observe(&mut filter, &[0.95, 0.5], &live), vec![0.5, 0.5]);
+        // Two high samples of three are the median.
+        assert_eq!(observe(&mut filter, &[0.9, 0.5], &live), vec![0.9, 0.5]);
+    }
+
+    #[test]
+    fn window_one_passes_the_loads_unchanged_and_dead_nodes_restart() {
+        let mut filter = MedianFiltered::new(Spy(Vec::new(), 0.0), 1);
+        assert_eq!(
+            observe(&mut filter, &[0.3, 0.7], &[true; 2]),
+            vec![0.3, 0.7]
+        );
+        let mut filter = MedianFiltered::new(Spy(Vec::new(), 0.0), 3);
+        observe(&mut filter, &[0.9, 0.1], &[true; 2]);
+        observe(&mut filter, &[0.9, 0.1], &[true, false]);
+        // Node 1 came back: its old samples are forgotten.
+        assert_eq!(
+            observe(&mut filter, &[0.9, 0.6], &[true; 2]),
+            vec![0.9, 0.6]
+        );
+    }
+
+    #[test]
+    fn the_inner_balancer_plans() {
+        let mut filter = MedianFiltered::new(StaticW, 5);
+        let ring = even_ring(30, 3);
+        let observation = Observation {
+            step: 0,
+            loads: &[0.9, 0.1, 0.5],
+            total_load: 0.5,
+            live: &[true; 3],
+        };
+        assert_eq!(filter.plan(&ring, &observation), Plan::none());
+        assert_eq!(filter.name(), "ACH-F");
+    }
+
+    proptest! {
+        /// Every filtered load (and total) lies between the smallest and the largest sample of
+        /// its window.
+        #[test]
+        fn filter_outputs_are_bounded_by_their_inputs(
+            window in 1usize..8,
+            steps in proptest::collection::vec(proptest::collection::vec(0.0f64..2.0, 3), 1..30),
+        ) {
+            let mut filter = MedianFiltered::new(Spy(Vec::new(), 0.0), window);
+            let ring = even_ring(30, 3);
+            for (k, loads) in steps.iter().enumerate() {
+                let total = loads.iter().sum::<f64>() / 3.0;
+                let observation = Observation {
+                    step: k as u64,
+                    loads,
+                    total_load: total,
+                    live: &[true; 3],
+                };
+                filter.plan(&ring, &observation);
+                let first = (k + 1).saturating_sub(window);
+                let recent = &steps[first..=k];
+                for i in 0..3 {
+                    let low = recent.iter().map(|l| l[i]).fold(f64::INFINITY, f64::min);
+                    let high = recent.iter().map(|l| l[i]).fold(f64::NEG_INFINITY, f64::max);
+                    let seen = filter.inner.0[i];
+                    prop_assert!(low <= seen && seen <= high, "{low} <= {seen} <= {high}");
+                }
+                let totals: Vec<f64> = recent.iter().map(|l| l.iter().sum::<f64>() / 3.0).collect();
+                let low = totals.iter().copied().fold(f64::INFINITY, f64::min);
+                let high = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                prop_assert!(low <= filter.inner.1 && filter.inner.1 <= high);
+            }
+        }
+    }
+}
