@@ -1,6 +1,6 @@
 //! A telemetry filter in front of any balancer: ACH-F is ACH behind a per-node median filter.
 
-use ach_control::{Balancer, Observation, Plan};
+use ach_control::{Balancer, ConfirmError, Observation, Plan};
 use ach_ring::TokenRing;
 
 /// A balancer that sees, instead of each step's loads, the median of each node's last `window`
@@ -83,6 +83,11 @@ impl<B: Balancer> Balancer for MedianFiltered<B> {
             live: observation.live,
         };
         self.inner.plan(ring, &filtered)
+    }
+
+    /// The inner algorithm's budget is charged on confirmation: a wrapper must pass it on.
+    fn confirm(&mut self, plan: &Plan) -> Result<f64, ConfirmError> {
+        self.inner.confirm(plan)
     }
 }
 

@@ -112,7 +112,9 @@ pub trait Balancer {
     /// here, not when planning: a plan that is dropped or aborted costs nothing. `plan` may be
     /// the latest plan or a part of it ([`Plan::subset`]); each move is confirmed once.
     ///
-    /// The default, for algorithms without a budget, accepts any plan.
+    /// The default, for algorithms without a budget, accepts any plan. An algorithm that wraps
+    /// another (a filter in front of ACH, say) must pass `confirm` on to it, or the inner
+    /// algorithm's budget is never charged.
     fn confirm(&mut self, plan: &Plan) -> Result<f64, ConfirmError> {
         Ok(plan.m_keys)
     }
