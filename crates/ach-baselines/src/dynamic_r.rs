@@ -73,16 +73,26 @@ impl Balancer for DynamicR {
             &ring.counts(n),
             V_MIN,
         );
+        let weights: Vec<f64> = needs.iter().map(|r| r / need_sum).collect();
+        // The split of n tokens depends only on n and the weights, so sources that give as
+        // many tokens share it: with hundreds of sources and receivers the step's rounding costs
+        // O(distinct n x receivers) instead of O(sources x receivers), with the same result.
+        let mut quota_of: Vec<Option<Vec<i64>>> = Vec::new();
         let mut moves = Vec::new();
         for (&i, taken) in sources.iter().zip(&taken_by_source) {
             let node = NodeId(i as u32);
             // Each source's tokens are split among the receivers on their own (this is what the
             // published simulation does; pooling them first would round differently).
             let n = taken.len();
-            let raw: Vec<f64> = needs.iter().map(|r| n as f64 * (r / need_sum)).collect();
-            let quota = round_half_even_fixed_total(n, &raw);
+            if quota_of.len() <= n {
+                quota_of.resize(n + 1, None);
+            }
+            let quota = quota_of[n].get_or_insert_with(|| {
+                let raw: Vec<f64> = weights.iter().map(|w| n as f64 * w).collect();
+                round_half_even_fixed_total(n, &raw)
+            });
             let mut next = taken.iter().copied();
-            for (&j, &q) in receivers.iter().zip(&quota) {
+            for (&j, &q) in receivers.iter().zip(quota.iter()) {
                 for token in next.by_ref().take(q.max(0) as usize) {
                     moves.push(TokenMove {
                         token,
