@@ -61,18 +61,12 @@ impl Balancer for DynamicR {
         }
         let n = obs.n_nodes();
         // The share of a node is summed in token index order, as `shares` does.
-        let shares = ring.shares(n);
+        let (counts, shares) = ring.counts_and_shares(n);
         let targets: Vec<(usize, f64)> = sources
             .iter()
             .map(|&i| (i, self.rate * shares.get(i).copied().unwrap_or(0.0)))
             .collect();
-        let taken_by_source = take_shares(
-            ring,
-            ArcOrder::ShortestFirst,
-            &targets,
-            &ring.counts(n),
-            V_MIN,
-        );
+        let taken_by_source = take_shares(ring, ArcOrder::ShortestFirst, &targets, &counts, V_MIN);
         let weights: Vec<f64> = needs.iter().map(|r| r / need_sum).collect();
         // The split of n tokens depends only on n and the weights, so sources that give as
         // many tokens share it: with hundreds of sources and receivers the step's rounding costs

@@ -546,6 +546,22 @@ impl TokenRing {
         self.owners.iter().filter(|&&o| o == node).count()
     }
 
+    /// [`TokenRing::counts`] and [`TokenRing::shares`] in one pass over the tokens (the same
+    /// values, summed in the same order).
+    pub fn counts_and_shares(&self, n_nodes: usize) -> (Vec<usize>, Vec<f64>) {
+        let mut counts = vec![0; n_nodes];
+        let mut shares = vec![0.0; n_nodes];
+        for (owner, arc) in self.owners.iter().zip(self.arcs.iter()) {
+            if let (Some(c), Some(s)) =
+                (counts.get_mut(owner.index()), shares.get_mut(owner.index()))
+            {
+                *c += 1;
+                *s += arc;
+            }
+        }
+        (counts, shares)
+    }
+
     /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs).
     pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
         let mut shares = vec![0.0; n_nodes];
