@@ -742,6 +742,14 @@ mod tests {
     }
 
     #[test]
+    fn counts_and_shares_equal_the_two_passes() {
+        let ring = TokenRing::capacity_weighted(997, &[1.0, 0.55, 0.25, 0.55]).unwrap();
+        for n in [0, 2, 4, 6] {
+            assert_eq!(ring.counts_and_shares(n), (ring.counts(n), ring.shares(n)));
+        }
+    }
+
+    #[test]
     fn apply_counts_net_changes_and_rolls_back_on_error() {
         let mut r = ring();
         let there = TokenMove {
