@@ -16,6 +16,12 @@ use ach_sim::matrix::Job;
 /// First bytes of a record file.
 const MAGIC: &[u8; 8] = b"ACHREC01";
 
+/// First bytes of the optional block after a record's body: the per-algorithm mean
+/// coefficient of variation of the true loads ([`ach_sim::Aggregates::cv_true_mean`]), written
+/// only when some algorithm has it (a series with `report_cv = true`). A record without it is
+/// byte for byte the record of the format before the block existed.
+const CV_MAGIC: &[u8; 8] = b"ACHCV001";
+
 /// The record file of a job: `DIR/runs/<series>/run_NNN.bin`, or
 /// `DIR/runs/<series>/<parameter>=<value>/run_NNN.bin` for a sweep point.
 pub fn record_path(out: &Path, job: &Job) -> PathBuf {
@@ -33,16 +39,43 @@ pub fn encode(record: &RunRecord) -> Vec<u8> {
     let body = bincode::serde::encode_to_vec(record, bincode::config::standard())
         .expect("a record always encodes");
     bytes.extend_from_slice(&body);
+    let cv: Vec<Option<f64>> = record
+        .algorithms
+        .iter()
+        .map(|a| a.aggregates.cv_true_mean)
+        .collect();
+    if cv.iter().any(Option::is_some) {
+        bytes.extend_from_slice(CV_MAGIC);
+        let block = bincode::serde::encode_to_vec(&cv, bincode::config::standard())
+            .expect("a list of numbers always encodes");
+        bytes.extend_from_slice(&block);
+    }
     bytes
 }
 
 /// Decodes a record; `None` if the bytes are not a complete record of this format.
 pub fn decode(bytes: &[u8]) -> Option<RunRecord> {
     let body = bytes.strip_prefix(MAGIC.as_slice())?;
-    let (record, used) =
+    let (mut record, used) =
         bincode::serde::decode_from_slice::<RunRecord, _>(body, bincode::config::standard())
             .ok()?;
-    (used == body.len()).then_some(record)
+    let rest = &body[used..];
+    if rest.is_empty() {
+        return Some(record);
+    }
+    let block = rest.strip_prefix(CV_MAGIC.as_slice())?;
+    let (cv, used) = bincode::serde::decode_from_slice::<Vec<Option<f64>>, _>(
+        block,
+        bincode::config::standard(),
+    )
+    .ok()?;
+    if used != block.len() || cv.len() != record.algorithms.len() {
+        return None;
+    }
+    for (algorithm, value) in record.algorithms.iter_mut().zip(cv) {
+        algorithm.aggregates.cv_true_mean = value;
+    }
+    Some(record)
 }
 
 /// Reads the record of `job` if it exists, decodes, and matches the job (same series, point,
@@ -148,6 +181,50 @@ mod tests {
             algorithms: Vec::new(),
         };
         assert_eq!(decode(&encode(&record)), Some(record));
+    }
+
+    fn record_with_two_algorithms() -> RunRecord {
+        let algorithm = |name: &str| ach_sim::AlgorithmRecord {
+            name: name.into(),
+            aggregates: ach_sim::Aggregates::of(&[0.3, 0.2], &[], &[0.0, 1.0], 1, 0),
+            d_trace: vec![0.3, 0.2],
+            d_true_trace: Vec::new(),
+            m_trace: vec![0.0, 1.0],
+            violations: Vec::new(),
+        };
+        RunRecord {
+            series: "S".into(),
+            point: None,
+            run_index: 0,
+            seed: 42,
+            profile: ach_sim::Profile::Paper,
+            fingerprint: 5,
+            algorithms: vec![algorithm("ACH"), algorithm("A0")],
+        }
+    }
+
+    #[test]
+    fn a_record_without_cv_has_no_trailing_block() {
+        let record = record_with_two_algorithms();
+        let bytes = encode(&record);
+        let body = bincode::serde::encode_to_vec(&record, bincode::config::standard()).unwrap();
+        assert_eq!(bytes, [MAGIC.as_slice(), &body].concat());
+        assert_eq!(decode(&bytes), Some(record));
+    }
+
+    #[test]
+    fn the_cv_block_round_trips_and_is_checked() {
+        let mut record = record_with_two_algorithms();
+        record.algorithms[0].aggregates.cv_true_mean = Some(0.125);
+        record.algorithms[1].aggregates.cv_true_mean = Some(0.25);
+        let bytes = encode(&record);
+        let plain = encode(&record_with_two_algorithms());
+        assert_eq!(&bytes[..plain.len()], plain.as_slice());
+        assert_eq!(&bytes[plain.len()..plain.len() + 8], CV_MAGIC.as_slice());
+        assert_eq!(decode(&bytes), Some(record));
+        // A cut or foreign trailing block is not a record.
+        assert!(decode(&bytes[..bytes.len() - 1]).is_none());
+        assert!(decode(&[plain.as_slice(), b"junk"].concat()).is_none());
     }
 
     #[test]

@@ -288,6 +288,20 @@ pub struct SeriesConfig {
     /// their files and fingerprints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ach_f: Option<AchFilter>,
+    /// Also report the coefficient of variation of the true loads (`report_cv = true`; default
+    /// false), a size-independent imbalance beside D: per step `CV = std(l) / mean(l)` over the
+    /// nodes D counts, on the noise-free loads, with the population standard deviation
+    /// (divisor N) and `CV = 0` when the mean load is 0 or no node is counted; averaged over
+    /// the steps after the warm-up like D-bar (see [`crate::record::coefficient_of_variation`]).
+    /// Off, nothing of it is computed, and the configuration, its fingerprint, the records and
+    /// the summary are exactly as without the field.
+    #[serde(skip_serializing_if = "is_false")]
+    pub report_cv: bool,
+}
+
+/// True for `false`: leaves an unset flag out of the written configuration.
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// ACH-F's telemetry filter: the median of each node's last `window` loads.
@@ -327,6 +341,7 @@ impl Default for SeriesConfig {
             churn: Vec::new(),
             sweep: None,
             ach_f: None,
+            report_cv: false,
         }
     }
 }

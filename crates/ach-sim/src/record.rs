@@ -80,6 +80,41 @@ pub struct Aggregates {
     pub pi_chg: f64,
     /// Invariant violations over the whole run (warm-up included).
     pub n_viol: u64,
+    /// Mean coefficient of variation of the true loads after the warm-up (see
+    /// [`coefficient_of_variation`]); `Some` only for a series with `report_cv = true`.
+    /// Left out of the serde form: the store writes it in an optional trailing block, so that
+    /// the records of every other series encode exactly as before the field existed.
+    #[serde(skip)]
+    pub cv_true_mean: Option<f64>,
+}
+
+/// Coefficient of variation `std(l) / mean(l)` of the loads of the nodes in `mask` (the nodes
+/// D counts): a size-independent imbalance. `std` is the population standard deviation
+/// (divisor N, numpy's `std` with `ddof = 0`); both sums in numpy's order. It is 0 when no node
+/// is counted or when the mean load is 0 (an idle cluster is balanced).
+pub fn coefficient_of_variation(loads: &[f64], mask: &[bool], scratch: &mut Vec<f64>) -> f64 {
+    scratch.clear();
+    scratch.extend(loads.iter().zip(mask).filter(|&(_, &m)| m).map(|(&l, _)| l));
+    if scratch.is_empty() {
+        return 0.0;
+    }
+    let n = scratch.len() as f64;
+    let mean = numpy_sum(scratch) / n;
+    if mean == 0.0 {
+        return 0.0;
+    }
+    for l in scratch.iter_mut() {
+        *l = (*l - mean) * (*l - mean);
+    }
+    (numpy_sum(scratch) / n).sqrt() / mean
+}
+
+/// Mean of `x` over the steps `t >= warmup` (numpy's summation order); 0 when none is left.
+pub fn mean_after_warmup(x: &[f64], warmup: usize) -> f64 {
+    match x.get(warmup..) {
+        Some(window) if !window.is_empty() => numpy_sum(window) / window.len() as f64,
+        _ => 0.0,
+    }
 }
 
 impl Aggregates {
@@ -89,21 +124,14 @@ impl Aggregates {
         let window = |x: &[f64]| x.get(warmup..).unwrap_or(&[]).to_vec();
         let d_window = window(d);
         let m_window = window(m);
-        let mean = |x: &[f64]| {
-            if x.is_empty() {
-                0.0
-            } else {
-                numpy_sum(x) / x.len() as f64
-            }
-        };
-        let d_mean = mean(&d_window);
+        let d_mean = mean_after_warmup(d, warmup);
         Aggregates {
             d_mean,
             d_max: d_window.iter().copied().fold(0.0, f64::max),
             d_true_mean: if d_true.is_empty() {
                 d_mean
             } else {
-                mean(&window(d_true))
+                mean_after_warmup(d_true, warmup)
             },
             m_cum: numpy_sum(&m_window),
             pi_chg: if m_window.is_empty() {
@@ -112,6 +140,7 @@ impl Aggregates {
                 m_window.iter().filter(|&&x| x > 0.0).count() as f64 / m_window.len() as f64
             },
             n_viol,
+            cv_true_mean: None,
         }
     }
 }
@@ -138,5 +167,45 @@ mod tests {
         assert_eq!(a.d_true_mean, a.d_mean);
         assert_eq!(a.m_cum, 0.2);
         assert_eq!(a.pi_chg, 0.5);
+        assert_eq!(a.cv_true_mean, None);
+    }
+
+    #[test]
+    fn coefficient_of_variation_of_hand_made_loads() {
+        let mut scratch = Vec::new();
+        // Loads 1, 2, 3 (node 3 not counted): mean 2, population variance 2/3.
+        let loads = [1.0, 2.0, 3.0, 100.0];
+        let mask = [true, true, true, false];
+        let cv = coefficient_of_variation(&loads, &mask, &mut scratch);
+        assert!((cv - (2.0f64 / 3.0).sqrt() / 2.0).abs() < 1e-15, "{cv}");
+        // Scaling every load leaves it unchanged; so does repeating the cluster (size-free).
+        let scaled = coefficient_of_variation(&[10.0, 20.0, 30.0], &[true; 3], &mut scratch);
+        assert!((scaled - cv).abs() < 1e-15);
+        let repeated = [1.0, 2.0, 3.0, 1.0, 2.0, 3.0];
+        let twice = coefficient_of_variation(&repeated, &[true; 6], &mut scratch);
+        assert!((twice - cv).abs() < 1e-15);
+        // Equal loads, an idle cluster and an empty mask are balanced.
+        assert_eq!(
+            coefficient_of_variation(&[0.4; 5], &[true; 5], &mut scratch),
+            0.0
+        );
+        assert_eq!(
+            coefficient_of_variation(&[0.0; 3], &[true; 3], &mut scratch),
+            0.0
+        );
+        assert_eq!(
+            coefficient_of_variation(&[1.0, 2.0], &[false; 2], &mut scratch),
+            0.0
+        );
+        // One loaded node of four: mean 1/4, std sqrt(3)/4, CV sqrt(3).
+        let one = coefficient_of_variation(&[1.0, 0.0, 0.0, 0.0], &[true; 4], &mut scratch);
+        assert!((one - 3f64.sqrt()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn mean_after_warmup_skips_the_warmup() {
+        assert_eq!(mean_after_warmup(&[9.0, 1.0, 3.0], 1), 2.0);
+        assert_eq!(mean_after_warmup(&[9.0], 1), 0.0);
+        assert_eq!(mean_after_warmup(&[], 5), 0.0);
     }
 }

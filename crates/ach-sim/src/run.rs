@@ -8,7 +8,10 @@ use rand_distr::{Distribution, Normal};
 
 use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
-use crate::record::{Aggregates, AlgorithmRecord, RunRecord, ViolationRecord};
+use crate::record::{
+    Aggregates, AlgorithmRecord, RunRecord, ViolationRecord, coefficient_of_variation,
+    mean_after_warmup,
+};
 use crate::streams::{Stream, stream};
 use crate::workload::Workload;
 
@@ -105,6 +108,9 @@ struct Arm {
     raw: Vec<Metrics>,
     d: Vec<f64>,
     d_true: Vec<f64>,
+    /// Coefficient of variation of the true loads, every step; `None` unless the series sets
+    /// `report_cv`.
+    cv_true: Option<Vec<f64>>,
     m: Vec<f64>,
     violations: Vec<ViolationRecord>,
     n_violations: u64,
@@ -145,6 +151,7 @@ impl Arm {
             } else {
                 Vec::new()
             },
+            cv_true: config.report_cv.then(|| Vec::with_capacity(steps)),
             m: Vec::with_capacity(steps),
             violations: Vec::new(),
             n_violations: 0,
@@ -444,8 +451,12 @@ impl Member<'_> {
             .iter()
             .zip(self.arms)
             .map(|(name, arm)| {
-                let aggregates =
+                let mut aggregates =
                     Aggregates::of(&arm.d, &arm.d_true, &arm.m, warmup, arm.n_violations);
+                aggregates.cv_true_mean = arm
+                    .cv_true
+                    .as_deref()
+                    .map(|cv| mean_after_warmup(cv, warmup));
                 AlgorithmRecord {
                     name: name.clone(),
                     aggregates,
@@ -503,11 +514,28 @@ impl Arm {
                 .map_err(|e| e.to_string())?;
             self.d_true
                 .push(imbalance(loads.loads, &cluster.usable, scratch));
+            if let Some(cv) = &mut self.cv_true {
+                cv.push(coefficient_of_variation(
+                    loads.loads,
+                    &cluster.usable,
+                    scratch,
+                ));
+            }
         }
         let observed = self
             .telemetry
             .observe(&self.raw, draws)
             .map_err(|e| e.to_string())?;
+        if self.truth.is_none()
+            && let Some(cv) = &mut self.cv_true
+        {
+            // Without distortion the observed loads are the true ones.
+            cv.push(coefficient_of_variation(
+                observed.loads,
+                &cluster.usable,
+                scratch,
+            ));
+        }
         self.d
             .push(imbalance(observed.loads, &cluster.usable, scratch));
         let observation = Observation {

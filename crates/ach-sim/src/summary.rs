@@ -62,6 +62,11 @@ pub struct AlgorithmSummary {
     pub pi_chg: Interval,
     /// Violations, summed over runs.
     pub n_viol: u64,
+    /// Mean coefficient of variation of the true loads (a size-independent imbalance beside
+    /// D-bar), for a series with `report_cv = true` whose every run carries it; left out of
+    /// `summary.json` otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_true_mean: Option<Interval>,
 }
 
 /// ACH against one baseline on the per-run D-bar values.
@@ -235,6 +240,12 @@ pub fn summarize_algorithm(name: &str, aggregates: &[Aggregates]) -> AlgorithmSu
         m_cum: pick(|a| a.m_cum),
         pi_chg: pick(|a| a.pi_chg),
         n_viol: aggregates.iter().map(|a| a.n_viol).sum(),
+        cv_true_mean: aggregates
+            .iter()
+            .map(|a| a.cv_true_mean)
+            .collect::<Option<Vec<f64>>>()
+            .filter(|values| !values.is_empty())
+            .map(|values| Interval::of(&values)),
     }
 }
 

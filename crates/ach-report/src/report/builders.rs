@@ -74,6 +74,9 @@ pub struct ReportTables {
     pub all_algorithms: Table,
     /// One table per sweep beyond C5's form (a grid, or every algorithm at every point).
     pub sweeps: Vec<Table>,
+    /// One table per series with `report_cv = true`: D-bar beside the coefficient of
+    /// variation of the true loads (none for the default matrix).
+    pub cv: Vec<Table>,
 }
 
 impl ReportTables {
@@ -91,6 +94,7 @@ impl ReportTables {
             &self.all_algorithms,
         ];
         all.extend(&self.sweeps);
+        all.extend(&self.cv);
         all
     }
 }
@@ -133,7 +137,97 @@ pub fn build_tables(results: &Results) -> ReportTables {
             .into_iter()
             .map(|(series, points)| sweep_table(&results.registry, series, &points))
             .collect(),
+        cv: cv_tables(&results.registry, summary),
     }
+}
+
+/// The tables of D-bar beside the coefficient of variation of the true loads, one per series
+/// whose summary carries it (`report_cv = true`), in summary order.
+fn cv_tables(registry: &Registry, summary: &MatrixSummary) -> Vec<Table> {
+    let mut tables = Vec::new();
+    for series in &summary.series {
+        let rows: Vec<(Option<String>, &AlgorithmSummary)> =
+            series.algorithms.iter().map(|a| (None, a)).collect();
+        if let Some(table) = cv_table(registry, &series.name, &rows) {
+            tables.push(table);
+        }
+    }
+    for name in summary.sweep_series() {
+        let rows: Vec<(Option<String>, &AlgorithmSummary)> = summary
+            .sensitivity
+            .iter()
+            .filter(|p| p.series == name)
+            .flat_map(|p| {
+                p.algorithms()
+                    .into_iter()
+                    .map(|a| (Some(p.point.label()), a))
+            })
+            .collect();
+        if let Some(table) = cv_table(registry, name, &rows) {
+            tables.push(table);
+        }
+    }
+    tables
+}
+
+/// D-bar (observed and true) and CV of the true loads per algorithm (and point); `None` when
+/// no row has the CV.
+fn cv_table(
+    registry: &Registry,
+    series: &str,
+    rows: &[(Option<String>, &AlgorithmSummary)],
+) -> Option<Table> {
+    if rows.iter().all(|(_, a)| a.cv_true_mean.is_none()) {
+        return None;
+    }
+    let with_point = rows.iter().any(|(point, _)| point.is_some());
+    let mut columns = Vec::new();
+    if with_point {
+        columns.push(Column::key("Point", "point"));
+    }
+    columns.extend([
+        Column::key("Algorithm", "algorithm"),
+        numeric_key("Runs", "runs"),
+        Column::value("D-bar", "d_mean"),
+        Column::value("D-bar true", "d_true_mean"),
+        Column::value("CV true", "cv_true_mean"),
+    ]);
+    let rows = rows
+        .iter()
+        .map(|(point, a)| {
+            let mut cells = Vec::new();
+            if with_point {
+                cells.push(Cell::text(point.clone().unwrap_or_default()));
+            }
+            cells.extend([
+                algorithm_cell(registry, &a.name),
+                Cell::Count(Some(a.runs as u64)),
+                estimate(a.d_mean),
+                estimate(a.d_true_mean),
+                a.cv_true_mean.map_or(
+                    Cell::Estimate {
+                        mean: None,
+                        ci95: None,
+                        decimals: 4,
+                    },
+                    estimate,
+                ),
+            ]);
+            cells
+        })
+        .collect();
+    Some(Table {
+        name: format!("cv_{series}"),
+        title: format!(
+            "{series}: D-bar beside the coefficient of variation of the true loads (mean ± CI95 over the runs)"
+        ),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    })
 }
 
 /// Every algorithm at every point of one sweep.

@@ -9,7 +9,9 @@ use std::ops::Range;
 
 use ach_sim::Registry;
 use ach_sim::algorithms::Marker;
-use ach_sim::summary::{AlgorithmSummary, MatrixSummary, SensitivityPoint, SeriesSummary};
+use ach_sim::summary::{
+    AlgorithmSummary, Interval, MatrixSummary, SensitivityPoint, SeriesSummary,
+};
 use plotters::chart::MeshStyle;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, ValueFormatter};
@@ -724,6 +726,20 @@ pub fn summary_figures(results: &Results) -> (Vec<Figure>, Vec<String>) {
                 &name,
             );
         }
+        let with_cv = points
+            .iter()
+            .any(|p| p.algorithms().iter().any(|a| a.cv_true_mean.is_some()));
+        if with_cv {
+            for parameter in swept_fields(&points) {
+                let name = format!("cv_{series}_{parameter}");
+                keep(
+                    &mut figures,
+                    &mut notes,
+                    cv_sweep_figure(&results.registry, series, &parameter, &points),
+                    &name,
+                );
+            }
+        }
     }
     (figures, notes)
 }
@@ -774,11 +790,68 @@ fn slice_along<'a>(
         .collect()
 }
 
+/// One panel of a sweep figure: a metric of an algorithm at a point (`None`: not drawn there)
+/// and its axis label.
+type SweepPanel = (fn(&AlgorithmSummary) -> Option<Interval>, &'static str);
+
+/// What a sweep figure draws: its name, title, panels (stacked top to bottom) and the start
+/// of its caption.
+struct SweepFigureSpec<'a> {
+    name: String,
+    title: String,
+    panels: &'a [SweepPanel],
+    caption: String,
+}
+
 fn sweep_figure(
     registry: &Registry,
     series: &str,
     field: &str,
     points: &[&SensitivityPoint],
+) -> DrawResult<Figure> {
+    let spec = SweepFigureSpec {
+        name: format!("sweep_{series}_{field}"),
+        title: format!("{series}: D-bar and M_cum against {field}"),
+        panels: &[
+            (|a| Some(a.d_mean), "D-bar (fraction of load)"),
+            (|a| Some(a.m_cum), "M_cum (fraction of key space)"),
+        ],
+        caption: format!(
+            "Sweep {series}: D-bar (top) and M_cum (bottom) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band."
+        ),
+    };
+    banded_sweep_figure(registry, field, points, &spec)
+}
+
+/// D-bar (observed and true) and the coefficient of variation of the true loads against a
+/// swept field, for a series with `report_cv = true`.
+fn cv_sweep_figure(
+    registry: &Registry,
+    series: &str,
+    field: &str,
+    points: &[&SensitivityPoint],
+) -> DrawResult<Figure> {
+    let spec = SweepFigureSpec {
+        name: format!("cv_{series}_{field}"),
+        title: format!("{series}: D-bar and CV of the true loads against {field}"),
+        panels: &[
+            (|a| Some(a.d_mean), "D-bar observed"),
+            (|a| Some(a.d_true_mean), "D-bar true"),
+            (|a| a.cv_true_mean, "CV of the true loads"),
+        ],
+        caption: format!(
+            "Sweep {series}: observed D-bar (top), true D-bar (middle) and the coefficient of variation of the true loads (bottom, size-independent) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band."
+        ),
+    };
+    banded_sweep_figure(registry, field, points, &spec)
+}
+
+/// Draws the panels of `spec` against `field`, one band per algorithm, legend underneath.
+fn banded_sweep_figure(
+    registry: &Registry,
+    field: &str,
+    points: &[&SensitivityPoint],
+    spec: &SweepFigureSpec<'_>,
 ) -> DrawResult<Figure> {
     let mut slice = slice_along(points, field);
     slice.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -791,7 +864,7 @@ fn sweep_figure(
         }
     }
     // One band per algorithm and metric: mean with its 95 % CI, against the field's value.
-    let band = |name: &str, metric: fn(&AlgorithmSummary) -> ach_sim::summary::Interval| {
+    let band = |name: &str, metric: fn(&AlgorithmSummary) -> Option<Interval>| {
         let mut b = TraceBand {
             t: Vec::new(),
             low: Vec::new(),
@@ -799,8 +872,12 @@ fn sweep_figure(
             high: Vec::new(),
         };
         for (x, p) in &slice {
-            if let Some(a) = p.algorithms().into_iter().find(|a| a.name == name) {
-                let i = metric(a);
+            if let Some(i) = p
+                .algorithms()
+                .into_iter()
+                .find(|a| a.name == name)
+                .and_then(metric)
+            {
                 let ci = i.ci95.unwrap_or(0.0);
                 b.t.push(*x);
                 b.low.push(i.mean - ci);
@@ -810,28 +887,35 @@ fn sweep_figure(
         }
         b
     };
-    let d_bands: Vec<(&str, TraceBand)> =
-        names.iter().map(|n| (*n, band(n, |a| a.d_mean))).collect();
-    let m_bands: Vec<(&str, TraceBand)> =
-        names.iter().map(|n| (*n, band(n, |a| a.m_cum))).collect();
+    let panels: Vec<(Vec<(&str, TraceBand)>, &str)> = spec
+        .panels
+        .iter()
+        .map(|(metric, y_desc)| {
+            let bands = names.iter().map(|n| (*n, band(n, *metric))).collect();
+            (bands, *y_desc)
+        })
+        .collect();
+    // Every panel has the height of one of two stacked panels; a third adds to the figure.
+    let panel_height = (STACKED.1 - 30) / 2;
+    let plots_height = STACKED.1 + (panels.len() as u32).saturating_sub(2) * panel_height;
     let x_range = padded_range(slice.iter().map(|(x, _)| *x), 0.04);
     let others: Vec<String> = swept_fields(points)
         .into_iter()
         .filter(|f| f != field)
         .collect();
-    let svg = render_svg((STACKED.0, STACKED.1 + LEGEND_HEIGHT), |root| {
-        let (plots, legend) = root.split_vertically(STACKED.1);
-        let plots = plots
-            .titled(
-                &format!("{series}: D-bar and M_cum against {field}"),
-                (FONT, CAPTION_SIZE),
-            )
+    let svg = render_svg((STACKED.0, plots_height + LEGEND_HEIGHT), |root| {
+        let (plots, legend) = root.split_vertically(plots_height);
+        let mut rest = plots
+            .titled(&spec.title, (FONT, CAPTION_SIZE))
             .map_err(draw_error)?;
-        let (top, bottom) = plots.split_vertically((STACKED.1 - 30) / 2);
-        for (area, bands, y_desc) in [
-            (&top, &d_bands, "D-bar (fraction of load)"),
-            (&bottom, &m_bands, "M_cum (fraction of key space)"),
-        ] {
+        let mut areas = Vec::new();
+        for _ in 1..panels.len() {
+            let (area, below) = rest.split_vertically(panel_height);
+            areas.push(area);
+            rest = below;
+        }
+        areas.push(rest);
+        for (area, (bands, y_desc)) in areas.iter().zip(&panels) {
             let y_range = padded_range(
                 bands
                     .iter()
@@ -858,9 +942,10 @@ fn sweep_figure(
         draw_legend_strip(&legend, &entries)
     })?;
     Ok(Figure {
-        name: format!("sweep_{series}_{field}"),
+        name: spec.name.clone(),
         caption: format!(
-            "Sweep {series}: D-bar (top) and M_cum (bottom) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band.{}",
+            "{}{}",
+            spec.caption,
             if others.is_empty() {
                 String::new()
             } else {

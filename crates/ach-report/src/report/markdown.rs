@@ -253,6 +253,19 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         }
     }
 
+    // D-bar beside a size-independent imbalance (series with `report_cv = true`).
+    if !tables.cv.is_empty() {
+        let _ = writeln!(out, "## D-bar beside the coefficient of variation\n");
+        for table in &tables.cv {
+            table_section(
+                &mut out,
+                &table.name,
+                table,
+                "CV true is the coefficient of variation std(l) / mean(l) of the noise-free loads over the nodes D counts (population std; 0 when the mean load is 0), per step, averaged over the steps after the warm-up like D-bar. Unlike D = max - mean it does not grow with the number of nodes when each node's load scatters by the same relative amount, so it separates the algorithms' balance from the metric's growth with size.",
+            );
+        }
+    }
+
     // Violations.
     let _ = writeln!(out, "## Violation counts\n");
     table_section(
