@@ -1,14 +1,13 @@
 //! `xtask`: the command line of the ACH toolkit (`cargo xtask ...`).
 //!
-//! This is the edge of the workspace: it parses arguments, reads and writes files, renders
-//! tables and figures, and reports progress. The model crates it calls do none of that.
+//! A thin command line: `experiments` and `report` are [`ach_report`]'s (a user's binary can
+//! call the same library), `verify-trace` and `stats` are its own. The model crates it calls do
+//! no file I/O.
 
-mod experiments;
-mod outputs;
-mod report;
 mod stats;
-mod store;
 mod verify_trace;
+
+use ach_report::{experiments, report};
 
 use std::process::ExitCode;
 

@@ -10,6 +10,8 @@ use ach_telemetry::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::algorithms::Registry;
+
 /// Which modelling choices a run follows (spec section 9).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -253,11 +255,79 @@ pub struct Sweep {
     pub M_max: Vec<f64>,
 }
 
-/// One point of a sweep: a parameter name and its value.
+/// A parameter of ACH a sweep varies. Written as its name (`eps_on`) in records and JSON; any
+/// other name read back is an error naming it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum SweepParameter {
+    /// `eps_on` (and `eps_off = eps_off_ratio * eps_on` when the ratio is given).
+    EpsOn,
+    /// `kappa`.
+    Kappa,
+    /// `tau`.
+    Tau,
+    /// `M_max`.
+    MMax,
+}
+
+impl SweepParameter {
+    /// Every parameter, in sweep order.
+    pub const ALL: [SweepParameter; 4] = [
+        SweepParameter::EpsOn,
+        SweepParameter::Kappa,
+        SweepParameter::Tau,
+        SweepParameter::MMax,
+    ];
+
+    /// The name series files and results use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SweepParameter::EpsOn => "eps_on",
+            SweepParameter::Kappa => "kappa",
+            SweepParameter::Tau => "tau",
+            SweepParameter::MMax => "M_max",
+        }
+    }
+
+    /// The parameter called `name`, if any.
+    pub fn from_name(name: &str) -> Option<SweepParameter> {
+        SweepParameter::ALL.into_iter().find(|p| p.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for SweepParameter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl From<SweepParameter> for String {
+    fn from(parameter: SweepParameter) -> String {
+        parameter.as_str().to_string()
+    }
+}
+
+impl TryFrom<String> for SweepParameter {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<SweepParameter, String> {
+        SweepParameter::from_name(&name).ok_or_else(|| {
+            format!("sweep parameter {name:?} is not one of eps_on, kappa, tau, M_max")
+        })
+    }
+}
+
+impl PartialEq<&str> for SweepParameter {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+/// One point of a sweep: a parameter and its value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SweepPoint {
-    /// `eps_on`, `kappa`, `tau` or `M_max`.
-    pub parameter: String,
+    /// The parameter.
+    pub parameter: SweepParameter,
     /// The value.
     pub value: f64,
 }
@@ -402,16 +472,14 @@ impl SeriesConfig {
             return Vec::new();
         };
         let mut points = Vec::new();
-        for (parameter, values) in [
-            ("eps_on", &sweep.eps_on),
-            ("kappa", &sweep.kappa),
-            ("tau", &sweep.tau),
-            ("M_max", &sweep.M_max),
-        ] {
-            points.extend(values.iter().map(|&value| SweepPoint {
-                parameter: parameter.to_string(),
-                value,
-            }));
+        for parameter in SweepParameter::ALL {
+            let values = match parameter {
+                SweepParameter::EpsOn => &sweep.eps_on,
+                SweepParameter::Kappa => &sweep.kappa,
+                SweepParameter::Tau => &sweep.tau,
+                SweepParameter::MMax => &sweep.M_max,
+            };
+            points.extend(values.iter().map(|&value| SweepPoint { parameter, value }));
         }
         points
     }
@@ -419,23 +487,27 @@ impl SeriesConfig {
     /// This series with ACH's parameters set to a sweep point.
     pub fn at_point(&self, point: &SweepPoint) -> SeriesConfig {
         let mut c = self.clone();
-        match point.parameter.as_str() {
-            "eps_on" => {
+        match point.parameter {
+            SweepParameter::EpsOn => {
                 c.ach.eps_on = point.value;
                 if let Some(ratio) = self.sweep.as_ref().and_then(|s| s.eps_off_ratio) {
                     c.ach.eps_off = ratio * point.value;
                 }
             }
-            "kappa" => c.ach.kappa = point.value,
-            "tau" => c.ach.tau = point.value,
-            "M_max" => c.ach.m_max = point.value,
-            _ => {}
+            SweepParameter::Kappa => c.ach.kappa = point.value,
+            SweepParameter::Tau => c.ach.tau = point.value,
+            SweepParameter::MMax => c.ach.m_max = point.value,
         }
         c
     }
 
-    /// Checks every rule; returns the first one broken.
+    /// Checks every rule, with the built-in algorithms; returns the first one broken.
     pub fn validate(&self, profile: Profile) -> Result<(), ConfigError> {
+        self.validate_with(profile, &Registry::built_in())
+    }
+
+    /// Checks every rule; `algorithms` may name any algorithm of `registry`.
+    pub fn validate_with(&self, profile: Profile, registry: &Registry) -> Result<(), ConfigError> {
         let fail = |field: &str, value: &dyn std::fmt::Display, rule: &str| ConfigError {
             series: self.name.clone(),
             field: field.to_string(),
@@ -509,11 +581,18 @@ impl SeriesConfig {
             ));
         }
         for (k, name) in self.algorithms.iter().enumerate() {
-            if !ALGORITHMS.contains(&name.as_str()) {
+            if registry.get(name).is_none() {
                 return Err(fail(
                     &format!("algorithms[{k}]"),
                     &format!("{name:?}"),
-                    &format!("must be one of {}", ALGORITHMS.join(", ")),
+                    &format!("must be one of {}", registry.names()),
+                ));
+            }
+            if self.algorithms[..k].contains(name) {
+                return Err(fail(
+                    &format!("algorithms[{k}]"),
+                    &format!("{name:?}"),
+                    "is named twice (each algorithm runs once per series)",
                 ));
             }
         }
@@ -796,7 +875,7 @@ mod tests {
         let c5 = &all[7];
         assert_eq!(c5.sweep_points().len(), 19);
         let p = c5.at_point(&SweepPoint {
-            parameter: "eps_on".into(),
+            parameter: SweepParameter::EpsOn,
             value: 0.05,
         });
         assert_eq!(p.ach.eps_on, 0.05);

@@ -10,6 +10,7 @@
 //! clock; every random number comes from a stream derived from the run's seed ([`streams`]).
 //! Parallel execution ([`matrix`]) gives the same records whatever the thread count.
 
+pub mod algorithms;
 pub mod config;
 pub mod matrix;
 pub mod record;
@@ -18,6 +19,8 @@ pub mod streams;
 pub mod summary;
 pub mod workload;
 
-pub use config::{Profile, SeriesConfig, SweepPoint, built_in_series};
+pub use algorithms::{AlgorithmInfo, Registry};
+pub use config::{Profile, SeriesConfig, SweepParameter, SweepPoint, built_in_series};
+pub use matrix::run_jobs_with;
 pub use record::{Aggregates, AlgorithmRecord, RunRecord};
 pub use run::{RunSpec, SimError, simulate};

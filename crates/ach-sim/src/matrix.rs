@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use ahash::RandomState;
 use rayon::prelude::*;
 
+use crate::algorithms::Registry;
 use crate::config::{Profile, SeriesConfig, SweepPoint};
 use crate::record::{RunRecord, fingerprint};
-use crate::run::{RunSpec, SimError, shared_workload_key, simulate, simulate_group};
+use crate::run::{RunSpec, SimError, shared_workload_key, simulate, simulate_group_with};
 
 /// One run to do: a series at a sweep point (if any) and a run index.
 #[derive(Clone, Debug, PartialEq)]
@@ -98,6 +99,19 @@ pub fn run_jobs<F>(jobs: &[Job], profile: Profile, on_done: F) -> Vec<Result<Run
 where
     F: Fn(&Job, &Result<RunRecord, SimError>) + Sync,
 {
+    run_jobs_with(jobs, profile, &Registry::built_in(), on_done)
+}
+
+/// [`run_jobs`] with the algorithms of `registry` (the series name theirs).
+pub fn run_jobs_with<F>(
+    jobs: &[Job],
+    profile: Profile,
+    registry: &Registry,
+    on_done: F,
+) -> Vec<Result<RunRecord, SimError>>
+where
+    F: Fn(&Job, &Result<RunRecord, SimError>) + Sync,
+{
     let specs: Vec<RunSpec<'_>> = jobs.iter().map(|job| job.spec(profile)).collect();
     // A fixed-seed hasher: the crate uses no unseeded randomness (the map is only looked up,
     // never iterated, so the order of groups is the order of first appearance either way).
@@ -118,7 +132,7 @@ where
         .par_iter()
         .map(|members| {
             let group: Vec<RunSpec<'_>> = members.iter().map(|&k| specs[k].clone()).collect();
-            let results = simulate_group(&group);
+            let results = simulate_group_with(&group, registry);
             for (&k, result) in members.iter().zip(&results) {
                 on_done(&jobs[k], result);
             }
@@ -172,5 +186,50 @@ mod tests {
         assert_eq!(one.len(), 6);
         assert!(one.iter().all(Result::is_ok));
         assert_eq!(one, two);
+    }
+
+    #[test]
+    fn a_registered_algorithm_runs_beside_the_built_ins() {
+        let mut registry = Registry::built_in();
+        registry
+            .register(
+                crate::AlgorithmInfo::new(
+                    "Round-Robin",
+                    "RR",
+                    [0x56, 0xB4, 0xE9],
+                    crate::algorithms::Marker::Cross,
+                ),
+                |_| Ok(Box::new(ach_baselines::StaticW)),
+            )
+            .unwrap();
+        let mut config = built_in_series().remove(0);
+        config.steps = 40;
+        config.warmup = 5;
+        config.algorithms = vec!["Round-Robin".into(), "Static-W".into()];
+        assert!(config.validate(Profile::Paper).is_err(), "not a built-in");
+        config.validate_with(Profile::Paper, &registry).unwrap();
+        let all = jobs(&[config], Some(2));
+        let records = run_jobs_with(&all, Profile::Paper, &registry, |_, _| {});
+        for record in records {
+            let record = record.unwrap();
+            let mine = record.algorithm("Round-Robin").unwrap();
+            let static_w = record.algorithm("Static-W").unwrap();
+            assert_eq!(mine.aggregates, static_w.aggregates);
+        }
+        // Without the registration the run is an error naming the algorithm, not a fallback.
+        let unknown = run_jobs(&all, Profile::Paper, |_, _| {});
+        let error = unknown[0].as_ref().unwrap_err().to_string();
+        assert!(error.contains("\"Round-Robin\""), "{error}");
+    }
+
+    #[test]
+    fn an_unknown_sweep_parameter_is_an_error_naming_it() {
+        let error = serde_json::from_str::<SweepPoint>(r#"{"parameter": "kapa", "value": 0.1}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("\"kapa\""), "{error}");
+        let point: SweepPoint =
+            serde_json::from_str(r#"{"parameter": "M_max", "value": 0.1}"#).unwrap();
+        assert_eq!(point.parameter, crate::SweepParameter::MMax);
     }
 }

@@ -1,12 +1,12 @@
 //! One run: a scenario driven step by step through every algorithm (spec sections 2, 5, 6).
 
-use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
-use ach_control::{Ach, Balancer, Observation, commit};
+use ach_control::{Balancer, Observation, commit};
 use ach_ring::{InvariantCheck, InvariantViolation, JoinRule, LeaveRule, NodeId, TokenRing};
 use ach_telemetry::{Metrics, StepDraws, TelemetryPipeline, numpy_sum, raw_metrics_for_cluster};
 use rand::Rng;
 use rand_distr::{Distribution, Normal};
 
+use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
 use crate::record::{Aggregates, AlgorithmRecord, RunRecord, ViolationRecord};
 use crate::streams::{Stream, stream};
@@ -114,8 +114,8 @@ struct Arm {
 }
 
 impl Arm {
-    /// A fresh arm for algorithm `name` on `ring`, with the series' telemetry.
-    fn new(name: &str, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, String> {
+    /// A fresh arm for `algorithm` on `ring`, with the series' telemetry.
+    fn new(algorithm: &Algorithm, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, String> {
         let n0 = config.cluster.classes.len();
         let steps = config.steps as usize;
         let distortion = config.noise.distortion();
@@ -129,7 +129,9 @@ impl Arm {
             None
         };
         Ok(Arm {
-            balancer: make_balancer(name, config),
+            balancer: algorithm
+                .balancer(config)
+                .map_err(|e| format!("algorithm {}: {e}", algorithm.info.name))?,
             ring,
             telemetry,
             truth,
@@ -160,23 +162,6 @@ impl Arm {
                 detail,
             });
         }
-    }
-}
-
-fn make_balancer(name: &str, config: &SeriesConfig) -> Box<dyn Balancer + Send> {
-    match name {
-        "Static-W" => Box::new(StaticW),
-        "Static-Wt" => Box::new(StaticWt::new(
-            config
-                .cluster
-                .classes
-                .iter()
-                .map(|c| c.capacity())
-                .collect(),
-        )),
-        "Dynamic-R" => Box::new(DynamicR::paper()),
-        "Bounded-Loads" => Box::new(BoundedLoads::paper()),
-        _ => Box::new(Ach::new(config.ach.clone()).expect("validated configuration")),
     }
 }
 
@@ -254,6 +239,14 @@ struct Member<'a> {
 /// for its spec alone (the runs do not interact); sharing only saves the drawing. Specs whose
 /// [`shared_workload_key`] differs from the first's are simulated on their own.
 pub fn simulate_group(specs: &[RunSpec<'_>]) -> Vec<Result<RunRecord, SimError>> {
+    simulate_group_with(specs, &Registry::built_in())
+}
+
+/// [`simulate_group`] with the algorithms of `registry` (the series name theirs).
+pub fn simulate_group_with(
+    specs: &[RunSpec<'_>],
+    registry: &Registry,
+) -> Vec<Result<RunRecord, SimError>> {
     let Some(first) = specs.first() else {
         return Vec::new();
     };
@@ -261,17 +254,17 @@ pub fn simulate_group(specs: &[RunSpec<'_>]) -> Vec<Result<RunRecord, SimError>>
     let mut results: Vec<Option<Result<RunRecord, SimError>>> = vec![None; specs.len()];
     let mut members = Vec::new();
     for (k, spec) in specs.iter().enumerate() {
-        if let Err(e) = spec.config.validate(spec.profile) {
+        if let Err(e) = spec.config.validate_with(spec.profile, registry) {
             results[k] = Some(Err(e.into()));
         } else if k > 0 && shared_workload_key(spec) != key {
-            results[k] = Some(simulate(spec));
+            results[k] = simulate_group_with(std::slice::from_ref(spec), registry).pop();
         } else {
             members.push(k);
         }
     }
     if !members.is_empty() {
         let group: Vec<&RunSpec<'_>> = members.iter().map(|&k| &specs[k]).collect();
-        match simulate_members(&group) {
+        match simulate_members(&group, registry) {
             Ok(records) => {
                 for (&k, record) in members.iter().zip(records) {
                     results[k] = Some(Ok(record));
@@ -291,7 +284,10 @@ pub fn simulate_group(specs: &[RunSpec<'_>]) -> Vec<Result<RunRecord, SimError>>
 }
 
 /// The shared pass of [`simulate_group`] over validated specs with one workload key.
-fn simulate_members(specs: &[&RunSpec<'_>]) -> Result<Vec<RunRecord>, SimError> {
+fn simulate_members(
+    specs: &[&RunSpec<'_>],
+    registry: &Registry,
+) -> Result<Vec<RunRecord>, SimError> {
     let lead = specs[0];
     let config = lead.config;
     let seed = config.seed(lead.run_index);
@@ -335,7 +331,12 @@ fn simulate_members(specs: &[&RunSpec<'_>]) -> Result<Vec<RunRecord>, SimError> 
         let c = spec.config;
         let mut arms = Vec::with_capacity(c.algorithms.len());
         for name in &c.algorithms {
-            arms.push(Arm::new(name, c, initial_ring.clone()).map_err(|e| internal(spec, 0, e))?);
+            let algorithm = registry.get(name).ok_or_else(|| {
+                internal(spec, 0, format!("algorithm {name:?} is not registered"))
+            })?;
+            arms.push(
+                Arm::new(algorithm, c, initial_ring.clone()).map_err(|e| internal(spec, 0, e))?,
+            );
         }
         let distortion = c.noise.distortion();
         let gauss = if distortion.uses_gauss() {
@@ -690,7 +691,10 @@ mod tests {
         let arms = config
             .algorithms
             .iter()
-            .map(|name| Arm::new(name, config, ring.clone()).unwrap())
+            .map(|name| {
+                let registry = Registry::built_in();
+                Arm::new(registry.get(name).unwrap(), config, ring.clone()).unwrap()
+            })
             .collect();
         (Cluster::new(config, profile), arms)
     }

@@ -1,0 +1,318 @@
+//! `cargo xtask experiments`: runs the experiment matrix, saves every run, prints and writes the
+//! summary.
+//!
+//! Every argument and configuration file is checked before any work starts. Runs whose record
+//! is already on disk with the same configuration fingerprint and seed are reused, so an
+//! interrupted matrix started again with the same arguments runs only what is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use ach_sim::Registry;
+use ach_sim::matrix::{Job, jobs, run_jobs_with};
+use ach_sim::summary::{MatrixSummary, summarize};
+use ach_sim::{Profile, RunRecord, SeriesConfig, built_in_series};
+
+use crate::{outputs, store};
+
+/// Arguments of `cargo xtask experiments`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Series to run, comma-separated (default: every built-in series and every series of
+    /// `--config`).
+    #[arg(long, value_delimiter = ',')]
+    pub series: Vec<String>,
+    /// Runs per series (per sweep point for C5); default: each series' own count (30; C5: 10).
+    #[arg(long)]
+    pub runs: Option<u32>,
+    /// Output folder.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+    /// Modelling profile: `paper` (the published simulation, quirks included) or `corrected`.
+    #[arg(long, default_value = "paper", value_parser = parse_profile)]
+    pub profile: Profile,
+    /// Worker threads (default: all cores). Results do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// A series file (TOML) that adds a series or replaces the built-in one of the same name.
+    /// May be given several times.
+    #[arg(long = "config")]
+    pub configs: Vec<PathBuf>,
+    /// Also write each run in the published simulation's JSON schema (`DIR/<series>/run_NNN.json`,
+    /// `DIR/C5/sensitivity.json`).
+    #[arg(long)]
+    pub reference_json: bool,
+    /// Do not render the report (REPORT.md, tables, figures) at the end.
+    #[arg(long)]
+    pub no_report: bool,
+}
+
+fn parse_profile(text: &str) -> Result<Profile, String> {
+    match text {
+        "paper" => Ok(Profile::Paper),
+        "corrected" => Ok(Profile::Corrected),
+        other => Err(format!("{other:?} is not a profile (paper, corrected)")),
+    }
+}
+
+/// What to run, checked.
+#[derive(Debug)]
+pub struct Plan {
+    /// The series, validated.
+    pub series: Vec<SeriesConfig>,
+    /// Run-count override.
+    pub runs: Option<u32>,
+    /// Output folder, writable.
+    pub out: PathBuf,
+    /// Profile.
+    pub profile: Profile,
+    /// Worker threads.
+    pub threads: usize,
+    /// The algorithms the series may name.
+    pub registry: Registry,
+}
+
+/// Checks every argument and configuration file; the error names the argument or file, the
+/// field, the value and the rule.
+pub fn plan(args: &Args) -> Result<Plan, String> {
+    plan_with(args, Registry::built_in())
+}
+
+/// [`plan`] with the algorithms of `registry`: series files may name any of them.
+pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
+    if args.runs == Some(0) {
+        return Err("--runs = 0 must be >= 1".into());
+    }
+    if args.threads == Some(0) {
+        return Err("--threads = 0 must be >= 1".into());
+    }
+    let mut available = built_in_series();
+    // The series read from `--config` files, with their files, in argument order.
+    let mut from_files: Vec<(&Path, SeriesConfig)> = Vec::new();
+    for path in &args.configs {
+        let config = read_series_file(path)?;
+        if let Some((earlier, _)) = from_files.iter().find(|(_, s)| s.name == config.name) {
+            return Err(format!(
+                "{}: series {:?} is already given by {}: give each series in one file only",
+                path.display(),
+                config.name,
+                earlier.display()
+            ));
+        }
+        from_files.push((path, config.clone()));
+        match available.iter_mut().find(|s| s.name == config.name) {
+            Some(slot) => *slot = config,
+            None => available.push(config),
+        }
+    }
+    let series: Vec<SeriesConfig> = if args.series.is_empty() {
+        available
+    } else {
+        let mut chosen = Vec::new();
+        for name in &args.series {
+            let name = name.trim();
+            let Some(config) = available.iter().find(|s| s.name == name) else {
+                let known: Vec<&str> = available.iter().map(|s| s.name.as_str()).collect();
+                return Err(format!(
+                    "--series: unknown series {name:?} (known: {})",
+                    known.join(", ")
+                ));
+            };
+            if chosen.iter().any(|s: &SeriesConfig| s.name == name) {
+                return Err(format!("--series: series {name:?} is named twice"));
+            }
+            chosen.push(config.clone());
+        }
+        chosen
+    };
+    // Every file given is checked, including one whose series `--series` does not select, so
+    // that a typo never waits for the run that would have used it.
+    for (path, config) in &from_files {
+        config
+            .validate_with(args.profile, &registry)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    for config in &series {
+        config
+            .validate_with(args.profile, &registry)
+            .map_err(|e| e.to_string())?;
+    }
+    check_writable(&args.out)?;
+    Ok(Plan {
+        series,
+        runs: args.runs,
+        out: args.out.clone(),
+        profile: args.profile,
+        threads: args
+            .threads
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        registry,
+    })
+}
+
+/// Reads one series file.
+pub fn read_series_file(path: &Path) -> Result<SeriesConfig, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let config = SeriesConfig::from_toml(&text).map_err(|e| {
+        format!(
+            "{}: {}",
+            path.display(),
+            e.to_string().trim_end().replace('\n', "\n  ")
+        )
+    })?;
+    if config.name.trim().is_empty() {
+        return Err(format!(
+            "{}: name is missing: a series file must give its name (e.g. name = \"C7\")",
+            path.display()
+        ));
+    }
+    Ok(config)
+}
+
+fn check_writable(out: &Path) -> Result<(), String> {
+    let fail = |e: std::io::Error| format!("--out = {}: cannot write there: {e}", out.display());
+    std::fs::create_dir_all(out).map_err(fail)?;
+    let probe = out.join(".write-test");
+    std::fs::write(&probe, b"").map_err(fail)?;
+    std::fs::remove_file(&probe).map_err(fail)
+}
+
+/// `experiments`: checks the arguments, runs the matrix and writes every output; exit code 0 when
+/// every run passed its invariants, 1 when some did not, 2 for bad input or a write error.
+pub fn run(args: Args) -> ExitCode {
+    run_with(args, Registry::built_in())
+}
+
+/// [`run`] with the algorithms of `registry` (a user's binary registers its own there).
+pub fn run_with(args: Args, registry: Registry) -> ExitCode {
+    let plan = match plan_with(&args, registry) {
+        Ok(plan) => plan,
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    match execute(&plan, &args) {
+        Ok(summary) if summary.total_violations == 0 => ExitCode::SUCCESS,
+        Ok(summary) => {
+            eprintln!(
+                "error: {} invariant violations (a bug): see summary.json",
+                summary.total_violations
+            );
+            ExitCode::from(1)
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Runs the plan: reuses saved runs, runs the rest in parallel, writes every output.
+pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
+    let start = Instant::now();
+    store::remove_stray_temporaries(&plan.out)
+        .map_err(|e| format!("{}: cannot clean temporary files: {e}", plan.out.display()))?;
+    let all_jobs = jobs(&plan.series, plan.runs);
+    let mut records: Vec<Option<RunRecord>> = all_jobs
+        .iter()
+        .map(|job| store::reusable_record(&plan.out, job, plan.profile))
+        .collect();
+    let todo: Vec<(usize, Job)> = all_jobs
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| records[*k].is_none())
+        .map(|(k, job)| (k, job.clone()))
+        .collect();
+    let reused = all_jobs.len() - todo.len();
+    eprintln!(
+        "{} runs ({} series, profile {}), {} saved, {} to run on {} threads",
+        all_jobs.len(),
+        plan.series.len(),
+        plan.profile.name(),
+        reused,
+        todo.len(),
+        plan.threads
+    );
+    let bar = indicatif::ProgressBar::new(all_jobs.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{elapsed_precise} [{bar:40}] {pos}/{len} runs, ETA {eta} {msg}",
+        )
+        .expect("a valid template")
+        .progress_chars("=> "),
+    );
+    bar.set_position(reused as u64);
+    let write_errors = Mutex::new(Vec::new());
+    let todo_jobs: Vec<Job> = todo.iter().map(|(_, job)| job.clone()).collect();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(plan.threads)
+        .build()
+        .map_err(|e| format!("cannot start {} threads: {e}", plan.threads))?;
+    let results = pool.install(|| {
+        run_jobs_with(&todo_jobs, plan.profile, &plan.registry, |job, result| {
+            if let Ok(record) = result
+                && let Err(e) =
+                    store::write_atomic(&store::record_path(&plan.out, job), &store::encode(record))
+            {
+                write_errors
+                    .lock()
+                    .expect("no panics while holding the lock")
+                    .push(format!(
+                        "{}: cannot write: {e}",
+                        store::record_path(&plan.out, job).display()
+                    ));
+            }
+            bar.set_message(job.id());
+            bar.inc(1);
+        })
+    });
+    bar.finish_and_clear();
+    if let Some(error) = write_errors.into_inner().expect("lock").into_iter().next() {
+        return Err(error);
+    }
+    for ((k, _), result) in todo.iter().zip(results) {
+        records[*k] = Some(result.map_err(|e| e.to_string())?);
+    }
+    let records: Vec<RunRecord> = records
+        .into_iter()
+        .map(|r| r.expect("every job has a record"))
+        .collect();
+    let summary = summarize(&plan.series, &records, plan.profile);
+    let ran_seconds = start.elapsed().as_secs_f64();
+    outputs::write_all(
+        &plan.out,
+        &plan.series,
+        &records,
+        &summary,
+        &outputs::Extras {
+            reference_json: args.reference_json,
+        },
+    )?;
+    outputs::write_timing(
+        &plan.out,
+        &outputs::Timing {
+            wall_seconds: ran_seconds,
+            threads: plan.threads,
+            runs_executed: todo.len(),
+            runs_reused: reused,
+        },
+    )?;
+    print!("{}", outputs::render_summary_text(&summary));
+    if !args.no_report {
+        crate::report::render_with(&plan.out, &plan.registry)
+            .map_err(|e| format!("report: {e}"))?;
+        eprintln!("report: {}", plan.out.join("REPORT.md").display());
+    }
+    eprintln!(
+        "{} runs in {:.2} s ({} reused); results in {}",
+        all_jobs.len(),
+        ran_seconds,
+        reused,
+        plan.out.display()
+    );
+    Ok(summary)
+}

@@ -1,0 +1,22 @@
+//! `ach-report`: the edge of the experiment matrix, as a library that a user's binary can call.
+//!
+//! It runs the matrix of [`ach_sim`] to disk and renders what the paper shows:
+//!
+//! - [`experiments`]: the `experiments` command (arguments, checks, resume, progress, parallel
+//!   runs on a rayon pool) over [`ach_sim::matrix`];
+//! - [`store`]: where run records live and how they are written (atomically); the one module of
+//!   the workspace that knows the record format (bincode);
+//! - [`outputs`]: `summary.json`, the series configurations, the published simulation's JSON and
+//!   the printed summary;
+//! - [`report`]: REPORT.md, tables (Markdown, LaTeX, CSV) and SVG figures, rendered from saved
+//!   results only.
+//!
+//! This crate does file I/O and reads the clock (for progress and `timing.json` only); the model
+//! crates it calls do neither. It must not compute anything a result depends on: every number it
+//! writes comes from [`ach_sim`]'s records and summary, so the same results give byte-identical
+//! files whatever the thread count or the binary that calls it (`cargo xtask` or a user's crate).
+
+pub mod experiments;
+pub mod outputs;
+pub mod report;
+pub mod store;

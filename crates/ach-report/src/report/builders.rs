@@ -1,0 +1,507 @@
+//! The report's tables, built from the results and the comparison rows.
+
+use ach_sim::summary::{AlgorithmSummary, MatrixSummary};
+use ach_sim::{AlgorithmInfo, Registry, SeriesConfig, SweepParameter};
+
+use super::compare::{self, CheckRow, PaperValue};
+use super::load::Results;
+use super::paper::Metric;
+use super::tables::{Cell, Column, CsvShape, Table};
+
+/// The registry entry of an algorithm of the results. [`super::load::load_results`] has
+/// checked that every algorithm the results name is registered.
+pub fn algorithm_info<'r>(registry: &'r Registry, algorithm: &str) -> &'r AlgorithmInfo {
+    registry
+        .info(algorithm)
+        .expect("load_results checked every algorithm name")
+}
+
+/// Short name of an algorithm (the paper's A0 to A3; ACH; a user's label).
+pub fn short_name<'r>(registry: &'r Registry, algorithm: &str) -> &'r str {
+    &algorithm_info(registry, algorithm).label
+}
+
+/// `Static-W (A0)`, or the name alone when it has no short name.
+pub fn long_name(registry: &Registry, algorithm: &str) -> String {
+    algorithm_info(registry, algorithm).long_label()
+}
+
+/// An algorithm: `Static-W (A0)` in Markdown and LaTeX, `Static-W` in CSV.
+fn algorithm_cell(registry: &Registry, name: &str) -> Cell {
+    Cell::Label {
+        text: long_name(registry, name),
+        csv: name.to_string(),
+    }
+}
+
+/// A right-aligned key column (counts that identify a row, such as the number of runs).
+fn numeric_key(header: &str, csv_name: &str) -> Column {
+    Column {
+        align: super::tables::Align::Right,
+        ..Column::key(header, csv_name)
+    }
+}
+
+/// Decimals (paper, ours) of a metric.
+fn decimals(metric: Metric) -> (usize, usize) {
+    match metric {
+        Metric::DMean | Metric::PiChg | Metric::MCum => (3, 4),
+        Metric::NViol => (0, 0),
+        Metric::ReductionPercent => (1, 1),
+        Metric::WilcoxonP | Metric::CliffsDelta => (3, 3),
+    }
+}
+
+/// Every table of the report, in the order REPORT.md shows them.
+pub struct ReportTables {
+    /// What was run.
+    pub overview: Table,
+    /// Table 2 against ours.
+    pub table_2: Table,
+    /// Table 3 against ours.
+    pub table_3: Table,
+    /// The values of the text against ours.
+    pub text_values: Table,
+    /// Wilcoxon and Cliff's delta, ACH against every baseline.
+    pub statistics: Table,
+    /// Table 4 against ours.
+    pub table_4: Table,
+    /// Every C5 point of ours.
+    pub sensitivity: Table,
+    /// Violation counts.
+    pub violations: Table,
+    /// Every algorithm in every series.
+    pub all_algorithms: Table,
+}
+
+impl ReportTables {
+    /// Every table, in report order.
+    pub fn all(&self) -> [&Table; 9] {
+        [
+            &self.overview,
+            &self.table_2,
+            &self.table_3,
+            &self.text_values,
+            &self.statistics,
+            &self.table_4,
+            &self.sensitivity,
+            &self.violations,
+            &self.all_algorithms,
+        ]
+    }
+}
+
+/// Builds every table.
+pub fn build_tables(results: &Results) -> ReportTables {
+    let summary = &results.summary;
+    ReportTables {
+        overview: overview_table(results),
+        table_2: check_table(
+            &results.registry,
+            "table2_ach_vs_a0",
+            "Table 2: ACH against Static-W (A0) per series, paper against ours",
+            &compare::table_2_rows(summary),
+        ),
+        table_3: check_table(
+            &results.registry,
+            "table3_c3_algorithms",
+            "Table 3: every algorithm in C3, paper against ours",
+            &compare::table_3_rows(summary),
+        ),
+        text_values: check_table(
+            &results.registry,
+            "text_values",
+            "Values quoted in the paper's text, paper against ours",
+            &compare::text_value_rows(summary),
+        ),
+        statistics: statistics_table(&results.registry, summary),
+        table_4: check_table(
+            &results.registry,
+            "table4_c5_sensitivity",
+            "Table 4: C5 sensitivity of ACH, paper against ours (every point in a printed range)",
+            &compare::table_4_rows(summary),
+        ),
+        sensitivity: sensitivity_table(results),
+        violations: violations_table(&results.registry, summary),
+        all_algorithms: all_algorithms_table(&results.registry, summary),
+    }
+}
+
+/// A table of published cells against ours: paper | ours | difference | band | status.
+pub fn check_table(registry: &Registry, name: &str, title: &str, rows: &[CheckRow]) -> Table {
+    let with_point = rows.iter().any(|r| r.point.is_some());
+    let mut columns = vec![Column::key("Series", "series")];
+    if with_point {
+        columns.push(Column::key("Point", "point"));
+    }
+    columns.extend([
+        Column::key("Algorithm", "algorithm"),
+        Column::key("Metric", "metric"),
+        Column::value("Paper", "paper"),
+        Column::value("Ours (± CI95)", "ours"),
+        Column::value("Difference", "difference"),
+        Column::value("Band (±)", "tolerance"),
+        Column::text_value("Status", "status"),
+        Column::text_value("Remark", "remark"),
+    ]);
+    let table_rows = rows
+        .iter()
+        .map(|row| {
+            let (paper_decimals, ours_decimals) = decimals(row.metric);
+            let mut cells = vec![Cell::text(&row.series)];
+            if with_point {
+                cells.push(Cell::text(row.point.clone().unwrap_or_default()));
+            }
+            let metric = Cell::Label {
+                text: row.metric.label().to_string(),
+                csv: row.metric.csv_name().to_string(),
+            };
+            let paper = match row.paper {
+                PaperValue::Number(v) | PaperValue::Labelled(v, _) => {
+                    Cell::number(Some(v), paper_decimals)
+                }
+                PaperValue::Below(bound) => Cell::text(format!("< {bound}")),
+            };
+            let ours = match row.metric {
+                Metric::WilcoxonP => Cell::PValue(row.ours),
+                Metric::NViol => Cell::Count(row.ours.map(|v| v as u64)),
+                _ => Cell::Estimate {
+                    mean: row.ours,
+                    ci95: row.ours_ci95,
+                    decimals: ours_decimals,
+                },
+            };
+            cells.extend([
+                algorithm_cell(registry, &row.algorithm),
+                metric,
+                paper,
+                ours,
+                Cell::Difference {
+                    value: row.difference(),
+                    decimals: ours_decimals,
+                },
+                Cell::number(
+                    row.verdict.tolerance(),
+                    if row.metric == Metric::NViol {
+                        0
+                    } else {
+                        ours_decimals.max(3)
+                    },
+                ),
+                Cell::Verdict(row.verdict),
+                Cell::text(row.remark.clone().unwrap_or_default()),
+            ]);
+            cells
+        })
+        .collect();
+    Table {
+        name: name.to_string(),
+        title: title.to_string(),
+        columns,
+        rows: table_rows,
+        csv_shape: CsvShape::AsRows,
+    }
+}
+
+/// Seeds as `42, 1042, ..., 29042 (30 runs)`.
+fn seeds_text(seeds: &[u64]) -> String {
+    match seeds {
+        [] => "—".to_string(),
+        [only] => only.to_string(),
+        [first, second] => format!("{first}, {second}"),
+        [first, second, .., last] => format!("{first}, {second}, ..., {last}"),
+    }
+}
+
+fn overview_table(results: &Results) -> Table {
+    let registry = &results.registry;
+    let columns = vec![
+        Column::key("Series", "series"),
+        Column::text_value("Description", "description"),
+        Column::value("Runs", "runs"),
+        Column::value("Steps", "steps"),
+        Column::value("Warm-up", "warmup"),
+        Column::text_value("Seeds", "seeds"),
+        Column::value("sigma", "sigma"),
+        Column::text_value("Algorithms", "algorithms"),
+    ];
+    let mut rows = Vec::new();
+    for config in &results.configs {
+        let summary_series = results
+            .summary
+            .series
+            .iter()
+            .find(|s| s.name == config.name);
+        let (runs, seeds, description) = match summary_series {
+            Some(s) => (
+                s.seeds.len() as u64,
+                seeds_text(&s.seeds),
+                s.description.clone(),
+            ),
+            None => {
+                let points = config.sweep_points().len() as u64;
+                let runs = results
+                    .summary
+                    .sensitivity
+                    .iter()
+                    .filter(|p| p.series == config.name)
+                    .map(|p| p.ach.runs as u64)
+                    .max()
+                    .unwrap_or(0);
+                let seeds: Vec<u64> = (0..runs as u32).map(|r| config.seed(r)).collect();
+                (
+                    runs,
+                    format!("{} (at each of {points} points)", seeds_text(&seeds)),
+                    config.description.clone(),
+                )
+            }
+        };
+        rows.push(vec![
+            Cell::text(&config.name),
+            Cell::text(description),
+            Cell::Count(Some(runs)),
+            Cell::Count(Some(u64::from(config.steps))),
+            Cell::Count(Some(u64::from(config.warmup))),
+            Cell::text(seeds),
+            Cell::number(Some(config.noise.sigma), 2),
+            Cell::text(
+                config
+                    .algorithms
+                    .iter()
+                    .map(|a| short_name(registry, a))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        ]);
+    }
+    Table {
+        name: "overview".to_string(),
+        title: "What was run".to_string(),
+        columns,
+        rows,
+        csv_shape: CsvShape::AsRows,
+    }
+}
+
+fn statistics_table(registry: &Registry, summary: &MatrixSummary) -> Table {
+    let columns = vec![
+        Column::key("Series", "series"),
+        Column::key("Baseline", "baseline"),
+        Column::value("n", "n"),
+        Column::value("W", "wilcoxon_statistic"),
+        Column::value("p (raw)", "p_value"),
+        Column::value("p (Holm)", "p_holm"),
+        Column::value("Cliff's delta", "cliffs_delta"),
+        Column::value("CI95 low", "cliff_ci_low"),
+        Column::value("CI95 high", "cliff_ci_high"),
+        Column::key("Magnitude", "magnitude"),
+        Column::value("D-bar change %", "reduction_percent"),
+    ];
+    let mut rows = Vec::new();
+    for series in &summary.series {
+        for c in &series.comparisons {
+            rows.push(vec![
+                Cell::text(&series.name),
+                algorithm_cell(registry, &c.baseline),
+                Cell::Count(Some(c.n as u64)),
+                Cell::number(c.wilcoxon_statistic, 1),
+                Cell::PValue(c.p_value),
+                Cell::PValue(c.p_holm),
+                Cell::number(c.cliffs_delta, 3),
+                Cell::number(c.cliff_ci_low, 3),
+                Cell::number(c.cliff_ci_high, 3),
+                Cell::text(c.magnitude.clone().unwrap_or_else(|| "—".to_string())),
+                Cell::Difference {
+                    value: Some(c.reduction_percent),
+                    decimals: 1,
+                },
+            ]);
+        }
+    }
+    Table {
+        name: "statistics".to_string(),
+        title: "ACH against every baseline: paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each series), Cliff's delta with its 95 % CI".to_string(),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    }
+}
+
+/// The estimate cells of an algorithm: D-bar, M_cum, pi_chg (4 decimals).
+fn estimate(interval: ach_sim::summary::Interval) -> Cell {
+    Cell::Estimate {
+        mean: Some(interval.mean),
+        ci95: interval.ci95,
+        decimals: 4,
+    }
+}
+
+/// Whether a sweep point sits at the base configuration of its series.
+fn is_base(config: Option<&SeriesConfig>, parameter: SweepParameter, value: f64) -> bool {
+    let Some(config) = config else {
+        return false;
+    };
+    let base = match parameter {
+        SweepParameter::EpsOn => config.ach.eps_on,
+        SweepParameter::Kappa => config.ach.kappa,
+        SweepParameter::Tau => config.ach.tau,
+        SweepParameter::MMax => config.ach.m_max,
+    };
+    (base - value).abs() < 1e-12
+}
+
+fn sensitivity_table(results: &Results) -> Table {
+    let columns = vec![
+        Column::key("Series", "series"),
+        Column::key("Parameter", "parameter"),
+        Column::key("Value", "parameter_value"),
+        Column::key("Base", "base"),
+        numeric_key("Runs", "runs"),
+        Column::value("D-bar", "d_mean"),
+        Column::value("M_cum", "m_cum"),
+        Column::value("pi_chg", "pi_chg"),
+        Column::value("n_viol", "n_viol"),
+    ];
+    let rows = results
+        .summary
+        .sensitivity
+        .iter()
+        .map(|p| {
+            let base = is_base(results.config(&p.series), p.point.parameter, p.point.value);
+            vec![
+                Cell::text(&p.series),
+                Cell::text(p.point.parameter.as_str()),
+                Cell::text(format!("{}", p.point.value)),
+                Cell::text(if base { "base" } else { "" }),
+                Cell::Count(Some(p.ach.runs as u64)),
+                estimate(p.ach.d_mean),
+                estimate(p.ach.m_cum),
+                estimate(p.ach.pi_chg),
+                Cell::Count(Some(p.ach.n_viol)),
+            ]
+        })
+        .collect();
+    Table {
+        name: "c5_sensitivity".to_string(),
+        title: "C5 sensitivity of ACH (ours, every point; mean ± CI95 over the point's runs)"
+            .to_string(),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    }
+}
+
+fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
+    let mut algorithms: Vec<String> = Vec::new();
+    for series in &summary.series {
+        for a in &series.algorithms {
+            if !algorithms.contains(&a.name) {
+                algorithms.push(a.name.clone());
+            }
+        }
+    }
+    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == "ACH") {
+        algorithms.push("ACH".to_string());
+    }
+    let mut columns = vec![Column::key("Series", "series")];
+    columns.extend(
+        algorithms
+            .iter()
+            .map(|a| Column::value(short_name(registry, a), a)),
+    );
+    columns.push(Column::value("Total", "total"));
+    let count_of = |list: &[AlgorithmSummary], name: &str| {
+        list.iter().find(|a| a.name == name).map(|a| a.n_viol)
+    };
+    let mut rows = Vec::new();
+    for series in &summary.series {
+        let mut row = vec![Cell::text(&series.name)];
+        row.extend(
+            algorithms
+                .iter()
+                .map(|name| Cell::Count(count_of(&series.algorithms, name))),
+        );
+        row.push(Cell::Count(Some(
+            series.algorithms.iter().map(|a| a.n_viol).sum(),
+        )));
+        rows.push(row);
+    }
+    for sweep in summary.sweep_series() {
+        let points: Vec<AlgorithmSummary> = summary
+            .sensitivity
+            .iter()
+            .filter(|p| p.series == sweep)
+            .map(|p| p.ach.clone())
+            .collect();
+        let total: u64 = points.iter().map(|a| a.n_viol).sum();
+        let mut row = vec![Cell::text(format!("{sweep} (all points)"))];
+        row.extend(algorithms.iter().map(|name| {
+            if name == "ACH" {
+                Cell::Count(Some(total))
+            } else {
+                Cell::Count(None)
+            }
+        }));
+        row.push(Cell::Count(Some(total)));
+        rows.push(row);
+    }
+    Table {
+        name: "violations".to_string(),
+        title: format!(
+            "Invariant violations, summed over runs (total over the matrix: {})",
+            summary.total_violations
+        ),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "algorithm",
+            fixed: Some(("metric", "n_viol")),
+        },
+    }
+}
+
+fn all_algorithms_table(registry: &Registry, summary: &MatrixSummary) -> Table {
+    let columns = vec![
+        Column::key("Series", "series"),
+        Column::key("Algorithm", "algorithm"),
+        numeric_key("Runs", "runs"),
+        Column::value("D-bar", "d_mean"),
+        Column::value("D-bar (true)", "d_true_mean"),
+        Column::value("D_max", "d_max"),
+        Column::value("M_cum", "m_cum"),
+        Column::value("pi_chg", "pi_chg"),
+        Column::value("n_viol", "n_viol"),
+    ];
+    let mut rows = Vec::new();
+    for series in &summary.series {
+        for a in &series.algorithms {
+            rows.push(vec![
+                Cell::text(&series.name),
+                algorithm_cell(registry, &a.name),
+                Cell::Count(Some(a.runs as u64)),
+                estimate(a.d_mean),
+                estimate(a.d_true_mean),
+                estimate(a.d_max),
+                estimate(a.m_cum),
+                estimate(a.pi_chg),
+                Cell::Count(Some(a.n_viol)),
+            ]);
+        }
+    }
+    Table {
+        name: "all_algorithms".to_string(),
+        title: "Every algorithm in every series (ours; mean ± CI95 over runs)".to_string(),
+        columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    }
+}

@@ -1,0 +1,130 @@
+//! Reports rendered from saved results: REPORT.md, tables (Markdown, LaTeX, CSV) and figures
+//! (SVG), written into the results folder:
+//!
+//! - `DIR/REPORT.md`
+//! - `DIR/tables/<name>.{md,tex,csv}`
+//! - `DIR/figures/<name>.svg`
+//!
+//! Rendering is deterministic: the same results give byte-identical files.
+
+mod builders;
+mod compare;
+mod figures;
+mod load;
+mod markdown;
+mod paper;
+mod tables;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use ach_sim::Registry;
+
+use crate::store::write_atomic;
+
+/// Arguments of `cargo xtask report`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The results folder of `cargo xtask experiments`.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), String> {
+    write_atomic(path, text.as_bytes())
+        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// Writes every table in its three formats into `out/tables`.
+fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), String> {
+    let folder = out.join("tables");
+    for table in tables.all() {
+        write_file(
+            &folder.join(format!("{}.md", table.name)),
+            &format!("## {}\n\n{}", table.title, tables::to_markdown(table)),
+        )?;
+        write_file(
+            &folder.join(format!("{}.tex", table.name)),
+            &tables::to_latex(table),
+        )?;
+        write_file(
+            &folder.join(format!("{}.csv", table.name)),
+            &tables::to_csv(table),
+        )?;
+    }
+    Ok(())
+}
+
+/// Draws every figure from `results` (reading run records from `out` one series at a time)
+/// and writes it into `out/figures`. Returns what REPORT.md lists, and the figures not drawn.
+fn write_figures(
+    out: &Path,
+    results: &load::Results,
+) -> Result<(Vec<markdown::FigureEntry>, Vec<String>), String> {
+    let folder = out.join("figures");
+    let (summary_figures, mut missing) = figures::summary_figures(results);
+    let mut entries = Vec::new();
+    for figure in &summary_figures {
+        write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
+        entries.push(markdown::FigureEntry::from(figure));
+    }
+    for series in &results.summary.series {
+        let Some(config) = results.config(&series.name) else {
+            missing.push(format!("{}: no configuration", series.name));
+            continue;
+        };
+        let runs = load::load_series_runs(out, config)?;
+        if runs.runs == 0 {
+            missing.push(format!(
+                "{}: per-series figures not drawn, no run records in runs/{}",
+                series.name, series.name
+            ));
+            continue;
+        }
+        let drawn = figures::series_figures(&results.registry, &runs)
+            .map_err(|e| format!("{}: {e}", series.name))?;
+        for figure in &drawn {
+            write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
+            entries.push(markdown::FigureEntry::from(figure));
+        }
+    }
+    Ok((entries, missing))
+}
+
+/// Renders the report of the results in `out`: REPORT.md, tables and figures, for results of
+/// the built-in algorithms.
+pub fn render(out: &Path) -> Result<(), String> {
+    render_with(out, &Registry::built_in())
+}
+
+/// [`render`] for results whose algorithms are in `registry` (any other name is an error).
+pub fn render_with(out: &Path, registry: &Registry) -> Result<(), String> {
+    let results = load::load_results(out, registry.clone())?;
+    let report_tables = builders::build_tables(&results);
+    write_tables(out, &report_tables)?;
+    let (figure_entries, missing_figures) = write_figures(out, &results)?;
+    let report = markdown::render_report(&markdown::ReportInput {
+        results: &results,
+        tables: &report_tables,
+        figures: &figure_entries,
+        missing_figures: &missing_figures,
+    });
+    write_file(&out.join("REPORT.md"), &report)
+}
+
+/// `cargo xtask report`.
+pub fn run(args: Args) -> ExitCode {
+    match render(&args.out) {
+        Ok(()) => {
+            eprintln!("report: {}", args.out.join("REPORT.md").display());
+            ExitCode::SUCCESS
+        }
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}

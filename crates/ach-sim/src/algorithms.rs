@@ -1,0 +1,286 @@
+//! The algorithms a series can run, by name: one typed entry per algorithm (name, label,
+//! colour, marker, and a factory that builds its balancer from the series configuration).
+//!
+//! [`Registry::built_in`] holds the paper's five (A0-A3 and ACH). A user adds their own with
+//! [`Registry::register`]; the matrix, the summary and the report then treat it like a built-in.
+//! An unknown name is an error wherever it appears, never a silent fallback.
+//!
+//! # Example
+//!
+//! ```
+//! use ach_baselines::StaticW;
+//! use ach_sim::algorithms::{AlgorithmInfo, Marker, Registry};
+//!
+//! let mut registry = Registry::built_in();
+//! registry
+//!     .register(
+//!         AlgorithmInfo::new("Mine", "Mine", [0x56, 0xB4, 0xE9], Marker::Cross),
+//!         |_config| Ok(Box::new(StaticW)),
+//!     )
+//!     .unwrap();
+//! assert!(registry.get("Mine").is_some());
+//! assert!(registry.register(AlgorithmInfo::new("ACH", "again", [0, 0, 0], Marker::Star), |_| {
+//!     Ok(Box::new(StaticW))
+//! }).is_err());
+//! ```
+
+use std::fmt;
+use std::sync::Arc;
+
+use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_control::{Ach, Balancer};
+
+use crate::config::SeriesConfig;
+
+/// A marker shape of the figures, so that colour is never the only cue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Marker {
+    /// A circle.
+    Circle,
+    /// A square.
+    Square,
+    /// A triangle, point up.
+    Triangle,
+    /// A diamond.
+    Diamond,
+    /// A five-pointed star.
+    Star,
+    /// A cross (an x).
+    Cross,
+}
+
+/// How an algorithm is named and drawn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlgorithmInfo {
+    /// The name series files, records and `summary.json` use (`Static-W`, `ACH`).
+    pub name: String,
+    /// The short name narrow table columns and figure labels print (`A0`; the name itself when
+    /// the algorithm has no short name).
+    pub label: String,
+    /// Colour of its marks in figures, RGB.
+    pub color: [u8; 3],
+    /// Marker shape in figures.
+    pub marker: Marker,
+}
+
+impl AlgorithmInfo {
+    /// The name wide table cells and legends print: `Static-W (A0)`, or the name alone when the
+    /// label is the name.
+    pub fn long_label(&self) -> String {
+        if self.label == self.name {
+            self.name.clone()
+        } else {
+            format!("{} ({})", self.name, self.label)
+        }
+    }
+
+    /// An entry.
+    pub fn new(name: &str, label: &str, color: [u8; 3], marker: Marker) -> AlgorithmInfo {
+        AlgorithmInfo {
+            name: name.to_string(),
+            label: label.to_string(),
+            color,
+            marker,
+        }
+    }
+}
+
+/// Builds an algorithm's balancer for one run from the series configuration (already at its
+/// sweep point). An `Err` is a configuration the algorithm cannot run, in words.
+pub type BalancerFactory =
+    Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync>;
+
+/// One registered algorithm.
+#[derive(Clone)]
+pub struct Algorithm {
+    /// Its name, label, colour and marker.
+    pub info: AlgorithmInfo,
+    factory: BalancerFactory,
+}
+
+impl Algorithm {
+    /// A fresh balancer for a run of `config`.
+    pub fn balancer(&self, config: &SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> {
+        (self.factory)(config)
+    }
+}
+
+impl fmt::Debug for Algorithm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Algorithm")
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+/// Why an algorithm could not be registered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RegistryError {
+    /// The name is taken.
+    #[error("algorithm {0:?} is already registered: give each algorithm its own name")]
+    Duplicate(String),
+    /// The name is empty or cannot be a file or column name.
+    #[error(
+        "algorithm name {0:?} must be non-empty and use only letters, digits, '_', '-', '+' and '.'"
+    )]
+    BadName(String),
+}
+
+/// The algorithms series may name, in registration order (the order of tables and legends).
+#[derive(Clone, Debug)]
+pub struct Registry {
+    algorithms: Vec<Algorithm>,
+}
+
+impl Registry {
+    /// No algorithms at all.
+    pub fn empty() -> Registry {
+        Registry {
+            algorithms: Vec::new(),
+        }
+    }
+
+    /// The paper's algorithms, in the order of its tables: A0 Static-W, A1 Static-Wt,
+    /// A2 Dynamic-R, A3 Bounded-Loads, ACH. Colours are Okabe-Ito.
+    pub fn built_in() -> Registry {
+        let mut registry = Registry::empty();
+        let mut add = |info: AlgorithmInfo, factory: BalancerFactory| {
+            registry
+                .register_factory(info, factory)
+                .expect("the built-in names are distinct and valid");
+        };
+        add(
+            AlgorithmInfo::new("Static-W", "A0", [0x00, 0x72, 0xB2], Marker::Circle),
+            Arc::new(|_| Ok(Box::new(StaticW))),
+        );
+        add(
+            AlgorithmInfo::new("Static-Wt", "A1", [0xE6, 0x9F, 0x00], Marker::Square),
+            Arc::new(|config| {
+                let capacities = config.cluster.classes.iter().map(|c| c.capacity());
+                Ok(Box::new(StaticWt::new(capacities.collect())))
+            }),
+        );
+        add(
+            AlgorithmInfo::new("Dynamic-R", "A2", [0x00, 0x9E, 0x73], Marker::Triangle),
+            Arc::new(|_| Ok(Box::new(DynamicR::paper()))),
+        );
+        add(
+            AlgorithmInfo::new("Bounded-Loads", "A3", [0xCC, 0x79, 0xA7], Marker::Diamond),
+            Arc::new(|_| Ok(Box::new(BoundedLoads::paper()))),
+        );
+        add(
+            AlgorithmInfo::new("ACH", "ACH", [0xD5, 0x5E, 0x00], Marker::Star),
+            Arc::new(|config| {
+                let ach = Ach::new(config.ach.clone()).map_err(|e| e.to_string())?;
+                Ok(Box::new(ach))
+            }),
+        );
+        registry
+    }
+
+    /// Adds an algorithm whose balancer `factory` builds from the series configuration.
+    pub fn register<F>(&mut self, info: AlgorithmInfo, factory: F) -> Result<(), RegistryError>
+    where
+        F: Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync + 'static,
+    {
+        self.register_factory(info, Arc::new(factory))
+    }
+
+    /// [`Registry::register`] with a shared factory.
+    pub fn register_factory(
+        &mut self,
+        info: AlgorithmInfo,
+        factory: BalancerFactory,
+    ) -> Result<(), RegistryError> {
+        let valid = !info.name.is_empty()
+            && info
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '.'));
+        if !valid {
+            return Err(RegistryError::BadName(info.name));
+        }
+        if self.get(&info.name).is_some() {
+            return Err(RegistryError::Duplicate(info.name));
+        }
+        self.algorithms.push(Algorithm { info, factory });
+        Ok(())
+    }
+
+    /// The algorithm called `name`.
+    pub fn get(&self, name: &str) -> Option<&Algorithm> {
+        self.algorithms.iter().find(|a| a.info.name == name)
+    }
+
+    /// The entry of `name`, or an error message that lists the registered names.
+    pub fn info(&self, name: &str) -> Result<&AlgorithmInfo, String> {
+        self.get(name)
+            .map(|a| &a.info)
+            .ok_or_else(|| format!("{name:?} is not a registered algorithm ({})", self.names()))
+    }
+
+    /// Every registered algorithm, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Algorithm> {
+        self.algorithms.iter()
+    }
+
+    /// The registered names, comma-separated, for error messages.
+    pub fn names(&self) -> String {
+        let names: Vec<&str> = self
+            .algorithms
+            .iter()
+            .map(|a| a.info.name.as_str())
+            .collect();
+        names.join(", ")
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Registry {
+        Registry::built_in()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{ALGORITHMS, built_in_series};
+
+    #[test]
+    fn the_built_ins_are_the_papers_algorithms_in_table_order() {
+        let registry = Registry::built_in();
+        let names: Vec<&str> = registry.iter().map(|a| a.info.name.as_str()).collect();
+        assert_eq!(names, ALGORITHMS);
+        let config = &built_in_series()[0];
+        for algorithm in registry.iter() {
+            assert!(algorithm.balancer(config).is_ok(), "{:?}", algorithm.info);
+        }
+        let colors: Vec<[u8; 3]> = registry.iter().map(|a| a.info.color).collect();
+        let mut distinct = colors.clone();
+        distinct.dedup();
+        assert_eq!(distinct.len(), colors.len());
+    }
+
+    #[test]
+    fn bad_and_duplicate_names_are_refused() {
+        let mut registry = Registry::built_in();
+        let info = |name: &str| AlgorithmInfo::new(name, name, [0, 0, 0], Marker::Cross);
+        let factory = |_: &SeriesConfig| -> Result<Box<dyn Balancer + Send>, String> {
+            Ok(Box::new(StaticW))
+        };
+        assert_eq!(
+            registry.register(info("ACH"), factory),
+            Err(RegistryError::Duplicate("ACH".into()))
+        );
+        assert_eq!(
+            registry.register(info("a/b"), factory),
+            Err(RegistryError::BadName("a/b".into()))
+        );
+        assert_eq!(
+            registry.register(info(""), factory),
+            Err(RegistryError::BadName("".into()))
+        );
+        assert!(registry.register(info("CH-BL2"), factory).is_ok());
+        assert!(registry.info("nope").unwrap_err().contains("CH-BL2"));
+    }
+}
