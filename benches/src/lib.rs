@@ -1,6 +1,8 @@
 //! Shared inputs of the benchmarks in `benches/benches/` (run them with
 //! `cargo bench -p ach-benches`). Nothing here is part of the toolkit's API.
 
+pub mod concurrent;
+
 /// A deterministic pseudo-random sequence (SplitMix64) mapped to `[0, 1)`: the same inputs on
 /// every machine and every run, without a random-number crate.
 pub fn uniform_values(seed: u64, count: usize) -> Vec<f64> {

@@ -62,6 +62,7 @@ fn find_binary(variable: &str, name: &str) -> Result<PathBuf, LocalError> {
 /// removes its directory.
 pub struct LocalServer {
     port: u16,
+    mode: ServerMode,
     child: Child,
     directory: tempfile::TempDir,
 }
@@ -78,33 +79,10 @@ impl LocalServer {
                 .prefix("ach-redis-")
                 .tempdir()
                 .map_err(|e| LocalError(format!("temporary directory: {e}")))?;
-            let mut command = Command::new(&binary);
-            command
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(directory.path())
-                .arg("--logfile")
-                .arg(directory.path().join("redis.log"))
-                .args(["--latency-tracking", "yes"]);
-            if mode == ServerMode::Cluster {
-                command.args([
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "1000",
-                ]);
-            }
-            let child = command
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::piped())
-                .spawn()
-                .map_err(|e| LocalError(format!("{}: {e}", binary.display())))?;
+            let child = spawn_server(&binary, port, directory.path(), mode)?;
             let mut server = LocalServer {
                 port,
+                mode,
                 child,
                 directory,
             };
@@ -141,6 +119,15 @@ impl LocalServer {
     pub fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// Starts the server again after [`kill`](Self::kill), on the same port with the same
+    /// directory (so a cluster node rejoins with its `nodes.conf`), and waits for `PING`.
+    pub fn restart(&mut self) -> Result<(), LocalError> {
+        self.kill();
+        let binary = redis_server_binary()?;
+        self.child = spawn_server(&binary, self.port, self.directory.path(), self.mode)?;
+        self.wait_ready(Duration::from_secs(10)).map_err(LocalError)
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
@@ -182,6 +169,40 @@ impl Drop for LocalServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// Spawns `redis-server` in the foreground on 127.0.0.1:`port` with `directory` for its files.
+fn spawn_server(
+    binary: &std::path::Path,
+    port: u16,
+    directory: &std::path::Path,
+    mode: ServerMode,
+) -> Result<Child, LocalError> {
+    let mut command = Command::new(binary);
+    command
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(directory)
+        .arg("--logfile")
+        .arg(directory.join("redis.log"))
+        .args(["--latency-tracking", "yes"]);
+    if mode == ServerMode::Cluster {
+        command.args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+            "--cluster-node-timeout",
+            "1000",
+        ]);
+    }
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| LocalError(format!("{}: {e}", binary.display())))
 }
 
 /// Serialises port picking inside one process, so that two tests do not pick the same port.

@@ -95,6 +95,43 @@ fn status_and_plan_report_the_cluster_and_move_nothing() {
     let fix = ach_redis(&["fix", "--cluster", &seed]);
     assert!(fix.status.success(), "{}", stderr(&fix));
     assert!(stdout(&fix).contains("no open slot"));
+
+    // Static-Wt with server 1 weighing 3 (2 relative to the mean): it plans half of the slots
+    // for server 1, which therefore receives far more slots than it gives.
+    let heavy = cluster.servers()[1].address();
+    let weight = format!("{heavy}=3");
+    let weighted = ach_redis(&[
+        "plan",
+        "--cluster",
+        &seed,
+        "--json",
+        "--sample-ms",
+        "10",
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &weight,
+    ]);
+    assert!(weighted.status.success(), "{}", stderr(&weighted));
+    let weighted: serde_json::Value = serde_json::from_slice(&weighted.stdout).unwrap();
+    let moves = weighted["plan"]["moves"].as_array().unwrap();
+    let to_heavy = moves.iter().filter(|m| m["to"] == heavy.as_str()).count();
+    let from_heavy = moves.iter().filter(|m| m["from"] == heavy.as_str()).count();
+    assert!(
+        to_heavy > 500 && from_heavy < to_heavy / 10,
+        "{to_heavy} moves to, {from_heavy} from {heavy}"
+    );
+    let node = weighted["observed"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["address"] == heavy.as_str())
+        .unwrap();
+    assert_eq!(
+        node["weight"].as_f64().unwrap(),
+        2.0,
+        "3 over the mean weight 1.5"
+    );
 }
 
 fn assert_exit_2(args: &[&str], message: &str) {

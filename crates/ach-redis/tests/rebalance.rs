@@ -326,9 +326,9 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
         ],
     );
     wait_for_line(&lines, "  slot ");
-    // SIGINT by PID, as Ctrl-C in a terminal sends it.
-    let interrupted = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+    // SIGINT by PID, as Ctrl-C in a terminal sends it (bash's builtin `kill`).
+    let interrupted = Command::new("bash")
+        .args(["-c", &format!("kill -INT {}", child.id())])
         .status()
         .unwrap();
     assert!(interrupted.success());
@@ -349,5 +349,54 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
     let after = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "10"]);
     let after = String::from_utf8_lossy(&after.stdout).to_string();
     assert!(after.contains("open slots: none"), "{after}\n{rest:?}");
+    assert_check_clean(&cluster);
+}
+
+#[test]
+fn unreachable_node_stops_migrations_until_it_is_back() {
+    let _serial = serial();
+    let (mut cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    let seed = cluster.seed();
+    let down = cluster.servers()[3].address();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let (mut child, lines) = spawn_rebalance(
+        &seed,
+        &capacity,
+        &[
+            "--steps",
+            "30",
+            "--interval-ms",
+            "200",
+            "--m-max",
+            "0.05",
+            "--horizon",
+            "10",
+            "--log",
+            log.path().to_str().unwrap(),
+        ],
+    );
+    wait_for_line(&lines, "step 0:");
+    cluster.servers_mut()[3].kill();
+    let seen = wait_for_line(&lines, "migrating nothing");
+    let degraded = seen.last().unwrap().clone();
+    wait_for_line(&lines, "migrating nothing");
+    cluster.servers_mut()[3]
+        .restart()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.try_iter().collect();
+    assert!(status.success(), "{rest:?}");
+    assert!(degraded.contains(&down), "{degraded}");
+    let steps = read_log(log.path());
+    let first_degraded = steps
+        .iter()
+        .position(|s| s["healthy"] == false)
+        .expect("a degraded step");
+    let moved_after: u64 = steps[first_degraded..]
+        .iter()
+        .filter(|s| s["healthy"] == true)
+        .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
+        .sum();
+    assert!(moved_after > 0, "the rebalancer did not resume: {rest:?}");
     assert_check_clean(&cluster);
 }

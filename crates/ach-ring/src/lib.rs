@@ -9,6 +9,9 @@
 //! * The classic consistent-hash ring (module [`classic`]): string keys hashed with a stable,
 //!   documented 64-bit hash, nodes added and removed by name with a weight (virtual nodes).
 //!
+//! Either ring can be shared between threads with a [`shared::SharedRing`]: readers look keys
+//! up in lock-free, versioned snapshots while a writer commits plans, joins and leaves.
+//!
 //! Both rings look keys up in `O(1)` expected time through a bucket index in front of their
 //! sorted positions, and keep a plain binary search (`lookup_binary_search`,
 //! `lookup_hash_binary_search`) as the obviously correct reference the tests compare them with.
@@ -83,6 +86,7 @@ mod key;
 mod membership;
 mod migration;
 pub mod named;
+pub mod shared;
 mod state;
 mod token_ring;
 

@@ -201,12 +201,9 @@ impl NamedRing {
     fn push_node(&mut self, spec: NodeSpec, live: bool) -> Result<NodeId, NamedRingError> {
         let index = self.nodes.len();
         if !(spec.capacity.is_finite() && spec.capacity > 0.0) {
-            return Err(RingError::NotPositive {
-                what: "capacity of node",
-                index,
-                value: spec.capacity,
-            }
-            .into());
+            let value = spec.capacity;
+            let what = "capacity of node";
+            return Err(RingError::NotPositive { what, index, value }.into());
         }
         if self.by_name.contains_key(&spec.name) {
             return Err(NamedRingError::DuplicateName { name: spec.name });

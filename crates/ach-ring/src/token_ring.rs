@@ -1,5 +1,7 @@
 //! The token ring of the ACH model (spec section 1).
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// Identifier of a node (a server) of the cluster.
@@ -166,6 +168,18 @@ pub struct InvariantCheck<'a> {
     pub v_min: usize,
 }
 
+/// The first value that is not a finite number > 0, as a [`RingError::NotPositive`].
+fn check_positive(what: &'static str, values: &[f64]) -> Result<(), RingError> {
+    match values.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+        Some(index) => Err(RingError::NotPositive {
+            what,
+            index,
+            value: values[index],
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Positions `(s + 0.5) / V` for `s` in `0..V`.
 fn evenly_spaced_positions(tokens: usize) -> Vec<f64> {
     let v = tokens as f64;
@@ -199,16 +213,20 @@ fn largest_remainder(total: usize, weights: &[f64]) -> Vec<usize> {
 /// Lookup ([`TokenRing::lookup`]) is `O(1)` expected: a bucket index over the circle, built once
 /// in [`TokenRing::new`], narrows the search to the few positions that fall in the bucket of `h`.
 /// [`TokenRing::lookup_binary_search`] is the plain binary search it is tested against.
+///
+/// Positions never change, so everything derived from them (arcs, bucket index, token orders) is
+/// shared between clones: cloning a ring copies only its owners. That keeps the copy a commit
+/// of [`crate::shared::SharedRing`] makes small, and its readers' caches warm.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TokenRing {
-    positions: Vec<f64>,
-    arcs: Vec<f64>,
+    positions: Arc<[f64]>,
+    arcs: Arc<[f64]>,
     owners: Vec<NodeId>,
     bucket_index: BucketIndex,
     /// Token indices by arc length, shortest first; ties in increasing index order.
-    shortest_first: Vec<usize>,
+    shortest_first: Arc<[usize]>,
     /// Token indices by arc length, longest first; ties in increasing index order.
-    longest_first: Vec<usize>,
+    longest_first: Arc<[usize]>,
 }
 
 /// How many positions of a bucket [`TokenRing::lookup`] compares one by one; it binary-searches
@@ -229,7 +247,7 @@ struct BucketIndex {
     /// `B` as an `f64`, to scale a hash into a bucket number.
     bucket_count_f64: f64,
     /// `starts[b]`: index of the first position `>= b / B`; `B + 1` entries.
-    starts: Vec<usize>,
+    starts: Arc<[usize]>,
 }
 
 impl std::fmt::Debug for BucketIndex {
@@ -259,7 +277,7 @@ impl BucketIndex {
         starts.push(positions.len());
         BucketIndex {
             bucket_count_f64,
-            starts,
+            starts: starts.into(),
         }
     }
 }
@@ -297,12 +315,12 @@ impl TokenRing {
         let mut longest_first: Vec<usize> = (0..arcs.len()).collect();
         longest_first.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
         Ok(TokenRing {
-            positions,
-            arcs,
+            positions: positions.into(),
+            arcs: arcs.into(),
             owners,
             bucket_index,
-            shortest_first,
-            longest_first,
+            shortest_first: shortest_first.into(),
+            longest_first: longest_first.into(),
         })
     }
 
@@ -346,15 +364,7 @@ impl TokenRing {
         if capacities.is_empty() {
             return Err(RingError::NoNodes);
         }
-        for (index, &value) in capacities.iter().enumerate() {
-            if !(value.is_finite() && value > 0.0) {
-                return Err(RingError::NotPositive {
-                    what: "capacity of node",
-                    index,
-                    value,
-                });
-            }
-        }
+        check_positive("capacity of node", capacities)?;
         let counts = largest_remainder(tokens, capacities);
         // Each node's tokens aim at the fractions (j + 0.5) / k_i of the circle; walking all the
         // aims in order (ties: lower node id) interleaves the nodes round the ring.
@@ -385,15 +395,7 @@ impl TokenRing {
     /// assert!((ring.arcs()[2] - 0.25).abs() < 1e-15);
     /// ```
     pub fn from_arc_weights(weights: &[f64], owners: Vec<NodeId>) -> Result<Self, RingError> {
-        for (index, &value) in weights.iter().enumerate() {
-            if !(value.is_finite() && value > 0.0) {
-                return Err(RingError::NotPositive {
-                    what: "weight of token",
-                    index,
-                    value,
-                });
-            }
-        }
+        check_positive("weight of token", weights)?;
         let Some(&first) = weights.first() else {
             return Err(RingError::NoTokens);
         };
@@ -547,7 +549,7 @@ impl TokenRing {
     /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs).
     pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
         let mut shares = vec![0.0; n_nodes];
-        for (owner, arc) in self.owners.iter().zip(&self.arcs) {
+        for (owner, arc) in self.owners.iter().zip(self.arcs.iter()) {
             if let Some(s) = shares.get_mut(owner.index()) {
                 *s += arc;
             }
@@ -559,7 +561,7 @@ impl TokenRing {
     pub fn share(&self, node: NodeId) -> f64 {
         self.owners
             .iter()
-            .zip(&self.arcs)
+            .zip(self.arcs.iter())
             .filter(|&(&o, _)| o == node)
             .map(|(_, a)| a)
             .sum()
@@ -624,7 +626,7 @@ impl TokenRing {
         self.owners
             .iter()
             .zip(other)
-            .zip(&self.arcs)
+            .zip(self.arcs.iter())
             .filter(|((a, b), _)| a != b)
             .map(|(_, arc)| arc)
             .sum()
