@@ -35,10 +35,10 @@ pub struct Args {
     #[arg(long, default_value_t = 4)]
     clients: usize,
     /// Requests per second of all clients before the load step.
-    #[arg(long, default_value_t = 3000.0)]
+    #[arg(long, default_value_t = 6000.0)]
     rate: f64,
     /// CPUs of a strong node's quota (medium: 0.55 of it, weak: 0.25).
-    #[arg(long, default_value_t = 0.3)]
+    #[arg(long, default_value_t = 0.2)]
     cpu_per_strong_node: f64,
     /// Measurement and control step, in milliseconds.
     #[arg(long, default_value_t = 1000)]

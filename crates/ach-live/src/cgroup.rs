@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The period of every quota, in microseconds: short, so that a quota shapes latency at the
-/// scale of single requests rather than in 100 ms bursts.
-pub const PERIOD_US: u64 = 10_000;
+/// scale of milliseconds rather than in 100 ms bursts, and long enough that the kernel's
+/// smallest quota (1 ms) is a twentieth of a CPU.
+pub const PERIOD_US: u64 = 20_000;
 
 /// The smallest quota the kernel accepts (cgroup v1 and v2), in microseconds.
 const MIN_QUOTA_US: u64 = 1_000;

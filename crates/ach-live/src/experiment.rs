@@ -11,13 +11,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ach_redis::cluster::{Cluster, Snapshot};
+use ach_redis::control::imbalance;
 use ach_redis::control::{Algorithm, ControlOptions, Controller, live_ach_config};
 use ach_redis::local::{LocalCluster, redis_cli_binary};
 use ach_redis::migrate::{MigrationOptions, fix};
 use ach_redis::rebalance::{self, LoopOptions};
-use ach_redis::telemetry::ReadingRules;
+use ach_redis::telemetry::{NodeSample, ReadingRules, reading};
 use ach_sim::config::NodeClass;
-use ach_telemetry::TelemetryConfig;
+use ach_telemetry::{LoadTracker, TelemetryConfig};
 
 use crate::cgroup::{CpuLimiter, CpuQuota};
 use crate::workload::{self, ClientReport, Shared, WorkloadConfig, key_name};
@@ -121,8 +122,8 @@ impl Default for LiveConfig {
             repeats: 1,
             out: PathBuf::from("results/live"),
             clients: 4,
-            rate: 3000.0,
-            cpu_per_strong_node: 0.3,
+            rate: 6000.0,
+            cpu_per_strong_node: 0.2,
             interval_ms: 1000,
         }
     }
@@ -301,6 +302,10 @@ pub struct ArmRun {
     pub error_samples: Vec<String>,
     /// What the rebalancer reported (errors, redis-cli's exit).
     pub rebalancer_notes: Vec<String>,
+    /// The rebalance loop's step log (JSON lines) or redis-cli's output; written beside the
+    /// run's file, not into it.
+    #[serde(skip)]
+    pub rebalance_log: String,
 }
 
 /// Everything the experiment measured.
@@ -525,18 +530,92 @@ impl Write for SharedBuffer {
     }
 }
 
-fn control_options(algorithm: Algorithm, weights: Vec<(String, f64)>) -> ControlOptions {
+fn control_options(
+    algorithm: Algorithm,
+    weights: Vec<(String, f64)>,
+    cpu_per_weight: f64,
+) -> ControlOptions {
     ControlOptions {
         algorithm,
         weights,
-        rules: ReadingRules {
-            memory_capacity: None,
-            latency_target_usec: 1000.0,
-        },
+        rules: reading_rules(cpu_per_weight),
         telemetry: TelemetryConfig::paper(),
         ach: live_ach_config(),
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
+    }
+}
+
+/// How INFO becomes readings, for the observer and the rebalancers alike: memory over the
+/// machine's memory, p99 over 1 ms, cpu over the quota of a node of relative weight 1.
+fn reading_rules(cpu_per_weight: f64) -> ReadingRules {
+    ReadingRules {
+        memory_capacity: None,
+        latency_target_usec: 1000.0,
+        cpu_per_weight,
+    }
+}
+
+/// The load of every master from its own INFO, step by step, whatever the cluster's health
+/// (a rebalancer's controller stops observing while nodes disagree on a slot's owner; the
+/// measurement must not). Masters are those of the first snapshot, in address order.
+struct Observer {
+    sampler: Controller,
+    tracker: LoadTracker,
+    rules: ReadingRules,
+    relative_weights: Vec<f64>,
+    previous: Vec<Option<NodeSample>>,
+    masters: Vec<String>,
+}
+
+impl Observer {
+    fn new(
+        cluster: &mut Cluster,
+        snapshot: &Snapshot,
+        weights: &[(String, f64)],
+        cpu_per_weight: f64,
+    ) -> Result<Observer, String> {
+        let options = control_options(Algorithm::StaticW, weights.to_vec(), cpu_per_weight);
+        let telemetry = options.telemetry;
+        let mut sampler = Controller::new(options).map_err(|e| e.to_string())?;
+        let relative_weights = sampler
+            .relative_weights(snapshot)
+            .map_err(|e| e.to_string())?;
+        let previous = sampler.sample(cluster, snapshot);
+        Ok(Observer {
+            sampler,
+            tracker: LoadTracker::new(snapshot.masters.len(), telemetry)
+                .map_err(|e| e.to_string())?,
+            rules: reading_rules(cpu_per_weight),
+            relative_weights,
+            previous,
+            masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
+        })
+    }
+
+    /// The seed's view of the cluster and the loads of one step.
+    fn observe(&mut self, cluster: &mut Cluster) -> Result<(Snapshot, Vec<f64>), String> {
+        let snapshot = cluster.snapshot().map_err(|e| e.to_string())?;
+        let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
+        if ids != self.masters {
+            return Err("the set of masters changed".into());
+        }
+        let samples = self.sampler.sample(cluster, &snapshot);
+        for (index, sample) in samples.iter().enumerate() {
+            let raw = match sample {
+                Some(now) => reading(self.previous[index].as_ref(), now, &self.rules),
+                None => [f64::NAN; 3],
+            };
+            let weighted = raw.map(|value| value / self.relative_weights[index]);
+            self.tracker
+                .record(index, weighted)
+                .map_err(|e| e.to_string())?;
+            if sample.is_some() {
+                self.previous[index] = sample.clone();
+            }
+        }
+        let loads = self.tracker.finish_step().loads.to_vec();
+        Ok((snapshot, loads))
     }
 }
 
@@ -554,6 +633,7 @@ fn start_rebalancer(
     snapshot: &Snapshot,
     steps: u32,
     interval: Duration,
+    cpu_per_weight: f64,
     stop: Arc<AtomicBool>,
 ) -> Result<Rebalancer, String> {
     if arm == Arm::RedisCli {
@@ -582,7 +662,7 @@ fn start_rebalancer(
     let buffer = SharedBuffer::default();
     let mut log = buffer.clone();
     let seed = seed.to_string();
-    let options = control_options(algorithm, weights.to_vec());
+    let options = control_options(algorithm, weights.to_vec(), cpu_per_weight);
     let handle = std::thread::spawn(move || {
         let mut cluster = connect(&seed)?;
         let mut controller = Controller::new(options.clone()).map_err(|e| e.to_string())?;
@@ -603,10 +683,12 @@ fn start_rebalancer(
     Ok(Rebalancer::Loop(handle, buffer))
 }
 
-/// Stops the rebalancer and returns its notes.
-fn finish_rebalancer(rebalancer: Rebalancer, stop: &AtomicBool) -> Vec<String> {
+/// Stops the rebalancer; returns its notes and its log (the rebalance loop's JSON lines, or
+/// redis-cli's output).
+fn finish_rebalancer(rebalancer: Rebalancer, stop: &AtomicBool) -> (Vec<String>, String) {
     stop.store(true, Ordering::SeqCst);
     let mut notes = Vec::new();
+    let mut text = String::new();
     match rebalancer {
         Rebalancer::None => {}
         Rebalancer::Loop(handle, buffer) => {
@@ -616,7 +698,8 @@ fn finish_rebalancer(rebalancer: Rebalancer, stop: &AtomicBool) -> Vec<String> {
                 Err(_) => notes.push("rebalance loop panicked".into()),
             }
             let log = buffer.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            for line in String::from_utf8_lossy(&log).lines() {
+            text = String::from_utf8_lossy(&log).into_owned();
+            for line in text.lines() {
                 if let Ok(value) = serde_json::from_str::<serde_json::Value>(line)
                     && let Some(errors) = value["outcome"]["errors"].as_array()
                 {
@@ -647,6 +730,7 @@ fn finish_rebalancer(rebalancer: Rebalancer, stop: &AtomicBool) -> Vec<String> {
                             let tail: Vec<&str> = output.lines().rev().take(3).collect();
                             notes.push(format!("redis-cli output ends: {}", tail.join(" | ")));
                         }
+                        text = output;
                         break;
                     }
                     Ok(None) if started.elapsed() < Duration::from_secs(300) => {
@@ -662,7 +746,7 @@ fn finish_rebalancer(rebalancer: Rebalancer, stop: &AtomicBool) -> Vec<String> {
             }
         }
     }
-    notes
+    (notes, text)
 }
 
 fn percentile(sorted: &[f32], q: f64) -> Option<f64> {
@@ -723,10 +807,17 @@ fn run_arm(
 
     let interval = Duration::from_millis(config.interval_ms);
     let steps = config.steps();
-    let mut observer = Controller::new(control_options(Algorithm::StaticW, weights.clone()))
-        .map_err(|e| e.to_string())?;
-    let samples = observer.sample(&mut cluster, &snapshot);
-    observer.remember(&snapshot, &samples);
+    // Keys are neither created nor deleted during the workload: count them per slot once.
+    let slot_keys = cluster.key_counts(&snapshot).map_err(|e| e.to_string())?;
+    let cpu_per_weight = match limiter {
+        CpuLimiter::Unavailable(_) => 1.0,
+        _ => {
+            let classes = config.classes();
+            let mean = classes.iter().map(|c| c.capacity()).sum::<f64>() / classes.len() as f64;
+            config.cpu_per_strong_node * mean
+        }
+    };
+    let mut observer = Observer::new(&mut cluster, &snapshot, &weights, cpu_per_weight)?;
     let shared = Arc::new(Shared {
         stop: AtomicBool::new(false),
         owners: snapshot
@@ -745,6 +836,7 @@ fn run_arm(
         &snapshot,
         steps,
         interval,
+        cpu_per_weight,
         Arc::clone(&rebalance_stop),
     )?;
     let clients: Vec<JoinHandle<ClientReport>> = (0..config.clients)
@@ -773,20 +865,18 @@ fn run_arm(
             break;
         }
         let (loads, d) = match observer.observe(&mut cluster) {
-            Ok(observed) => {
-                for (slot, owner) in observed.snapshot.owners.iter().enumerate() {
-                    if *owner != owners[slot] {
-                        moved += observed.slot_keys[slot];
+            Ok((now, loads)) => {
+                for (slot, owner) in now.owners.iter().enumerate() {
+                    if *owner != owners[slot] && owner.is_some() {
+                        moved += slot_keys[slot];
                         owners[slot] = *owner;
                         if let Some(owner) = owner {
                             shared.owners[slot].store(*owner as u8, Ordering::Relaxed);
                         }
                     }
                 }
-                (
-                    observed.nodes.iter().map(|n| n.load).collect(),
-                    Some(observed.imbalance),
-                )
+                let d = imbalance(&loads);
+                (loads, d.is_finite().then_some(d))
             }
             Err(_) => (Vec::new(), None),
         };
@@ -814,7 +904,7 @@ fn run_arm(
         .into_iter()
         .map(|h| h.join().map_err(|_| "a client thread panicked".to_string()))
         .collect::<Result<_, _>>()?;
-    let notes = finish_rebalancer(rebalancer, &rebalance_stop);
+    let (notes, rebalance_log) = finish_rebalancer(rebalancer, &rebalance_stop);
     // Slots a stopped migration left open are completed before the check.
     let fixed = fix(&mut cluster, &MigrationOptions::default()).map_err(|e| e.to_string())?;
     let mut notes = notes;
@@ -910,6 +1000,7 @@ fn run_arm(
         steps: records,
         error_samples,
         rebalancer_notes: notes,
+        rebalance_log,
     })
 }
 

@@ -247,6 +247,13 @@ pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary
                 .join(format!("{}-r{}.json", run.algorithm, run.repeat)),
             &json(run),
         )?;
+        if !run.rebalance_log.is_empty() {
+            write(
+                &out.join("runs")
+                    .join(format!("{}-r{}-rebalance.log", run.algorithm, run.repeat)),
+                &run.rebalance_log,
+            )?;
+        }
     }
     let registry = simulator::registry();
     let first: Vec<&ArmRun> = results.runs.iter().filter(|r| r.repeat == 0).collect();
