@@ -626,16 +626,29 @@ enum Rebalancer {
     RedisCli(std::process::Child),
 }
 
-fn start_rebalancer(
-    arm: Arm,
-    seed: &str,
-    weights: &[(String, f64)],
-    snapshot: &Snapshot,
+/// Where and how long a rebalancer runs.
+struct RebalancerSetup<'a> {
+    seed: &'a str,
+    weights: &'a [(String, f64)],
+    snapshot: &'a Snapshot,
     steps: u32,
     interval: Duration,
     cpu_per_weight: f64,
+}
+
+fn start_rebalancer(
+    arm: Arm,
+    setup: &RebalancerSetup<'_>,
     stop: Arc<AtomicBool>,
 ) -> Result<Rebalancer, String> {
+    let RebalancerSetup {
+        seed,
+        weights,
+        snapshot,
+        steps,
+        interval,
+        cpu_per_weight,
+    } = *setup;
     if arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary().map_err(|e| e.to_string())?);
         command.args(["--cluster", "rebalance", seed, "--cluster-weight"]);
@@ -831,12 +844,14 @@ fn run_arm(
     let rebalance_stop = Arc::new(AtomicBool::new(false));
     let rebalancer = start_rebalancer(
         arm,
-        &seed,
-        &weights,
-        &snapshot,
-        steps,
-        interval,
-        cpu_per_weight,
+        &RebalancerSetup {
+            seed: &seed,
+            weights: &weights,
+            snapshot: &snapshot,
+            steps,
+            interval,
+            cpu_per_weight,
+        },
         Arc::clone(&rebalance_stop),
     )?;
     let clients: Vec<JoinHandle<ClientReport>> = (0..config.clients)

@@ -160,6 +160,7 @@ pub fn arms_table(arms: &[ArmSummary], repeats: u32) -> Table {
             Column::value("keys moved (simulator)", "sim_keys_moved"),
             Column::value("client errors", "client_errors"),
             Column::value("lost/stale keys", "lost_keys"),
+            Column::value("requests answered", "requests"),
             Column::value("p50 ms", "p50_ms"),
             Column::value("p99 ms", "p99_ms"),
         ],
@@ -178,6 +179,7 @@ pub fn arms_table(arms: &[ArmSummary], repeats: u32) -> Table {
                     Cell::number(a.sim_keys_moved, 0),
                     Cell::Count(Some(a.client_errors)),
                     Cell::Count(Some(a.lost_keys)),
+                    Cell::Count(Some(a.requests)),
                     Cell::number(Some(a.p50_ms), 2),
                     Cell::number(Some(a.p99_ms), 2),
                 ]
@@ -459,4 +461,42 @@ pub fn render_report(
         );
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arm(name: &str, d: &[f64]) -> ArmSummary {
+        ArmSummary {
+            algorithm: name.into(),
+            d_bar: mean(d.iter().copied()),
+            keys_moved: 0.0,
+            client_errors: 0,
+            lost_keys: 0,
+            stale_keys: 0,
+            stale_reads: 0,
+            p99_ms: 1.0,
+            p50_ms: 0.5,
+            requests: 10,
+            sim_d_bar: None,
+            sim_keys_moved: None,
+            d_bar_per_repeat: d.to_vec(),
+        }
+    }
+
+    #[test]
+    fn ach_is_paired_with_every_other_arm_by_repeat() {
+        let ach = arm("ACH", &[0.1, 0.2, 0.3, 0.4, 0.5, 0.6]);
+        let a0 = arm("Static-W", &[0.2, 0.4, 0.5, 0.7, 0.8, 1.0]);
+        let rows = paired(&[a0.clone(), ach.clone()]);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(rows[0].against, "Static-W");
+        assert!((rows[0].mean_difference + 0.25).abs() < 1e-12);
+        // Every difference negative, n = 6: the exact two-sided p is 2 / 64.
+        assert_eq!(rows[0].wilcoxon_p, Some(2.0 / 64.0));
+        assert!(rows[0].cliffs_delta.is_some_and(|d| d < 0.0));
+        // One repeat: nothing to pair.
+        assert!(paired(&[arm("ACH", &[0.1]), arm("Static-W", &[0.2])]).is_empty());
+    }
 }
