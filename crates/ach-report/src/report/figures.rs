@@ -330,6 +330,15 @@ fn algorithm_legend(registry: &Registry, names: &[&str]) -> Vec<LegendEntry> {
         .collect()
 }
 
+/// The legend of a figure that draws every algorithm as a line with its marker.
+fn line_legend(registry: &Registry, names: &[&str]) -> Vec<LegendEntry> {
+    let mut entries = algorithm_legend(registry, names);
+    for entry in &mut entries {
+        entry.line = true;
+    }
+    entries
+}
+
 /// Approximate width of a text in pixels (sans-serif averages about 0.55 em per character).
 fn text_width(text: &str, size: u32) -> i32 {
     (text.chars().count() as f64 * f64::from(size) * 0.55).ceil() as i32
@@ -1441,11 +1450,7 @@ fn ecdf_figure(registry: &Registry, runs: &SeriesRuns) -> DrawResult<Figure> {
                 5,
             )?;
         }
-        let mut entries = algorithm_legend(registry, &names);
-        for entry in &mut entries {
-            entry.line = true;
-        }
-        draw_legend_strip(&legend, &entries)
+        draw_legend_strip(&legend, &line_legend(registry, &names))
     })?;
     Ok(Figure {
         name: format!("ecdf_{}", runs.name),
@@ -1800,11 +1805,7 @@ pub fn time_series_figure(registry: &Registry, spec: &TimeSeriesSpec) -> DrawRes
                 }
             }
         }
-        let mut entries = algorithm_legend(registry, &names);
-        for entry in &mut entries {
-            entry.line = true;
-        }
-        draw_legend_strip(&legend, &entries)
+        draw_legend_strip(&legend, &line_legend(registry, &names))
     })?;
     Ok(Figure {
         name: spec.name.clone(),
