@@ -4,6 +4,7 @@
 //! call the same library), `verify-trace` and `stats` are its own. The model crates it calls do
 //! no file I/O.
 
+mod live;
 mod stats;
 mod verify_trace;
 
@@ -40,6 +41,10 @@ enum Command {
     /// Paired statistics of two columns of a CSV file: Wilcoxon (scipy and R conventions),
     /// Cliff's delta with its CI, mean and CI of each column.
     Stats(stats::Args),
+    /// The paper's scenarios on a real local Redis Cluster of CPU-quota'd nodes: no
+    /// rebalancing, redis-cli --cluster rebalance, Dynamic-R, Bounded-Loads and ACH side by
+    /// side, beside the simulator's prediction.
+    Live(live::Args),
 }
 
 fn main() -> ExitCode {
@@ -50,5 +55,6 @@ fn main() -> ExitCode {
         Command::Merge(args) => shard::run_merge(args),
         Command::VerifyTrace(args) => verify_trace::run(args),
         Command::Stats(args) => stats::run(args),
+        Command::Live(args) => live::run(args),
     }
 }

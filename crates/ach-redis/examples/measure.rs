@@ -35,6 +35,7 @@ fn options(capacity_mb: f64, beta: f64, min_slot_keys: u64) -> ControlOptions {
         rules: ReadingRules {
             memory_capacity: Some(capacity_mb * 1024.0 * 1024.0),
             latency_target_usec: 1000.0,
+            cpu_per_weight: 1.0,
         },
         telemetry: TelemetryConfig {
             beta,

@@ -165,6 +165,7 @@ fn control_options(
         rules: ReadingRules {
             memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
             latency_target_usec: common.latency_target_us,
+            cpu_per_weight: 1.0,
         },
         telemetry: TelemetryConfig {
             beta,

@@ -130,6 +130,11 @@ pub struct ReadingRules {
     pub memory_capacity: Option<f64>,
     /// The p99 latency that counts as fully loaded, in microseconds.
     pub latency_target_usec: f64,
+    /// CPUs a node of relative weight 1 may use: the cpu reading is the cpu seconds per second
+    /// over this (1: one core). A cluster whose nodes run under CPU quotas in proportion to
+    /// their weights sets the quota of a weight-1 node, so that the weighted reading is each
+    /// node's use of its own quota.
+    pub cpu_per_weight: f64,
 }
 
 /// One node's `[cpu, memory, latency]` reading between two samples, before weighting. An
@@ -138,7 +143,9 @@ pub fn reading(previous: Option<&NodeSample>, now: &NodeSample, rules: &ReadingR
     let cpu = match (previous, now.taken) {
         (Some(before), Some(taken)) => match before.taken {
             Some(then) if taken > then => {
-                (now.cpu_seconds - before.cpu_seconds) / (taken - then).as_secs_f64()
+                (now.cpu_seconds - before.cpu_seconds)
+                    / (taken - then).as_secs_f64()
+                    / rules.cpu_per_weight
             }
             _ => f64::NAN,
         },
@@ -194,13 +201,20 @@ latency_percentiles_usec_cluster|nodes:p50=2.0,p99=9000.0,p99.9=9000.0\r\n";
         let rules = ReadingRules {
             memory_capacity: Some(4_194_304.0),
             latency_target_usec: 30.0,
+            cpu_per_weight: 1.0,
         };
         assert_eq!(reading(Some(&before), &now, &rules), [0.5, 0.25, 0.5]);
+        let quota = ReadingRules {
+            cpu_per_weight: 0.25,
+            ..rules
+        };
+        assert_eq!(reading(Some(&before), &now, &quota)[0], 2.0);
         let first = reading(None, &now, &rules);
         assert!(first[0].is_nan());
         let system = ReadingRules {
             memory_capacity: None,
             latency_target_usec: 10.0,
+            cpu_per_weight: 1.0,
         };
         assert_eq!(reading(None, &now, &system)[1..], [0.125, 1.0]);
         // No data command served yet: no latency (f64::min would have turned NaN into 1).

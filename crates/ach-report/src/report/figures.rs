@@ -332,6 +332,15 @@ fn algorithm_legend(registry: &Registry, names: &[&str]) -> Vec<LegendEntry> {
         .collect()
 }
 
+/// The legend of a figure that draws every algorithm as a line with its marker.
+fn line_legend(registry: &Registry, names: &[&str]) -> Vec<LegendEntry> {
+    let mut entries = algorithm_legend(registry, names);
+    for entry in &mut entries {
+        entry.line = true;
+    }
+    entries
+}
+
 /// Approximate width of a text in pixels (sans-serif averages about 0.55 em per character).
 fn text_width(text: &str, size: u32) -> i32 {
     (text.chars().count() as f64 * f64::from(size) * 0.55).ceil() as i32
@@ -1696,11 +1705,7 @@ fn ecdf_figure(registry: &Registry, runs: &SeriesRuns) -> DrawResult<Figure> {
                 5,
             )?;
         }
-        let mut entries = algorithm_legend(registry, &names);
-        for entry in &mut entries {
-            entry.line = true;
-        }
-        draw_legend_strip(&legend, &entries)
+        draw_legend_strip(&legend, &line_legend(registry, &names))
     })?;
     Ok(Figure {
         name: format!("ecdf_{}", runs.name),
@@ -1949,4 +1954,117 @@ where
         ))
         .map_err(draw_error)?;
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Time series of other front ends (the live experiment): one line per algorithm and panel.
+// ---------------------------------------------------------------------------------------
+
+/// One panel of a [`time_series_figure`]: a y axis and one line of `(t, value)` points per
+/// algorithm.
+#[derive(Clone, Debug)]
+pub struct TimeSeriesPanel {
+    /// Description of the y axis.
+    pub y_label: String,
+    /// `(algorithm name, points)`, in legend order; every name must be in the registry.
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// What a [`time_series_figure`] shows.
+#[derive(Clone, Debug)]
+pub struct TimeSeriesSpec {
+    /// File stem.
+    pub name: String,
+    /// Title above the panels.
+    pub title: String,
+    /// Caption in a report.
+    pub caption: String,
+    /// Description of the shared x axis.
+    pub x_label: String,
+    /// The panels, top to bottom.
+    pub panels: Vec<TimeSeriesPanel>,
+}
+
+/// Draws panels stacked one above the other, one line per algorithm with its registry colour
+/// and a marker every few points, in the style of the simulator's traces figure. Fails on an
+/// algorithm name the registry does not know.
+pub fn time_series_figure(registry: &Registry, spec: &TimeSeriesSpec) -> DrawResult<Figure> {
+    let mut names: Vec<&str> = Vec::new();
+    for panel in &spec.panels {
+        for (name, _) in &panel.lines {
+            registry.info(name)?;
+            if !names.contains(&name.as_str()) {
+                names.push(name);
+            }
+        }
+    }
+    let x_end = spec
+        .panels
+        .iter()
+        .flat_map(|p| p.lines.iter().flat_map(|(_, points)| points.iter()))
+        .map(|(t, _)| *t)
+        .fold(1.0, f64::max);
+    let x_range = 0.0..x_end;
+    let panel_height = 300;
+    let height = panel_height * spec.panels.len().max(1) as u32 + 30;
+    let svg = render_svg((STACKED.0, height + LEGEND_HEIGHT), |root| {
+        let (plots, legend) = root.split_vertically(height);
+        let plots = plots
+            .titled(&spec.title, (FONT, CAPTION_SIZE))
+            .map_err(draw_error)?;
+        for (area, panel) in plots
+            .split_evenly((spec.panels.len().max(1), 1))
+            .iter()
+            .zip(&spec.panels)
+        {
+            let y_range = padded_range(
+                panel
+                    .lines
+                    .iter()
+                    .flat_map(|(_, points)| points.iter().map(|(_, v)| *v))
+                    .chain([0.0]),
+                0.05,
+            );
+            let mut chart = chart_builder(area)
+                .build_cartesian_2d(x_range.clone(), y_range)
+                .map_err(draw_error)?;
+            styled_mesh(&mut chart.configure_mesh(), &spec.x_label, &panel.y_label)
+                .x_label_formatter(&|v| format!("{v:.0}"))
+                .y_label_formatter(&|v| {
+                    if v.abs() >= 1000.0 {
+                        format!("{v:.0}")
+                    } else {
+                        format!("{v:.2}")
+                    }
+                })
+                .draw()
+                .map_err(draw_error)?;
+            for (name, points) in &panel.lines {
+                let color = algorithm_color(registry, name);
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        points.clone(),
+                        color.stroke_width(2),
+                    )))
+                    .map_err(draw_error)?;
+                let every = (points.len() / 8).max(1);
+                for point in points.iter().step_by(every) {
+                    draw_marker(
+                        &chart,
+                        *point,
+                        algorithm_marker(registry, name),
+                        color,
+                        Fill::Solid,
+                        4,
+                    )?;
+                }
+            }
+        }
+        draw_legend_strip(&legend, &line_legend(registry, &names))
+    })?;
+    Ok(Figure {
+        name: spec.name.clone(),
+        caption: spec.caption.clone(),
+        svg,
+    })
 }

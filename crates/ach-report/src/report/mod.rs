@@ -18,6 +18,9 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
+pub use figures::{Figure, TimeSeriesPanel, TimeSeriesSpec, time_series_figure};
+pub use tables::{Cell, Column, CsvShape, Table, to_markdown};
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 

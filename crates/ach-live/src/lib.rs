@@ -1,0 +1,23 @@
+//! `ach-live`: the paper's scenarios on a real Redis Cluster, ACH against the operators' tools.
+//!
+//! [`run`] starts a local Redis Cluster of heterogeneous nodes (the paper's strong, medium and
+//! weak classes made real with a CPU quota per `redis-server` process, see [`cgroup`]), loads
+//! the keys, drives the same seeded request sequence ([`workload`]) against one freshly loaded
+//! cluster per arm (no rebalancing, `redis-cli --cluster rebalance` with the capacity weights,
+//! and Dynamic-R, Bounded-Loads and ACH through `ach-redis`'s rebalance loop), measures every
+//! step from the nodes' own telemetry, checks every key at the end, runs the same scenario
+//! through the simulator ([`simulator`]) and writes `summary.json`, `REPORT.md` and SVG figures
+//! ([`output`]).
+//!
+//! This is an edge crate: it starts processes, writes cgroup files, does network and file I/O
+//! and reads clocks. It must not put any of that into the model crates, which it only calls, and
+//! it must never leave a `redis-server` or a cgroup behind: servers are stopped by PID and
+//! cgroups removed when their guards drop, also on failure.
+
+pub mod cgroup;
+pub mod experiment;
+pub mod output;
+pub mod simulator;
+pub mod workload;
+
+pub use experiment::{Arm, LiveConfig, run};

@@ -1,0 +1,356 @@
+//! The seeded request sequence and the client threads that send it.
+//!
+//! Client `c` owns the keys `i` with `i % clients == c` (so the last value written to a key is
+//! known without coordination) and draws its requests from its own stream seeded by
+//! `(seed, c)`: Zipf key popularity over its keys, a write with the paper's probability 0.3,
+//! and during the hot-key phase a share of requests on a few hot keys that all live in one
+//! node's initial slot range. Request `j` of a client is due at a fixed time (the base rate
+//! until the load step, then the stepped rate), and its phase follows from that due time, so
+//! every arm sends the same sequence; a client that falls behind sends as fast as it can.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::time::{Duration, Instant};
+
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Zipf};
+use rand_pcg::Pcg64;
+
+/// The shape of the workload.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct WorkloadConfig {
+    /// Keys `k:0` to `k:{keys-1}`.
+    pub keys: usize,
+    /// Client threads.
+    pub clients: usize,
+    /// Requests per second of all clients together before the load step.
+    pub rate: f64,
+    /// How long the clients send, in seconds.
+    pub duration_s: f64,
+    /// Seed of the request streams.
+    pub seed: u64,
+    /// Zipf exponent of key popularity (C3: 1.0).
+    pub zipf_s: f64,
+    /// Probability that a request is a write (the paper: 0.3).
+    pub write_fraction: f64,
+    /// The hot-key phase, as fractions of the duration `[from, to)`.
+    pub hot_phase: (f64, f64),
+    /// Share of requests that go to the hot keys during the hot phase.
+    pub hot_share: f64,
+    /// Number of hot keys.
+    pub hot_keys: usize,
+    /// The load step: from this fraction of the duration on, the rate is multiplied by
+    /// `step_factor` (C2: 3200 / 1437.5).
+    pub step_at: f64,
+    /// Rate factor after the load step.
+    pub step_factor: f64,
+}
+
+/// Name of key `i`.
+pub fn key_name(i: usize) -> String {
+    format!("k:{i}")
+}
+
+/// Value of key `i` written by its client as its `version`-th write (0: the initial load).
+pub fn value(i: usize, version: u64) -> String {
+    format!("{i}:{version}:{}", "x".repeat(64))
+}
+
+/// One request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Key index.
+    pub key: usize,
+    /// True for a write.
+    pub write: bool,
+}
+
+impl WorkloadConfig {
+    /// The time request `j` of one client is due, in seconds from the start.
+    pub fn due(&self, j: u64) -> f64 {
+        let rate = self.rate / self.clients as f64;
+        let step_time = self.step_at * self.duration_s;
+        let before = rate * step_time;
+        let j = j as f64;
+        if j < before {
+            j / rate
+        } else {
+            step_time + (j - before) / (rate * self.step_factor)
+        }
+    }
+
+    /// The hot keys: the first `hot_keys` keys whose slot is in `range` (inclusive).
+    pub fn hot_keys_in(&self, range: (u16, u16)) -> Vec<usize> {
+        (0..self.keys)
+            .filter(|&i| {
+                let slot = ach_redis::slot::key_slot(key_name(i).as_bytes());
+                slot >= range.0 && slot <= range.1
+            })
+            .take(self.hot_keys)
+            .collect()
+    }
+
+    /// The request stream of client `client`.
+    pub fn stream(&self, client: usize, hot: &[usize]) -> RequestStream {
+        let own = (self.keys + self.clients - 1 - client) / self.clients;
+        let mine_hot: Vec<usize> = hot
+            .iter()
+            .copied()
+            .filter(|k| k % self.clients == client)
+            .collect();
+        RequestStream {
+            rng: Pcg64::seed_from_u64(
+                self.seed ^ (client as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+            ),
+            zipf: Zipf::new(own.max(1) as f64, self.zipf_s.max(1e-9)).expect("n >= 1, s > 0"),
+            client,
+            clients: self.clients,
+            own,
+            hot: mine_hot,
+            config: self.clone(),
+            next: 0,
+        }
+    }
+}
+
+/// The requests of one client, in order.
+pub struct RequestStream {
+    rng: Pcg64,
+    zipf: Zipf<f64>,
+    client: usize,
+    clients: usize,
+    own: usize,
+    hot: Vec<usize>,
+    config: WorkloadConfig,
+    next: u64,
+}
+
+impl Iterator for RequestStream {
+    /// `(due time in seconds, request)`.
+    type Item = (f64, Request);
+
+    fn next(&mut self) -> Option<(f64, Request)> {
+        let due = self.config.due(self.next);
+        self.next += 1;
+        if due >= self.config.duration_s || self.own == 0 {
+            return None;
+        }
+        let phase = due / self.config.duration_s;
+        let in_hot = phase >= self.config.hot_phase.0 && phase < self.config.hot_phase.1;
+        // Every draw happens whatever the branch, so the stream does not depend on the phase
+        // boundaries beyond the request's own choice.
+        let hot_draw: f64 = self.rng.random();
+        let hot_pick = self.rng.random_range(0..self.hot.len().max(1));
+        let rank = (self.zipf.sample(&mut self.rng) as usize).clamp(1, self.own) - 1;
+        let write = self.rng.random::<f64>() < self.config.write_fraction;
+        let key = if in_hot && !self.hot.is_empty() && hot_draw < self.config.hot_share {
+            self.hot[hot_pick]
+        } else {
+            self.client + rank * self.clients
+        };
+        Some((due, Request { key, write }))
+    }
+}
+
+/// What one client saw.
+#[derive(Debug, Default)]
+pub struct ClientReport {
+    /// Requests answered.
+    pub requests: u64,
+    /// Requests that failed, and a few messages.
+    pub errors: u64,
+    /// The first error messages.
+    pub error_samples: Vec<String>,
+    /// Reads that returned another value than the last one written.
+    pub stale_reads: u64,
+    /// Last version written per owned key, by key index (`None`: the key's write failed and
+    /// its state is unknown).
+    pub versions: Vec<(usize, u64)>,
+    /// `(step, node, latency in microseconds)` of every answered request.
+    pub latencies: Vec<(u32, u8, f32)>,
+    /// Errors per step.
+    pub errors_per_step: Vec<u32>,
+}
+
+/// Shared state between the clients and the monitor.
+pub struct Shared {
+    /// Set to stop the clients.
+    pub stop: AtomicBool,
+    /// Owner (node index) of every slot, refreshed by the monitor each step.
+    pub owners: Vec<AtomicU8>,
+    /// When the workload started.
+    pub started: Instant,
+    /// Step length.
+    pub interval: Duration,
+}
+
+/// Runs client `client` until its stream ends or `shared.stop` is set.
+pub fn run_client(
+    config: &WorkloadConfig,
+    client: usize,
+    hot: &[usize],
+    urls: Vec<String>,
+    shared: Arc<Shared>,
+) -> ClientReport {
+    let mut report = ClientReport::default();
+    let connection = redis::cluster::ClusterClientBuilder::new(urls)
+        .retries(16)
+        .build()
+        .and_then(|c| c.get_connection());
+    let mut connection = match connection {
+        Ok(connection) => connection,
+        Err(error) => {
+            report.errors += 1;
+            report
+                .error_samples
+                .push(format!("client {client}: cannot connect: {error}"));
+            return report;
+        }
+    };
+    let mut versions: std::collections::HashMap<usize, u64> = Default::default();
+    for (due, request) in config.stream(client, hot) {
+        if shared.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let due = shared.started + Duration::from_secs_f64(due);
+        let now = Instant::now();
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        let name = key_name(request.key);
+        let slot = ach_redis::slot::key_slot(name.as_bytes());
+        let node = shared.owners[usize::from(slot)].load(Ordering::Relaxed);
+        let sent = Instant::now();
+        let step = (sent.duration_since(shared.started).as_secs_f64()
+            / shared.interval.as_secs_f64()) as u32;
+        let version = versions.get(&request.key).copied().unwrap_or(0);
+        let outcome: Result<bool, redis::RedisError> = if request.write {
+            let text = value(request.key, version + 1);
+            redis::cmd("SET")
+                .arg(&name)
+                .arg(&text)
+                .query::<()>(&mut connection)
+                .map(|()| {
+                    versions.insert(request.key, version + 1);
+                    true
+                })
+        } else {
+            redis::cmd("GET")
+                .arg(&name)
+                .query::<Option<String>>(&mut connection)
+                .map(|got| got.as_deref() == Some(value(request.key, version).as_str()))
+        };
+        let micros = sent.elapsed().as_secs_f64() * 1e6;
+        match outcome {
+            Ok(fresh) => {
+                report.requests += 1;
+                if !fresh {
+                    report.stale_reads += 1;
+                    if report.error_samples.len() < 5 {
+                        report
+                            .error_samples
+                            .push(format!("GET {name}: not version {version}"));
+                    }
+                }
+                report.latencies.push((step, node, micros as f32));
+            }
+            Err(error) => {
+                report.errors += 1;
+                let step = step as usize;
+                if report.errors_per_step.len() <= step {
+                    report.errors_per_step.resize(step + 1, 0);
+                }
+                report.errors_per_step[step] += 1;
+                if report.error_samples.len() < 5 {
+                    report.error_samples.push(format!(
+                        "{} {name}: {error}",
+                        if request.write { "SET" } else { "GET" }
+                    ));
+                }
+                if request.write {
+                    // The write may or may not have happened: read to learn which.
+                    let attempted = value(request.key, version + 1);
+                    if let Ok(Some(now)) = redis::cmd("GET")
+                        .arg(&name)
+                        .query::<Option<String>>(&mut connection)
+                        && now == attempted
+                    {
+                        versions.insert(request.key, version + 1);
+                    }
+                }
+            }
+        }
+    }
+    report.versions = versions.into_iter().collect();
+    report
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> WorkloadConfig {
+        WorkloadConfig {
+            keys: 1000,
+            clients: 3,
+            rate: 300.0,
+            duration_s: 10.0,
+            seed: 7,
+            zipf_s: 1.0,
+            write_fraction: 0.3,
+            hot_phase: (0.3, 0.6),
+            hot_share: 0.3,
+            hot_keys: 6,
+            step_at: 0.5,
+            step_factor: 2.0,
+        }
+    }
+
+    #[test]
+    fn the_sequence_is_a_function_of_the_seed() {
+        let config = config();
+        let hot = config.hot_keys_in((0, 5000));
+        assert_eq!(hot.len(), 6);
+        let a: Vec<_> = config.stream(1, &hot).collect();
+        let b: Vec<_> = config.stream(1, &hot).collect();
+        assert_eq!(a, b);
+        let other = WorkloadConfig {
+            seed: 8,
+            ..config.clone()
+        };
+        let c: Vec<_> = other.stream(1, &hot).collect();
+        assert_ne!(a, c);
+        // Client 1 owns keys 1, 4, 7, ... only.
+        assert!(a.iter().all(|(_, r)| r.key % 3 == 1));
+    }
+
+    #[test]
+    fn the_load_step_doubles_the_rate_and_the_mix_is_the_papers() {
+        let config = config();
+        let requests: Vec<_> = config.stream(0, &[]).collect();
+        let before = requests.iter().filter(|(t, _)| *t < 5.0).count();
+        let after = requests.len() - before;
+        assert_eq!(before, 500);
+        assert_eq!(after, 1000);
+        let writes = requests.iter().filter(|(_, r)| r.write).count() as f64;
+        let share = writes / requests.len() as f64;
+        assert!((share - 0.3).abs() < 0.05, "write share {share}");
+    }
+
+    #[test]
+    fn hot_keys_take_their_share_only_in_the_hot_phase() {
+        let config = config();
+        let hot = config.hot_keys_in((0, 16383));
+        let requests: Vec<_> = config.stream(0, &hot).collect();
+        let hot_in = |from: f64, to: f64| {
+            let window: Vec<_> = requests
+                .iter()
+                .filter(|(t, _)| *t >= from && *t < to)
+                .collect();
+            window.iter().filter(|(_, r)| hot.contains(&r.key)).count() as f64 / window.len() as f64
+        };
+        // The hot keys include client 0's most popular Zipf keys, so they get some share
+        // outside the phase too; the phase adds about `hot_share` on top.
+        assert!(hot_in(3.0, 6.0) > hot_in(6.0, 10.0) + 0.2);
+    }
+}
