@@ -97,7 +97,10 @@ fn status_and_plan_report_the_cluster_and_move_nothing() {
     assert!(stdout(&fix).contains("no open slot"));
 
     // Static-Wt with server 1 weighing 3 (2 relative to the mean): it plans half of the slots
-    // for server 1, which therefore receives far more slots than it gives.
+    // (a contiguous block) for server 1, which owns a quarter now, so it receives more slots than
+    // it gives. How many it gives depends on where its block falls against the quarter it owns,
+    // which depends on the order of the random node ids: at worst it gives its whole quarter
+    // and receives the whole block, twice as many (empty slots are skipped alike on both sides).
     let heavy = cluster.servers()[1].address();
     let weight = format!("{heavy}=3");
     let weighted = ach_redis(&[
@@ -118,7 +121,7 @@ fn status_and_plan_report_the_cluster_and_move_nothing() {
     let to_heavy = moves.iter().filter(|m| m["to"] == heavy.as_str()).count();
     let from_heavy = moves.iter().filter(|m| m["from"] == heavy.as_str()).count();
     assert!(
-        to_heavy > 500 && from_heavy < to_heavy / 10,
+        to_heavy > 500 && 3 * from_heavy < 2 * to_heavy,
         "{to_heavy} moves to, {from_heavy} from {heavy}"
     );
     let node = weighted["observed"]["nodes"]
