@@ -60,6 +60,26 @@ pub struct Args {
     pub add_algorithms: Vec<String>,
 }
 
+impl Args {
+    /// The command line's defaults (every series, each series' own run count, the `paper`
+    /// profile, all cores, no extra files), writing into `out`: what a user's binary or a test
+    /// starts from, setting only the fields it needs with `Args { .., ..Args::new(out) }`.
+    pub fn new(out: impl Into<PathBuf>) -> Args {
+        Args {
+            series: Vec::new(),
+            runs: None,
+            out: out.into(),
+            profile: Profile::Paper,
+            threads: None,
+            configs: Vec::new(),
+            reference_json: false,
+            no_report: false,
+            shard: None,
+            add_algorithms: Vec::new(),
+        }
+    }
+}
+
 fn parse_profile(text: &str) -> Result<Profile, String> {
     match text {
         "paper" => Ok(Profile::Paper),
@@ -423,4 +443,26 @@ pub fn execute_shard(plan: &Plan, shard: crate::shard::Shard) -> Result<u64, Str
         plan.out.display()
     );
     Ok(violations)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::Args;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        args: Args,
+    }
+
+    #[test]
+    fn new_gives_the_command_lines_defaults() {
+        let parsed = Cli::parse_from(["experiments", "--out", "some/dir"]).args;
+        assert_eq!(
+            format!("{parsed:?}"),
+            format!("{:?}", Args::new("some/dir"))
+        );
+    }
 }

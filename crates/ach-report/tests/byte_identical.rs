@@ -18,7 +18,6 @@
 use std::path::{Path, PathBuf};
 
 use ach_report::experiments::{Args, execute, plan};
-use ach_sim::Profile;
 
 const PINNED: &str = include_str!("data/runs2_reference_json.manifest");
 
@@ -69,16 +68,10 @@ fn scratch(name: &str) -> PathBuf {
 fn the_library_writes_what_xtask_wrote_before_the_move() {
     let out = scratch("byte_identical_runs2");
     let args = Args {
-        series: Vec::new(),
         runs: Some(2),
-        out: out.clone(),
-        profile: Profile::Paper,
         threads: Some(2),
-        configs: Vec::new(),
         reference_json: true,
-        no_report: false,
-        shard: None,
-        add_algorithms: Vec::new(),
+        ..Args::new(&out)
     };
     let checked = plan(&args).expect("the default matrix is valid");
     let summary = execute(&checked, &args).expect("the matrix runs");

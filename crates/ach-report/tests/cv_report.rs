@@ -6,7 +6,6 @@
 use std::path::{Path, PathBuf};
 
 use ach_report::experiments::{Args, execute, plan};
-use ach_sim::Profile;
 use ach_sim::summary::MatrixSummary;
 
 const SERIES: &str = "name = \"V\"\nruns = 3\nsteps = 200\nalgorithms = [\"Static-W\", \"ACH\"]\n\
@@ -18,15 +17,9 @@ fn run(root: &Path, name: &str, text: &str) -> (PathBuf, MatrixSummary) {
     let out = root.join(name);
     let args = Args {
         series: vec!["V".into()],
-        runs: None,
-        out: out.clone(),
-        profile: Profile::Paper,
         threads: Some(1),
         configs: vec![file],
-        reference_json: false,
-        no_report: false,
-        shard: None,
-        add_algorithms: Vec::new(),
+        ..Args::new(&out)
     };
     let summary = execute(&plan(&args).unwrap(), &args).unwrap();
     (out, summary)

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use ach_report::experiments::{Args, execute, plan_with};
-use ach_sim::Profile;
 use ach_sim::algorithms::{AlgorithmInfo, Marker, Registry};
 
 #[test]
@@ -25,14 +24,10 @@ fn a_twin_of_ach_gets_a_summary_and_a_report() {
     let args = Args {
         series: vec!["C1".into()],
         runs: Some(3),
-        out: root.join("out"),
-        profile: Profile::Paper,
         threads: Some(1),
         configs: vec![series],
-        reference_json: false,
-        no_report: false,
         add_algorithms: vec!["ACH-Twin".into()],
-        shard: None,
+        ..Args::new(root.join("out"))
     };
     let checked = plan_with(&args, registry).unwrap();
     let summary = execute(&checked, &args).expect("identical arms must not break the matrix");

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use ach_report::experiments::{Args, execute, execute_shard, plan};
 use ach_report::shard::{Shard, merge};
-use ach_sim::Profile;
 
 fn scratch(name: &str) -> PathBuf {
     let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
@@ -20,14 +19,10 @@ fn args(out: &Path, shard: Option<Shard>) -> Args {
     Args {
         series: vec!["C1".into(), "C4c".into(), "C5".into()],
         runs: Some(2),
-        out: out.to_path_buf(),
-        profile: Profile::Paper,
         threads: Some(1),
-        configs: Vec::new(),
         reference_json: true,
-        no_report: false,
         shard,
-        add_algorithms: Vec::new(),
+        ..Args::new(out)
     }
 }
 

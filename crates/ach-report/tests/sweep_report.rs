@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use ach_report::experiments::{Args, execute, plan};
-use ach_sim::Profile;
 
 #[test]
 fn a_grid_sweep_over_two_fields_runs_and_is_reported() {
@@ -25,15 +24,9 @@ fn a_grid_sweep_over_two_fields_runs_and_is_reported() {
     let out = root.join("out");
     let args = Args {
         series: vec!["G".into()],
-        runs: None,
-        out: out.clone(),
-        profile: Profile::Paper,
         threads: Some(1),
         configs: vec![file],
-        reference_json: false,
-        no_report: false,
-        shard: None,
-        add_algorithms: Vec::new(),
+        ..Args::new(&out)
     };
     let summary = execute(&plan(&args).unwrap(), &args).unwrap();
     assert_eq!(summary.sensitivity.len(), 6);
