@@ -58,6 +58,10 @@ pub struct Args {
     /// unless it is there already). May be given several times.
     #[arg(long = "add-algorithm")]
     pub add_algorithms: Vec<String>,
+    /// Also pair every algorithm against Static-W (A0) in the statistics of every series (as
+    /// `against_a0 = true` in a series file); saved runs are reused.
+    #[arg(long)]
+    pub against_a0: bool,
 }
 
 impl Args {
@@ -76,6 +80,7 @@ impl Args {
             no_report: false,
             shard: None,
             add_algorithms: Vec::new(),
+            against_a0: false,
         }
     }
 }
@@ -185,6 +190,11 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
             if !config.algorithms.contains(name) {
                 config.algorithms.push(name.clone());
             }
+        }
+    }
+    if args.against_a0 {
+        for config in &mut series {
+            config.against_a0 = true;
         }
     }
     // Every file given is checked, including one whose series `--series` does not select, so

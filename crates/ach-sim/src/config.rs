@@ -36,6 +36,9 @@ impl Profile {
     }
 }
 
+/// The name of A0, the baseline `against_a0` pairs every algorithm against.
+pub const A0: &str = "Static-W";
+
 /// The algorithms of the paper, in the order of its tables.
 pub const ALGORITHMS: [&str; 5] = ["Static-W", "Static-Wt", "Dynamic-R", "Bounded-Loads", "ACH"];
 
@@ -297,6 +300,14 @@ pub struct SeriesConfig {
     /// the summary are exactly as without the field.
     #[serde(skip_serializing_if = "is_false")]
     pub report_cv: bool,
+    /// Also pair every other algorithm against Static-W (A0) in the statistics
+    /// (`against_a0 = true`; default false): the same paired Wilcoxon test, Holm adjustment and
+    /// Cliff's delta as ACH against each baseline, in `summary.json`'s `against_a0` lists and
+    /// a table of their own. It changes only the statistics, so it is left out of the
+    /// fingerprint: records run without it are reused. Off, the configuration and the summary
+    /// are exactly as without the field. The series must run Static-W.
+    #[serde(skip_serializing_if = "is_false")]
+    pub against_a0: bool,
 }
 
 /// True for `false`: leaves an unset flag out of the written configuration.
@@ -342,6 +353,7 @@ impl Default for SeriesConfig {
             sweep: None,
             ach_f: None,
             report_cv: false,
+            against_a0: false,
         }
     }
 }
@@ -603,6 +615,13 @@ impl SeriesConfig {
                 "ach_f.window",
                 &filter.window,
                 "must be >= 1 (1 is plain ACH)",
+            ));
+        }
+        if self.against_a0 && !self.algorithms.iter().any(|a| a == A0) {
+            return Err(fail(
+                "against_a0",
+                &true,
+                &format!("needs {A0:?} in algorithms, the arm every other one is paired against"),
             ));
         }
         if let Some(sweep) = &self.sweep {

@@ -148,7 +148,12 @@ impl Aggregates {
 /// Fingerprint of a run's inputs: XXH3-64 of the configuration as JSON, the profile and
 /// [`MODEL_VERSION`]. Two runs with the same fingerprint and seed give the same record.
 pub fn fingerprint(config: &SeriesConfig, profile: Profile) -> u64 {
-    let text = serde_json::to_string(config).expect("a configuration serialises");
+    // `against_a0` changes the statistics only, never a run.
+    let runs_alike = SeriesConfig {
+        against_a0: false,
+        ..config.clone()
+    };
+    let text = serde_json::to_string(&runs_alike).expect("a configuration serialises");
     let keyed = format!("{text}|{}|{MODEL_VERSION}", profile.name());
     ach_ring::classic::key_hash(keyed.as_bytes())
 }

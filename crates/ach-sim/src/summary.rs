@@ -6,7 +6,7 @@ use ach_stats::{
 };
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::config::{A0, Profile, SeriesConfig, SweepPoint};
 use crate::record::{Aggregates, RunRecord};
 
 /// A mean with the half-width of its Student-t 95 % confidence interval (`None` with fewer
@@ -69,20 +69,26 @@ pub struct AlgorithmSummary {
     pub cv_true_mean: Option<Interval>,
 }
 
-/// ACH against one baseline on the per-run D-bar values.
+/// An algorithm against one baseline on the per-run D-bar values: ACH (the `comparisons`
+/// lists), or any algorithm against Static-W (the `against_a0` lists).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
+    /// The algorithm tested against the baseline; absent for ACH (the `comparisons` lists).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
     /// The baseline.
     pub baseline: String,
     /// Number of paired runs.
     pub n: usize,
-    /// Wilcoxon signed-rank statistic (scipy: `min(R+, R-)`), two-sided, ACH minus baseline.
+    /// Wilcoxon signed-rank statistic (scipy: `min(R+, R-)`), two-sided, algorithm minus
+    /// baseline.
     pub wilcoxon_statistic: Option<f64>,
     /// Its p-value (scipy 1.17 defaults: `auto` method, `wilcox` zeros, no correction).
     pub p_value: Option<f64>,
     /// The p-value Holm-adjusted across the comparisons of the series.
     pub p_holm: Option<f64>,
-    /// Cliff's delta of the baseline's D-bar against ACH's: positive when ACH's is lower.
+    /// Cliff's delta of the baseline's D-bar against the algorithm's: positive when the
+    /// algorithm's is lower.
     pub cliffs_delta: Option<f64>,
     /// Lower end of its 95 % CI (effsize formulas, unbiased variance, t quantile).
     pub cliff_ci_low: Option<f64>,
@@ -90,7 +96,7 @@ pub struct Comparison {
     pub cliff_ci_high: Option<f64>,
     /// Romano et al. (2006) label of `|delta|`.
     pub magnitude: Option<String>,
-    /// `(D-bar ACH - D-bar baseline) / D-bar baseline`, in percent.
+    /// `(D-bar algorithm - D-bar baseline) / D-bar baseline`, in percent.
     pub reduction_percent: f64,
 }
 
@@ -107,6 +113,10 @@ pub struct SeriesSummary {
     pub algorithms: Vec<AlgorithmSummary>,
     /// ACH against each baseline (empty without ACH or baselines).
     pub comparisons: Vec<Comparison>,
+    /// Every other algorithm against Static-W (A0), for a series with `against_a0 = true`;
+    /// left out of `summary.json` otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub against_a0: Vec<Comparison>,
 }
 
 /// One point of a sweep.
@@ -132,6 +142,10 @@ pub struct PointAlgorithms {
     pub algorithms: Vec<AlgorithmSummary>,
     /// ACH against each baseline (empty without ACH or baselines).
     pub comparisons: Vec<Comparison>,
+    /// Every other algorithm against Static-W (A0), for a series with `against_a0 = true`;
+    /// left out of `summary.json` otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub against_a0: Vec<Comparison>,
 }
 
 /// Everything `summary.json` holds.
@@ -262,6 +276,7 @@ pub fn compare(ach: &[f64], baseline: &[f64], name: &str) -> Comparison {
     let cliff = cliffs_delta_ci(baseline, ach, &CliffCiOptions::default()).ok();
     let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
     Comparison {
+        algorithm: None,
         baseline: name.to_string(),
         n: ach.len(),
         wilcoxon_statistic: test.as_ref().map(|t| t.statistic),
@@ -277,53 +292,71 @@ pub fn compare(ach: &[f64], baseline: &[f64], name: &str) -> Comparison {
 
 /// Summarises the records of one series (all runs, no sweep).
 pub fn summarize_series(config: &SeriesConfig, records: &[&RunRecord]) -> SeriesSummary {
-    let (algorithms, comparisons) = summarize_algorithms(config, records);
+    let (algorithms, comparisons, against_a0) = summarize_algorithms(config, records);
     SeriesSummary {
         name: config.name.clone(),
         description: config.description.clone(),
         seeds: records.iter().map(|r| r.seed).collect(),
         algorithms,
         comparisons,
+        against_a0,
     }
 }
 
-/// Every algorithm of `config` over `records`, and ACH against every baseline.
+/// Every algorithm of `config` over `records`, ACH against every baseline, and (with
+/// `against_a0`) every other algorithm against Static-W.
 fn summarize_algorithms(
     config: &SeriesConfig,
     records: &[&RunRecord],
-) -> (Vec<AlgorithmSummary>, Vec<Comparison>) {
+) -> (Vec<AlgorithmSummary>, Vec<Comparison>, Vec<Comparison>) {
     let algorithms: Vec<AlgorithmSummary> = config
         .algorithms
         .iter()
         .map(|name| summarize_algorithm(name, &aggregates_of(records, name)))
         .collect();
-    let mut comparisons = Vec::new();
-    if config.algorithms.iter().any(|a| a == "ACH") {
-        let ach: Vec<f64> = aggregates_of(records, "ACH")
+    let d_bars = |name: &str| -> Vec<f64> {
+        aggregates_of(records, name)
             .iter()
             .map(|a| a.d_mean)
-            .collect();
+            .collect()
+    };
+    let mut comparisons = Vec::new();
+    if config.algorithms.iter().any(|a| a == "ACH") {
+        let ach = d_bars("ACH");
         for name in config.algorithms.iter().filter(|a| *a != "ACH") {
-            let baseline: Vec<f64> = aggregates_of(records, name)
-                .iter()
-                .map(|a| a.d_mean)
-                .collect();
-            comparisons.push(compare(&ach, &baseline, name));
+            comparisons.push(compare(&ach, &d_bars(name), name));
         }
-        let tested: Vec<usize> = (0..comparisons.len())
-            .filter(|&k| comparisons[k].p_value.is_some())
-            .collect();
-        let raw: Vec<f64> = tested
-            .iter()
-            .filter_map(|&k| comparisons[k].p_value)
-            .collect();
-        if let Ok(adjusted) = holm(&raw) {
-            for (&k, p) in tested.iter().zip(adjusted) {
-                comparisons[k].p_holm = Some(p);
-            }
+        holm_adjust(&mut comparisons);
+    }
+    let mut against_a0 = Vec::new();
+    if config.against_a0 && config.algorithms.iter().any(|a| a == A0) {
+        let a0 = d_bars(A0);
+        for name in config.algorithms.iter().filter(|a| *a != A0) {
+            against_a0.push(Comparison {
+                algorithm: Some(name.clone()),
+                ..compare(&d_bars(name), &a0, A0)
+            });
+        }
+        holm_adjust(&mut against_a0);
+    }
+    (algorithms, comparisons, against_a0)
+}
+
+/// Sets the Holm-adjusted p-value of every comparison that has a p-value, the family being
+/// `comparisons`.
+fn holm_adjust(comparisons: &mut [Comparison]) {
+    let tested: Vec<usize> = (0..comparisons.len())
+        .filter(|&k| comparisons[k].p_value.is_some())
+        .collect();
+    let raw: Vec<f64> = tested
+        .iter()
+        .filter_map(|&k| comparisons[k].p_value)
+        .collect();
+    if let Ok(adjusted) = holm(&raw) {
+        for (&k, p) in tested.iter().zip(adjusted) {
+            comparisons[k].p_holm = Some(p);
         }
     }
-    (algorithms, comparisons)
 }
 
 /// Summarises a whole matrix: `series` are the configurations run, `records` every record in
@@ -361,10 +394,11 @@ pub fn summarize(
             let runs_ach = config.algorithms.iter().any(|a| a == "ACH");
             let runs_only_ach = runs_ach && config.algorithms.len() == 1;
             let all = (!runs_only_ach).then(|| {
-                let (algorithms, comparisons) = summarize_algorithms(config, &at);
+                let (algorithms, comparisons, against_a0) = summarize_algorithms(config, &at);
                 PointAlgorithms {
                     algorithms,
                     comparisons,
+                    against_a0,
                 }
             });
             out.sensitivity.push(SensitivityPoint {
@@ -376,4 +410,128 @@ pub fn summarize(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::built_in_series;
+    use crate::record::AlgorithmRecord;
+
+    /// Records of `config` whose D-bar per run and algorithm is `d_bar[run][algorithm]`.
+    fn records(config: &SeriesConfig, d_bar: &[[f64; 3]]) -> Vec<RunRecord> {
+        d_bar
+            .iter()
+            .enumerate()
+            .map(|(run, values)| RunRecord {
+                series: config.name.clone(),
+                point: None,
+                run_index: run as u32,
+                seed: config.seed(run as u32),
+                profile: Profile::Paper,
+                fingerprint: 0,
+                algorithms: config
+                    .algorithms
+                    .iter()
+                    .zip(values)
+                    .map(|(name, &d_mean)| AlgorithmRecord {
+                        name: name.clone(),
+                        aggregates: Aggregates {
+                            d_mean,
+                            d_max: d_mean,
+                            d_true_mean: d_mean,
+                            m_cum: 0.0,
+                            pi_chg: 0.0,
+                            n_viol: 0,
+                            cv_true_mean: None,
+                        },
+                        d_trace: Vec::new(),
+                        d_true_trace: Vec::new(),
+                        m_trace: Vec::new(),
+                        violations: Vec::new(),
+                    })
+                    .collect(),
+            })
+            .collect()
+    }
+
+    fn c1(against_a0: bool) -> SeriesConfig {
+        let mut config = built_in_series().remove(0);
+        config.algorithms = vec!["Static-W".into(), "Dynamic-R".into(), "ACH".into()];
+        config.against_a0 = against_a0;
+        config
+    }
+
+    const D_BAR: [[f64; 3]; 6] = [
+        [0.30, 0.20, 0.25],
+        [0.31, 0.22, 0.24],
+        [0.29, 0.21, 0.26],
+        [0.32, 0.19, 0.27],
+        [0.30, 0.23, 0.25],
+        [0.33, 0.20, 0.24],
+    ];
+
+    #[test]
+    fn every_algorithm_is_paired_against_a0_when_asked() {
+        let config = c1(true);
+        let summary = summarize_series(
+            &config,
+            &records(&config, &D_BAR).iter().collect::<Vec<_>>(),
+        );
+        let names: Vec<_> = summary
+            .against_a0
+            .iter()
+            .map(|c| c.algorithm.clone())
+            .collect();
+        assert_eq!(
+            names,
+            [Some("Dynamic-R".to_string()), Some("ACH".to_string())]
+        );
+        let dynamic_r = &summary.against_a0[0];
+        assert_eq!(dynamic_r.baseline, "Static-W");
+        // Algorithm minus A0: Dynamic-R is lower in every run, so its change is negative and
+        // Cliff's delta (A0 against the algorithm) is +1.
+        let mean = |k: usize| D_BAR.iter().map(|r| r[k]).sum::<f64>() / 6.0;
+        let expected = 100.0 * (mean(1) - mean(0)) / mean(0);
+        assert!((dynamic_r.reduction_percent - expected).abs() < 1e-12);
+        assert_eq!(dynamic_r.cliffs_delta, Some(1.0));
+        // Holm over the two comparisons of the series: both have p = 2/64, so both adjust to
+        // 2 * 2/64.
+        for c in &summary.against_a0 {
+            assert_eq!(c.p_value, Some(2.0 / 64.0));
+            assert_eq!(c.p_holm, Some(4.0 / 64.0));
+        }
+        // ACH against each baseline is unchanged by the option.
+        let plain = summarize_series(
+            &c1(false),
+            &records(&config, &D_BAR).iter().collect::<Vec<_>>(),
+        );
+        assert_eq!(plain.comparisons, summary.comparisons);
+    }
+
+    #[test]
+    fn without_the_option_the_summary_and_the_fingerprint_are_as_before() {
+        let off = c1(false);
+        let on = c1(true);
+        let summary = summarize_series(&off, &records(&off, &D_BAR).iter().collect::<Vec<_>>());
+        assert!(summary.against_a0.is_empty());
+        let json = serde_json::to_string(&summary).unwrap();
+        assert!(!json.contains("against_a0") && !json.contains("\"algorithm\""));
+        assert_eq!(
+            crate::record::fingerprint(&off, Profile::Paper),
+            crate::record::fingerprint(&on, Profile::Paper)
+        );
+        assert!(!toml::to_string(&off).unwrap().contains("against_a0"));
+    }
+
+    #[test]
+    fn against_a0_needs_a0_in_the_series() {
+        let mut config = c1(true);
+        config.algorithms.remove(0);
+        let error = config.validate(Profile::Paper).unwrap_err().to_string();
+        assert!(
+            error.contains("against_a0") && error.contains("Static-W"),
+            "{error}"
+        );
+    }
 }

@@ -16,6 +16,7 @@ fn the_extra_algorithm_is_in_every_table_and_figure() {
             "3",
             "--threads",
             "2",
+            "--against-a0",
             "--out",
         ])
         .arg(&out)
@@ -28,6 +29,12 @@ fn the_extra_algorithm_is_in_every_table_and_figure() {
         summary.contains("\"baseline\": \"Greedy-One\""),
         "ACH is paired with it"
     );
+    assert!(
+        summary.contains("\"algorithm\": \"Greedy-One\""),
+        "it is paired against A0"
+    );
+    let a0_table = read(&out.join("tables").join("statistics_a0.md"));
+    assert!(a0_table.contains("Greedy-One"), "{a0_table}");
     let report = read(&out.join("REPORT.md"));
     assert!(report.contains("G1 Greedy-One"), "REPORT.md lists it");
     let mut checked = 0;

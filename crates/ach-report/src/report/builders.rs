@@ -64,6 +64,9 @@ pub struct ReportTables {
     pub text_values: Table,
     /// Wilcoxon and Cliff's delta, ACH against every baseline.
     pub statistics: Table,
+    /// The same, every other algorithm against Static-W (A0), when some series asks for it
+    /// (`against_a0 = true`).
+    pub statistics_a0: Option<Table>,
     /// Table 4 against ours.
     pub table_4: Table,
     /// Every C5 point of ours.
@@ -88,11 +91,14 @@ impl ReportTables {
             &self.table_3,
             &self.text_values,
             &self.statistics,
+        ];
+        all.extend(&self.statistics_a0);
+        all.extend([
             &self.table_4,
             &self.sensitivity,
             &self.violations,
             &self.all_algorithms,
-        ];
+        ]);
         all.extend(&self.sweeps);
         all.extend(&self.cv);
         all
@@ -123,6 +129,7 @@ pub fn build_tables(results: &Results) -> ReportTables {
             &compare::text_value_rows(summary),
         ),
         statistics: statistics_table(&results.registry, summary),
+        statistics_a0: statistics_a0_table(&results.registry, summary),
         table_4: check_table(
             &results.registry,
             "table4_c5_sensitivity",
@@ -434,9 +441,53 @@ fn overview_table(results: &Results) -> Table {
 }
 
 fn statistics_table(registry: &Registry, summary: &MatrixSummary) -> Table {
+    let rows = summary
+        .series
+        .iter()
+        .flat_map(|series| {
+            series
+                .comparisons
+                .iter()
+                .map(|c| comparison_row(registry, &series.name, &c.baseline, c))
+        })
+        .collect();
+    comparison_table(
+        "statistics",
+        "ACH against every baseline: paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each series), Cliff's delta with its 95 % CI",
+        Column::key("Baseline", "baseline"),
+        rows,
+    )
+}
+
+/// Every other algorithm against Static-W (A0), for the series with `against_a0 = true`;
+/// `None` when no series has it (the default matrix).
+fn statistics_a0_table(registry: &Registry, summary: &MatrixSummary) -> Option<Table> {
+    let rows: Vec<Vec<Cell>> = summary
+        .series
+        .iter()
+        .flat_map(|series| {
+            series.against_a0.iter().map(|c| {
+                let algorithm = c.algorithm.as_deref().unwrap_or("ACH");
+                comparison_row(registry, &series.name, algorithm, c)
+            })
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        comparison_table(
+            "statistics_a0",
+            "Every algorithm against Static-W (A0): paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each series), Cliff's delta with its 95 % CI",
+            Column::key("Algorithm", "algorithm"),
+            rows,
+        )
+    })
+}
+
+/// A table of paired comparisons, one row per [`comparison_row`]; `named` is the column of
+/// the algorithm each row names.
+fn comparison_table(name: &str, title: &str, named: Column, rows: Vec<Vec<Cell>>) -> Table {
     let columns = vec![
         Column::key("Series", "series"),
-        Column::key("Baseline", "baseline"),
+        named,
         Column::value("n", "n"),
         Column::value("W", "wilcoxon_statistic"),
         Column::value("p (raw)", "p_value"),
@@ -447,30 +498,9 @@ fn statistics_table(registry: &Registry, summary: &MatrixSummary) -> Table {
         Column::key("Magnitude", "magnitude"),
         Column::value("D-bar change %", "reduction_percent"),
     ];
-    let mut rows = Vec::new();
-    for series in &summary.series {
-        for c in &series.comparisons {
-            rows.push(vec![
-                Cell::text(&series.name),
-                algorithm_cell(registry, &c.baseline),
-                Cell::Count(Some(c.n as u64)),
-                Cell::number(c.wilcoxon_statistic, 1),
-                Cell::PValue(c.p_value),
-                Cell::PValue(c.p_holm),
-                Cell::number(c.cliffs_delta, 3),
-                Cell::number(c.cliff_ci_low, 3),
-                Cell::number(c.cliff_ci_high, 3),
-                Cell::text(c.magnitude.clone().unwrap_or_else(|| "—".to_string())),
-                Cell::Difference {
-                    value: Some(c.reduction_percent),
-                    decimals: 1,
-                },
-            ]);
-        }
-    }
     Table {
-        name: "statistics".to_string(),
-        title: "ACH against every baseline: paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each series), Cliff's delta with its 95 % CI".to_string(),
+        name: name.to_string(),
+        title: title.to_string(),
         columns,
         rows,
         csv_shape: CsvShape::Melt {
@@ -478,6 +508,31 @@ fn statistics_table(registry: &Registry, summary: &MatrixSummary) -> Table {
             fixed: None,
         },
     }
+}
+
+/// The cells of one paired comparison of series `series`, naming `algorithm`.
+fn comparison_row(
+    registry: &Registry,
+    series: &str,
+    algorithm: &str,
+    c: &ach_sim::summary::Comparison,
+) -> Vec<Cell> {
+    vec![
+        Cell::text(series),
+        algorithm_cell(registry, algorithm),
+        Cell::Count(Some(c.n as u64)),
+        Cell::number(c.wilcoxon_statistic, 1),
+        Cell::PValue(c.p_value),
+        Cell::PValue(c.p_holm),
+        Cell::number(c.cliffs_delta, 3),
+        Cell::number(c.cliff_ci_low, 3),
+        Cell::number(c.cliff_ci_high, 3),
+        Cell::text(c.magnitude.clone().unwrap_or_else(|| "—".to_string())),
+        Cell::Difference {
+            value: Some(c.reduction_percent),
+            decimals: 1,
+        },
+    ]
 }
 
 /// The estimate cells of an algorithm: D-bar, M_cum, pi_chg (4 decimals).

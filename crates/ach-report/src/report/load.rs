@@ -66,6 +66,18 @@ fn check_algorithms(out: &Path, results: &Results) -> Result<(), String> {
                 )
             })?;
         }
+        for (k, comparison) in series.against_a0.iter().enumerate() {
+            let named = comparison.algorithm.iter().chain([&comparison.baseline]);
+            for name in named {
+                registry.info(name).map_err(|e| {
+                    format!(
+                        "{}: series {}: against_a0[{k}]: {e}",
+                        summary_path.display(),
+                        series.name
+                    )
+                })?;
+            }
+        }
     }
     for config in &results.configs {
         for (k, name) in config.algorithms.iter().enumerate() {

@@ -216,6 +216,19 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         "Two-sided paired Wilcoxon signed-rank test on the per-run D-bar values (scipy defaults), Holm-adjusted across the comparisons of each series. Cliff's delta is the baseline's D-bar against ACH's: positive when ACH's is lower, as in the paper; CI95 by the effsize formulas; magnitude after Romano et al. (2006). \"D-bar change %\" is (ACH - baseline) / baseline. With n runs the exact two-sided p-value cannot go below 2 / 2^n (0.0625 for n = 5).",
     );
 
+    if let Some(table) = &tables.statistics_a0 {
+        let _ = writeln!(
+            out,
+            "## Statistics: every algorithm against Static-W (A0)\n"
+        );
+        table_section(
+            &mut out,
+            "Wilcoxon and Cliff's delta against A0",
+            table,
+            "The same tests for every other algorithm against Static-W (A0), Holm-adjusted across the comparisons of each series: Cliff's delta is A0's D-bar against the algorithm's, positive when the algorithm's is lower; \"D-bar change %\" is (algorithm - A0) / A0. Series with `against_a0 = true` (or `--against-a0`) only.",
+        );
+    }
+
     // C5.
     let _ = writeln!(out, "## C5: sensitivity of ACH\n");
     table_section(

@@ -459,3 +459,32 @@ fn notes_about_the_published_code_follow_the_data() {
     results.summary.series.retain(|s| s.name != "C3");
     assert!(!report(&results).contains(note));
 }
+
+#[test]
+fn the_a0_table_appears_only_when_a_series_asks_for_it() {
+    let (results, _) = synthetic_results();
+    assert!(build_tables(&results).statistics_a0.is_none());
+
+    let mut configs = small_configs();
+    for config in &mut configs {
+        config.against_a0 = true;
+    }
+    let records = synthetic_records(&configs);
+    let summary = summarize(&configs, &records, Profile::Paper);
+    let results = Results {
+        summary,
+        config_texts: configs
+            .iter()
+            .map(|c| toml::to_string(c).expect("a configuration serialises"))
+            .collect(),
+        configs,
+        registry: ach_sim::Registry::built_in(),
+    };
+    let tables = build_tables(&results);
+    let table = tables.statistics_a0.as_ref().expect("an A0 table");
+    insta::assert_snapshot!("markdown_statistics_a0", to_markdown(table));
+    // Every algorithm but A0 has a row in every plain series, and the table is listed.
+    let plain_series = results.summary.series.len();
+    assert_eq!(table.rows.len(), plain_series * 4);
+    assert!(tables.all().iter().any(|t| t.name == "statistics_a0"));
+}
