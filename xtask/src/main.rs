@@ -45,6 +45,9 @@ enum Command {
     /// rebalancing, redis-cli --cluster rebalance, Dynamic-R, Bounded-Loads and ACH side by
     /// side, beside the simulator's prediction.
     Live(live::Args),
+    /// Regenerate the tables, numbers and figures of docs/ from the saved results in
+    /// docs/data (`--check`: only say which are stale; `--rerun NAME`: rerun a dataset first).
+    Docs(report::docs::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,5 +59,6 @@ fn main() -> ExitCode {
         Command::VerifyTrace(args) => verify_trace::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Live(args) => live::run(args),
+        Command::Docs(args) => report::docs::run(args),
     }
 }

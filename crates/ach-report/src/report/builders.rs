@@ -77,6 +77,9 @@ pub struct ReportTables {
     pub all_algorithms: Table,
     /// One table per sweep beyond C5's form (a grid, or every algorithm at every point).
     pub sweeps: Vec<Table>,
+    /// The paired statistics at every point of those sweeps that compare algorithms (ACH
+    /// against each baseline), one table per sweep.
+    pub sweep_statistics: Vec<Table>,
     /// One table per series with `report_cv = true`: D-bar beside the coefficient of
     /// variation of the true loads (none for the default matrix).
     pub cv: Vec<Table>,
@@ -100,6 +103,7 @@ impl ReportTables {
             &self.all_algorithms,
         ]);
         all.extend(&self.sweeps);
+        all.extend(&self.sweep_statistics);
         all.extend(&self.cv);
         all
     }
@@ -143,6 +147,13 @@ pub fn build_tables(results: &Results) -> ReportTables {
             .general_sweeps()
             .into_iter()
             .map(|(series, points)| sweep_table(&results.registry, series, &points))
+            .collect(),
+        sweep_statistics: summary
+            .general_sweeps()
+            .into_iter()
+            .filter_map(|(series, points)| {
+                sweep_statistics_table(&results.registry, series, &points)
+            })
             .collect(),
         cv: cv_tables(&results.registry, summary),
     }
@@ -454,9 +465,37 @@ fn statistics_table(registry: &Registry, summary: &MatrixSummary) -> Table {
     comparison_table(
         "statistics",
         "ACH against every baseline: paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each series), Cliff's delta with its 95 % CI",
-        Column::key("Baseline", "baseline"),
+        [
+            Column::key("Series", "series"),
+            Column::key("Baseline", "baseline"),
+        ],
         rows,
     )
+}
+
+/// ACH against each baseline at every point of a sweep; `None` when no point compares.
+fn sweep_statistics_table(
+    registry: &Registry,
+    series: &str,
+    points: &[&ach_sim::summary::SensitivityPoint],
+) -> Option<Table> {
+    let rows: Vec<Vec<Cell>> = points
+        .iter()
+        .filter_map(|p| Some((p.point.label(), p.all.as_ref()?)))
+        .flat_map(|(label, all)| {
+            all.comparisons
+                .iter()
+                .map(move |c| comparison_row(registry, &label, &c.baseline, c))
+        })
+        .collect();
+    (!rows.is_empty()).then(|| {
+        comparison_table(
+            &format!("statistics_{series}"),
+            &format!("Sweep {series}: ACH against every baseline at every point: paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each point), Cliff's delta with its 95 % CI"),
+            [Column::key("Point", "point"), Column::key("Baseline", "baseline")],
+            rows,
+        )
+    })
 }
 
 /// Every other algorithm against Static-W (A0), for the series with `against_a0 = true`;
@@ -476,17 +515,18 @@ fn statistics_a0_table(registry: &Registry, summary: &MatrixSummary) -> Option<T
         comparison_table(
             "statistics_a0",
             "Every algorithm against Static-W (A0): paired Wilcoxon on per-run D-bar (raw and Holm-adjusted within each series), Cliff's delta with its 95 % CI",
-            Column::key("Algorithm", "algorithm"),
+            [Column::key("Series", "series"), Column::key("Algorithm", "algorithm")],
             rows,
         )
     })
 }
 
-/// A table of paired comparisons, one row per [`comparison_row`]; `named` is the column of
-/// the algorithm each row names.
-fn comparison_table(name: &str, title: &str, named: Column, rows: Vec<Vec<Cell>>) -> Table {
+/// A table of paired comparisons, one row per [`comparison_row`]; `keys` are the columns of
+/// the series (or point) and of the algorithm each row names.
+fn comparison_table(name: &str, title: &str, keys: [Column; 2], rows: Vec<Vec<Cell>>) -> Table {
+    let [first, named] = keys;
     let columns = vec![
-        Column::key("Series", "series"),
+        first,
         named,
         Column::value("n", "n"),
         Column::value("W", "wilcoxon_statistic"),
@@ -510,7 +550,7 @@ fn comparison_table(name: &str, title: &str, named: Column, rows: Vec<Vec<Cell>>
     }
 }
 
-/// The cells of one paired comparison of series `series`, naming `algorithm`.
+/// The cells of one paired comparison of series (or point) `series`, naming `algorithm`.
 fn comparison_row(
     registry: &Registry,
     series: &str,

@@ -264,6 +264,14 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
                 "One row per algorithm and point; the point gives each swept field's value (dotted path as in the series file). The figures `sweep_<series>_<field>` draw D-bar and M_cum against each field.",
             );
         }
+        for table in &tables.sweep_statistics {
+            table_section(
+                &mut out,
+                &table.name,
+                table,
+                "The tests of the statistics section at every point of the sweep, ACH against each baseline on the point's runs.",
+            );
+        }
     }
 
     // D-bar beside a size-independent imbalance (series with `report_cv = true`).

@@ -9,6 +9,7 @@
 
 mod builders;
 mod compare;
+pub mod docs;
 mod figures;
 mod load;
 mod markdown;

@@ -209,6 +209,11 @@ fn latex_minus(text: String) -> String {
     }
 }
 
+/// A cell as its Markdown table text.
+pub fn markdown_cell(cell: &Cell) -> String {
+    display(cell, Format::Markdown)
+}
+
 /// A cell as Markdown or LaTeX text.
 fn display(cell: &Cell, format: Format) -> String {
     let text = display_plain(cell, format);

@@ -1,0 +1,853 @@
+//! The docs' tables, numbers and figures, generated from saved results (`cargo xtask docs`).
+//!
+//! A *dataset* is the per-run aggregates of one `experiments` command, saved in the repository
+//! under `docs/data/<name>/` (its series configurations and `runs.json`), and listed with the
+//! command's arguments in `docs/data/datasets.toml`. From a dataset the report's tables are
+//! rebuilt exactly as REPORT.md has them (the summary is recomputed from the per-run values), and
+//! a Markdown file under `docs/` pulls from them with two kinds of marked blocks:
+//!
+//! ```text
+//! <!-- table data=beyond; table=all_algorithms; Series=C1,C2; Algorithm=ACH,ACH-F -->
+//! (generated: the rows of the report's table whose cells match every filter)
+//! <!-- /table -->
+//!
+//! ACH-F's D-bar in C4 is <!-- value data=beyond; table=all_algorithms; Series=C4;
+//! Algorithm=ACH-F; column=D-bar; part=mean -->0.2235<!-- /value -->.
+//! ```
+//!
+//! Options are `key=value` pairs separated by `;`. `data` names the dataset and `table` the
+//! report table (its file name under `tables/`). Every other key is a column header whose cell
+//! must be one of the comma-separated values; `columns` keeps only the named columns, in
+//! their order. A value block names one `column` of exactly one matching row; `part=mean`
+//! keeps the text before ` ± `. The figures a dataset lists are written to `docs/figures/`.
+//!
+//! [`check`] says which generated parts differ from what the saved data give; the workspace's
+//! test runs it, and also reruns the first run of every series of every dataset to check that the
+//! saved data are what the code computes today.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use ach_sim::matrix::{Job, jobs};
+use ach_sim::record::{Aggregates, AlgorithmRecord, RunRecord};
+use ach_sim::summary::summarize;
+use ach_sim::{Profile, Registry, SeriesConfig, SweepPoint};
+use serde::{Deserialize, Serialize};
+
+use super::builders::build_tables;
+use super::figures;
+use super::load::Results;
+use super::tables::{Table, markdown_cell, to_markdown};
+use crate::experiments;
+use crate::store::write_atomic;
+
+/// `docs/data/datasets.toml`: the saved datasets and the commands that make them.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// The datasets, in the order they are regenerated.
+    pub dataset: Vec<DatasetSpec>,
+}
+
+/// One dataset: the arguments of the `experiments` command that produced it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DatasetSpec {
+    /// Folder name under `docs/data/`, and the `data=` of the blocks that use it.
+    pub name: String,
+    /// `--series` (empty: the default matrix).
+    #[serde(default)]
+    pub series: Vec<String>,
+    /// `--runs` (absent: each series' own count).
+    #[serde(default)]
+    pub runs: Option<u32>,
+    /// `--add-algorithm`, in order.
+    #[serde(default)]
+    pub add_algorithms: Vec<String>,
+    /// `--against-a0`.
+    #[serde(default)]
+    pub against_a0: bool,
+    /// Figures of the report (names without `.svg`) written to `docs/figures/`.
+    #[serde(default)]
+    pub figures: Vec<String>,
+}
+
+impl DatasetSpec {
+    /// The `experiments` arguments of this dataset, writing into `out`.
+    pub fn args(&self, out: &Path) -> experiments::Args {
+        experiments::Args {
+            series: self.series.clone(),
+            runs: self.runs,
+            add_algorithms: self.add_algorithms.clone(),
+            against_a0: self.against_a0,
+            no_report: true,
+            ..experiments::Args::new(out)
+        }
+    }
+
+    /// The command line that regenerates it, for messages and docs.
+    pub fn command(&self) -> String {
+        format!("cargo xtask docs --rerun {}", self.name)
+    }
+}
+
+/// Reads `docs/data/datasets.toml`.
+pub fn read_manifest(docs: &Path) -> Result<Manifest, String> {
+    let path = docs.join("data").join("datasets.toml");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let manifest: Manifest =
+        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    for (k, spec) in manifest.dataset.iter().enumerate() {
+        if manifest.dataset[..k].iter().any(|d| d.name == spec.name) {
+            return Err(format!(
+                "{}: dataset[{k}].name = {:?} is given twice: names must be unique",
+                path.display(),
+                spec.name
+            ));
+        }
+    }
+    Ok(manifest)
+}
+
+/// `runs.json`: every run of a dataset, aggregates only.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedRuns {
+    /// Format of this file.
+    pub format_version: u32,
+    /// Profile of the runs.
+    pub profile: Profile,
+    /// The series, in the command's order (their configurations are `config/<name>.toml`).
+    pub series: Vec<String>,
+    /// Every run, in job order.
+    pub runs: Vec<SavedRun>,
+}
+
+/// One run of a dataset.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedRun {
+    /// Series.
+    pub series: String,
+    /// Sweep point, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub point: Option<SweepPoint>,
+    /// Run index.
+    pub run_index: u32,
+    /// Seed.
+    pub seed: u64,
+    /// Configuration fingerprint of the run.
+    pub fingerprint: u64,
+    /// Per algorithm, in the series' order.
+    pub algorithms: Vec<SavedAlgorithm>,
+}
+
+/// One algorithm's aggregates in one run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SavedAlgorithm {
+    /// Algorithm name.
+    pub name: String,
+    /// D-bar.
+    pub d_mean: f64,
+    /// D_max.
+    pub d_max: f64,
+    /// D-bar of the noise-free loads.
+    pub d_true_mean: f64,
+    /// M_cum.
+    pub m_cum: f64,
+    /// pi_chg.
+    pub pi_chg: f64,
+    /// Violations.
+    pub n_viol: u64,
+    /// Mean CV of the true loads (series with `report_cv`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv_true_mean: Option<f64>,
+}
+
+impl SavedRun {
+    /// The aggregates of a record.
+    pub fn of(record: &RunRecord) -> SavedRun {
+        SavedRun {
+            series: record.series.clone(),
+            point: record.point.clone(),
+            run_index: record.run_index,
+            seed: record.seed,
+            fingerprint: record.fingerprint,
+            algorithms: record
+                .algorithms
+                .iter()
+                .map(|a| {
+                    let g = &a.aggregates;
+                    SavedAlgorithm {
+                        name: a.name.clone(),
+                        d_mean: g.d_mean,
+                        d_max: g.d_max,
+                        d_true_mean: g.d_true_mean,
+                        m_cum: g.m_cum,
+                        pi_chg: g.pi_chg,
+                        n_viol: g.n_viol,
+                        cv_true_mean: g.cv_true_mean,
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// A record with these aggregates and no traces: all a summary needs.
+    pub fn to_record(&self, profile: Profile) -> RunRecord {
+        RunRecord {
+            series: self.series.clone(),
+            point: self.point.clone(),
+            run_index: self.run_index,
+            seed: self.seed,
+            profile,
+            fingerprint: self.fingerprint,
+            algorithms: self
+                .algorithms
+                .iter()
+                .map(|a| AlgorithmRecord {
+                    name: a.name.clone(),
+                    aggregates: Aggregates {
+                        d_mean: a.d_mean,
+                        d_max: a.d_max,
+                        d_true_mean: a.d_true_mean,
+                        m_cum: a.m_cum,
+                        pi_chg: a.pi_chg,
+                        n_viol: a.n_viol,
+                        cv_true_mean: a.cv_true_mean,
+                    },
+                    d_trace: Vec::new(),
+                    d_true_trace: Vec::new(),
+                    m_trace: Vec::new(),
+                    violations: Vec::new(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A dataset read back: its configurations and runs.
+#[derive(Clone, Debug)]
+pub struct Dataset {
+    /// What made it.
+    pub spec: DatasetSpec,
+    /// The configurations, in the command's order.
+    pub configs: Vec<SeriesConfig>,
+    /// The configuration files as saved.
+    pub config_texts: Vec<String>,
+    /// The runs.
+    pub runs: SavedRuns,
+}
+
+impl Dataset {
+    /// The report's tables and figures input: the summary recomputed from the saved runs.
+    pub fn results(&self) -> Results {
+        let records: Vec<RunRecord> = self
+            .runs
+            .runs
+            .iter()
+            .map(|r| r.to_record(self.runs.profile))
+            .collect();
+        Results {
+            summary: summarize(&self.configs, &records, self.runs.profile),
+            configs: self.configs.clone(),
+            config_texts: self.config_texts.clone(),
+            registry: Registry::built_in(),
+        }
+    }
+
+    /// What differs between the saved runs and the runs the saved configurations give today:
+    /// a missing or extra run, or a fingerprint that changed (a new model version or
+    /// configuration). Empty when the saved runs are the runs of the saved configurations.
+    pub fn stale_runs(&self) -> Vec<String> {
+        let expected = jobs(&self.configs, self.spec.runs);
+        let mut stale = Vec::new();
+        if expected.len() != self.runs.runs.len() {
+            stale.push(format!(
+                "{} runs saved, the configurations give {}",
+                self.runs.runs.len(),
+                expected.len()
+            ));
+        }
+        for job in &expected {
+            match self.saved(job) {
+                None => stale.push(format!("{}: not saved", job.id())),
+                Some(run) if run.fingerprint != job.fingerprint(self.runs.profile) => {
+                    stale.push(format!("{}: its fingerprint changed", job.id()));
+                }
+                Some(_) => {}
+            }
+        }
+        stale
+    }
+
+    /// One job per series (its first point, run 0), to rerun and compare with the saved runs.
+    pub fn sample_jobs(&self) -> Vec<Job> {
+        let all = jobs(&self.configs, self.spec.runs);
+        let mut sample: Vec<Job> = Vec::new();
+        for job in all {
+            if !sample.iter().any(|j| j.config.name == job.config.name) {
+                sample.push(job);
+            }
+        }
+        sample
+    }
+
+    /// The saved run of a job.
+    pub fn saved(&self, job: &Job) -> Option<&SavedRun> {
+        self.runs.runs.iter().find(|r| {
+            r.series == job.config.name && r.point == job.point && r.run_index == job.run_index
+        })
+    }
+}
+
+fn data_folder(docs: &Path, name: &str) -> PathBuf {
+    docs.join("data").join(name)
+}
+
+/// Reads a saved dataset.
+pub fn read_dataset(docs: &Path, spec: &DatasetSpec) -> Result<Dataset, String> {
+    let folder = data_folder(docs, &spec.name);
+    let rerun = format!("regenerate it with `{}`", spec.command());
+    let runs_path = folder.join("runs.json");
+    let text = std::fs::read_to_string(&runs_path)
+        .map_err(|e| format!("{}: cannot read: {e} — {rerun}", runs_path.display()))?;
+    let runs: SavedRuns = serde_json::from_str(&text).map_err(|e| {
+        format!(
+            "{}: not a saved dataset: {e} — {rerun}",
+            runs_path.display()
+        )
+    })?;
+    let mut configs = Vec::new();
+    let mut config_texts = Vec::new();
+    for name in &runs.series {
+        let path = folder.join("config").join(format!("{name}.toml"));
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: cannot read: {e} — {rerun}", path.display()))?;
+        let config = SeriesConfig::from_toml(&text)
+            .map_err(|e| format!("{}: not a series configuration: {e}", path.display()))?;
+        configs.push(config);
+        config_texts.push(text);
+    }
+    Ok(Dataset {
+        spec: spec.clone(),
+        configs,
+        config_texts,
+        runs,
+    })
+}
+
+/// Runs a dataset's command in a scratch folder and saves its configurations and per-run
+/// aggregates under `docs/data/<name>/` (the old files of the dataset are replaced).
+pub fn rerun_dataset(
+    docs: &Path,
+    spec: &DatasetSpec,
+    threads: Option<usize>,
+) -> Result<(), String> {
+    let scratch =
+        std::env::temp_dir().join(format!("ach-docs-{}-{}", spec.name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    let args = experiments::Args {
+        threads,
+        ..spec.args(&scratch)
+    };
+    let plan = experiments::plan(&args).map_err(|e| format!("dataset {}: {e}", spec.name))?;
+    experiments::execute(&plan, &args).map_err(|e| format!("dataset {}: {e}", spec.name))?;
+    let mut runs = Vec::new();
+    for job in jobs(&plan.series, plan.runs) {
+        let record =
+            crate::store::reusable_record(&scratch, &job, plan.profile).ok_or_else(|| {
+                format!(
+                    "dataset {}: a run record is missing after the run",
+                    spec.name
+                )
+            })?;
+        runs.push(SavedRun::of(&record));
+    }
+    let saved = SavedRuns {
+        format_version: 1,
+        profile: plan.profile,
+        series: plan.series.iter().map(|c| c.name.clone()).collect(),
+        runs,
+    };
+    let folder = data_folder(docs, &spec.name);
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(folder.join("config"))
+        .map_err(|e| format!("{}: cannot create: {e}", folder.display()))?;
+    for config in &plan.series {
+        let name = format!("{}.toml", config.name);
+        let text = std::fs::read(scratch.join("config").join(&name))
+            .map_err(|e| format!("{}: cannot read: {e}", scratch.display()))?;
+        write(&folder.join("config").join(&name), &text)?;
+    }
+    write(&folder.join("runs.json"), render_runs(&saved).as_bytes())?;
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(())
+}
+
+/// `runs.json`, one run per line so that a change reads well in a diff.
+fn render_runs(saved: &SavedRuns) -> String {
+    let mut out = String::new();
+    let header = serde_json::json!({
+        "format_version": saved.format_version,
+        "profile": saved.profile,
+        "series": saved.series,
+    });
+    let header = serde_json::to_string(&header).expect("a header serialises");
+    out.push_str(header.trim_end_matches('}'));
+    out.push_str(",\"runs\":[\n");
+    for (k, run) in saved.runs.iter().enumerate() {
+        let line = serde_json::to_string(run).expect("a run serialises");
+        let comma = if k + 1 < saved.runs.len() { "," } else { "" };
+        let _ = writeln!(out, "{line}{comma}");
+    }
+    out.push_str("]}\n");
+    out
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    write_atomic(path, bytes).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+}
+
+/// A generated file: its path and the text or bytes it should hold.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Generated {
+    /// The file.
+    pub path: PathBuf,
+    /// What the saved data give.
+    pub bytes: Vec<u8>,
+}
+
+/// Every file the saved data generate: each `docs/*.md` with a generated block, with its blocks
+/// filled in, and each listed figure.
+pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
+    let manifest = read_manifest(docs)?;
+    let mut datasets = Vec::new();
+    for spec in &manifest.dataset {
+        let dataset = read_dataset(docs, spec)?;
+        let results = dataset.results();
+        let tables: Vec<Table> = build_tables(&results).all().into_iter().cloned().collect();
+        datasets.push((spec.name.clone(), results, tables));
+    }
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(docs)
+        .map_err(|e| format!("{}: cannot read: {e}", docs.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    entries.sort();
+    for path in entries {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let lookup = |name: &str| {
+            datasets
+                .iter()
+                .find(|(n, _, _)| n == name)
+                .map(|(_, _, tables)| tables.as_slice())
+        };
+        let filled = fill_blocks(&text, &lookup).map_err(|e| format!("{}: {e}", path.display()))?;
+        if filled != text || text.contains("<!-- table ") || text.contains("<!-- value ") {
+            out.push(Generated {
+                path,
+                bytes: filled.into_bytes(),
+            });
+        }
+    }
+    for (spec, (_, results, _)) in manifest.dataset.iter().zip(&datasets) {
+        if spec.figures.is_empty() {
+            continue;
+        }
+        let (drawn, _) = figures::summary_figures(results);
+        for name in &spec.figures {
+            let figure = drawn.iter().find(|f| &f.name == name).ok_or_else(|| {
+                let names: Vec<&str> = drawn.iter().map(|f| f.name.as_str()).collect();
+                format!(
+                    "{}: dataset {}: figures: {name:?} is not a figure of its report ({})",
+                    docs.join("data").join("datasets.toml").display(),
+                    spec.name,
+                    names.join(", ")
+                )
+            })?;
+            out.push(Generated {
+                path: docs.join("figures").join(format!("{name}.svg")),
+                bytes: figure.svg.clone().into_bytes(),
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The generated files whose content on disk differs from what the saved data give.
+pub fn check(docs: &Path) -> Result<Vec<PathBuf>, String> {
+    Ok(generate(docs)?
+        .into_iter()
+        .filter(|g| std::fs::read(&g.path).ok().as_deref() != Some(&g.bytes[..]))
+        .map(|g| g.path)
+        .collect())
+}
+
+/// Writes every generated file that changed; returns them.
+pub fn write_generated(docs: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut written = Vec::new();
+    for g in generate(docs)? {
+        if std::fs::read(&g.path).ok().as_deref() != Some(&g.bytes[..]) {
+            write(&g.path, &g.bytes)?;
+            written.push(g.path);
+        }
+    }
+    Ok(written)
+}
+
+/// Arguments of `cargo xtask docs`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The docs folder (with `data/datasets.toml`).
+    #[arg(long, default_value = "docs")]
+    pub docs: PathBuf,
+    /// Only check: list the generated files that differ from what the saved data give and
+    /// exit 1 if there are any; write nothing.
+    #[arg(long)]
+    pub check: bool,
+    /// First rerun these datasets' experiments (comma-separated names, or `all`) and save
+    /// their data, then regenerate.
+    #[arg(long, value_delimiter = ',')]
+    pub rerun: Vec<String>,
+    /// Worker threads of a rerun (default: all cores). The data do not depend on it.
+    #[arg(long)]
+    pub threads: Option<usize>,
+}
+
+/// `cargo xtask docs`: exit 0 when done (or current, with `--check`), 1 when `--check` finds
+/// stale files, 2 for an error.
+pub fn run(args: Args) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    match run_inner(&args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_inner(args: &Args) -> Result<bool, String> {
+    let docs = &args.docs;
+    if args.check {
+        let stale = check(docs)?;
+        for path in &stale {
+            eprintln!("stale: {} (run `cargo xtask docs`)", path.display());
+        }
+        return Ok(stale.is_empty());
+    }
+    let manifest = read_manifest(docs)?;
+    let all = args.rerun.iter().any(|n| n == "all");
+    for name in &args.rerun {
+        if name != "all" && !manifest.dataset.iter().any(|d| &d.name == name) {
+            let names: Vec<&str> = manifest.dataset.iter().map(|d| d.name.as_str()).collect();
+            return Err(format!(
+                "--rerun: {name:?} is not a dataset of {} ({}, or all)",
+                docs.join("data").join("datasets.toml").display(),
+                names.join(", ")
+            ));
+        }
+    }
+    for spec in &manifest.dataset {
+        if all || args.rerun.contains(&spec.name) {
+            eprintln!("docs: rerunning dataset {}", spec.name);
+            rerun_dataset(docs, spec, args.threads)?;
+        }
+    }
+    for path in write_generated(docs)? {
+        eprintln!("docs: wrote {}", path.display());
+    }
+    Ok(true)
+}
+
+const TABLE_OPEN: &str = "<!-- table ";
+const TABLE_CLOSE: &str = "<!-- /table -->";
+const VALUE_OPEN: &str = "<!-- value ";
+const VALUE_CLOSE: &str = "<!-- /value -->";
+
+/// `text` with every block filled from the tables `lookup` gives per dataset name.
+fn fill_blocks<'t>(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<&'t [Table]>,
+) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let next_table = rest.find(TABLE_OPEN);
+        let next_value = rest.find(VALUE_OPEN);
+        let (start, is_table) = match (next_table, next_value) {
+            (None, None) => break,
+            (Some(t), Some(v)) if v < t => (v, false),
+            (Some(t), _) => (t, true),
+            (None, Some(v)) => (v, false),
+        };
+        let line = text[..text.len() - rest.len() + start].lines().count() + 1;
+        let (open, close) = if is_table {
+            (TABLE_OPEN, TABLE_CLOSE)
+        } else {
+            (VALUE_OPEN, VALUE_CLOSE)
+        };
+        out.push_str(&rest[..start]);
+        let after_open = &rest[start + open.len()..];
+        let options_end = after_open
+            .find("-->")
+            .ok_or_else(|| format!("line {line}: a block opened here is never closed by -->"))?;
+        let options_text = &after_open[..options_end];
+        let body_start = &after_open[options_end + 3..];
+        let body_end = body_start
+            .find(close)
+            .ok_or_else(|| format!("line {line}: no {close} after this block"))?;
+        let options = Options::parse(options_text).map_err(|e| format!("line {line}: {e}"))?;
+        let tables = lookup(&options.data).ok_or_else(|| {
+            format!(
+                "line {line}: data = {:?} is not a dataset of docs/data/datasets.toml",
+                options.data
+            )
+        })?;
+        let generated = if is_table {
+            options
+                .select(tables)
+                .map(|table| format!("\n\n{}\n", to_markdown(&table)))
+        } else {
+            options.value(tables)
+        }
+        .map_err(|e| format!("line {line}: {e}"))?;
+        let _ = write!(out, "{open}{options_text}-->{generated}{close}");
+        rest = &body_start[body_end + close.len()..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// The options of one block.
+#[derive(Debug)]
+struct Options {
+    data: String,
+    table: String,
+    /// Column header -> accepted cell texts.
+    filters: Vec<(String, Vec<String>)>,
+    columns: Option<Vec<String>>,
+    column: Option<String>,
+    mean_only: bool,
+}
+
+impl Options {
+    fn parse(text: &str) -> Result<Options, String> {
+        let mut options = Options {
+            data: String::new(),
+            table: String::new(),
+            filters: Vec::new(),
+            columns: None,
+            column: None,
+            mean_only: false,
+        };
+        for pair in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
+            let (key, value) = pair
+                .split_once('=')
+                .ok_or_else(|| format!("option {pair:?} must be key=value"))?;
+            let (key, value) = (key.trim(), value.trim());
+            let list = || value.split(',').map(|v| v.trim().to_string()).collect();
+            match key {
+                "data" => options.data = value.to_string(),
+                "table" => options.table = value.to_string(),
+                "columns" => options.columns = Some(list()),
+                "column" => options.column = Some(value.to_string()),
+                "part" if value == "mean" => options.mean_only = true,
+                "part" => return Err(format!("part = {value:?}: the only part is mean")),
+                _ => options.filters.push((key.to_string(), list())),
+            }
+        }
+        if options.data.is_empty() || options.table.is_empty() {
+            return Err("a block needs data=<dataset> and table=<table name>".into());
+        }
+        Ok(options)
+    }
+
+    /// The rows of the named table that pass every filter, with the chosen columns.
+    fn select(&self, tables: &[Table]) -> Result<Table, String> {
+        let table = tables
+            .iter()
+            .find(|t| t.name == self.table)
+            .ok_or_else(|| {
+                let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
+                format!(
+                    "table = {:?} is not a table of dataset {} ({})",
+                    self.table,
+                    self.data,
+                    names.join(", ")
+                )
+            })?;
+        let index = |header: &str| {
+            table
+                .columns
+                .iter()
+                .position(|c| c.header == header)
+                .ok_or_else(|| {
+                    let headers: Vec<&str> =
+                        table.columns.iter().map(|c| c.header.as_str()).collect();
+                    format!(
+                        "{header:?} is not a column of table {} ({})",
+                        self.table,
+                        headers.join(", ")
+                    )
+                })
+        };
+        let mut filters = Vec::new();
+        for (header, accepted) in &self.filters {
+            filters.push((index(header)?, accepted));
+        }
+        let keep: Vec<usize> = match &self.columns {
+            Some(headers) => headers.iter().map(|h| index(h)).collect::<Result<_, _>>()?,
+            None => (0..table.columns.len()).collect(),
+        };
+        let rows: Vec<Vec<_>> = table
+            .rows
+            .iter()
+            .filter(|row| {
+                filters
+                    .iter()
+                    .all(|(k, accepted)| accepted.contains(&markdown_cell(&row[*k])))
+            })
+            .map(|row| keep.iter().map(|&k| row[k].clone()).collect())
+            .collect();
+        if rows.is_empty() {
+            return Err(format!(
+                "no row of table {} of dataset {} matches the filters",
+                self.table, self.data
+            ));
+        }
+        Ok(Table {
+            columns: keep.iter().map(|&k| table.columns[k].clone()).collect(),
+            rows,
+            ..table.clone()
+        })
+    }
+
+    /// The text of `column` in the one row that passes every filter.
+    fn value(&self, tables: &[Table]) -> Result<String, String> {
+        let column = self
+            .column
+            .as_ref()
+            .ok_or("a value block needs column=<header>")?;
+        let table = self.select(tables)?;
+        if table.rows.len() != 1 {
+            return Err(format!(
+                "{} rows of table {} of dataset {} match the filters: a value block needs exactly one",
+                table.rows.len(),
+                self.table,
+                self.data
+            ));
+        }
+        let k = table
+            .columns
+            .iter()
+            .position(|c| &c.header == column)
+            .ok_or_else(|| format!("{column:?} is not a column of table {}", self.table))?;
+        let text = markdown_cell(&table.rows[0][k]);
+        Ok(if self.mean_only {
+            text.split(" ± ").next().unwrap_or_default().to_string()
+        } else {
+            text
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tables::{Cell, Column, CsvShape};
+
+    fn tables() -> Vec<Table> {
+        let table = Table {
+            name: "all_algorithms".into(),
+            title: "All".into(),
+            columns: vec![
+                Column::key("Series", "series"),
+                Column::key("Algorithm", "algorithm"),
+                Column::value("D-bar", "d_mean"),
+            ],
+            rows: vec![
+                vec![
+                    Cell::text("C1"),
+                    Cell::text("ACH"),
+                    Cell::Estimate {
+                        mean: Some(0.1787),
+                        ci95: Some(0.0051),
+                        decimals: 4,
+                    },
+                ],
+                vec![
+                    Cell::text("C2"),
+                    Cell::text("ACH"),
+                    Cell::Estimate {
+                        mean: Some(0.0159),
+                        ci95: Some(0.0005),
+                        decimals: 4,
+                    },
+                ],
+            ],
+            csv_shape: CsvShape::AsRows,
+        };
+        vec![table]
+    }
+
+    fn fill(text: &str) -> Result<String, String> {
+        let tables = tables();
+        fill_blocks(text, &|name| (name == "d").then_some(tables.as_slice()))
+    }
+
+    #[test]
+    fn blocks_are_filled_and_filling_twice_changes_nothing() {
+        let text = "Before\n<!-- table data=d; table=all_algorithms; Series=C2 -->\nold\n<!-- /table -->\nC1: <!-- value data=d; table=all_algorithms; Series=C1; column=D-bar; part=mean -->x<!-- /value -->.\n";
+        let filled = fill(text).unwrap();
+        assert_eq!(
+            filled,
+            "Before\n<!-- table data=d; table=all_algorithms; Series=C2 -->\n\n| Series | Algorithm | D-bar |\n| :--- | :--- | ---: |\n| C2 | ACH | 0.0159 ± 0.0005 |\n\n<!-- /table -->\nC1: <!-- value data=d; table=all_algorithms; Series=C1; column=D-bar; part=mean -->0.1787<!-- /value -->.\n"
+        );
+        assert_eq!(fill(&filled).unwrap(), filled);
+    }
+
+    #[test]
+    fn bad_blocks_say_what_is_wrong_and_where() {
+        let cases = [
+            (
+                "<!-- table data=d; table=nope -->\n<!-- /table -->",
+                "line 1: table = \"nope\"",
+            ),
+            (
+                "\n<!-- table data=x; table=all_algorithms -->\n<!-- /table -->",
+                "line 2: data = \"x\"",
+            ),
+            (
+                "<!-- table data=d; table=all_algorithms; Series=C9 -->\n<!-- /table -->",
+                "no row",
+            ),
+            (
+                "<!-- table data=d; table=all_algorithms; Colour=red -->\n<!-- /table -->",
+                "\"Colour\" is not a column",
+            ),
+            (
+                "<!-- value data=d; table=all_algorithms; column=D-bar -->1<!-- /value -->",
+                "2 rows",
+            ),
+            (
+                "<!-- table data=d; table=all_algorithms -->\n",
+                "no <!-- /table -->",
+            ),
+            (
+                "<!-- value data=d; table=all_algorithms; part=sd; Series=C1 -->1<!-- /value -->",
+                "part",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = fill(text).unwrap_err();
+            assert!(error.contains(expected), "{text:?}: {error}");
+        }
+    }
+}
