@@ -145,23 +145,14 @@ pub struct SavedRun {
 
 /// One algorithm's aggregates in one run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SavedAlgorithm {
     /// Algorithm name.
     pub name: String,
-    /// D-bar.
-    pub d_mean: f64,
-    /// D_max.
-    pub d_max: f64,
-    /// D-bar of the noise-free loads.
-    pub d_true_mean: f64,
-    /// M_cum.
-    pub m_cum: f64,
-    /// pi_chg.
-    pub pi_chg: f64,
-    /// Violations.
-    pub n_viol: u64,
-    /// Mean CV of the true loads (series with `report_cv`).
+    /// Its aggregates (the ones the record format keeps in its body).
+    #[serde(flatten)]
+    pub aggregates: Aggregates,
+    /// Mean CV of the true loads (series with `report_cv`), which the record format keeps in an
+    /// optional block and `Aggregates` therefore does not serialise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv_true_mean: Option<f64>,
 }
@@ -178,18 +169,14 @@ impl SavedRun {
             algorithms: record
                 .algorithms
                 .iter()
-                .map(|a| {
-                    let g = &a.aggregates;
-                    SavedAlgorithm {
-                        name: a.name.clone(),
-                        d_mean: g.d_mean,
-                        d_max: g.d_max,
-                        d_true_mean: g.d_true_mean,
-                        m_cum: g.m_cum,
-                        pi_chg: g.pi_chg,
-                        n_viol: g.n_viol,
-                        cv_true_mean: g.cv_true_mean,
-                    }
+                .map(|a| SavedAlgorithm {
+                    name: a.name.clone(),
+                    // The CV travels in its own field, as it does in the record format.
+                    aggregates: Aggregates {
+                        cv_true_mean: None,
+                        ..a.aggregates
+                    },
+                    cv_true_mean: a.aggregates.cv_true_mean,
                 })
                 .collect(),
         }
@@ -210,13 +197,8 @@ impl SavedRun {
                 .map(|a| AlgorithmRecord {
                     name: a.name.clone(),
                     aggregates: Aggregates {
-                        d_mean: a.d_mean,
-                        d_max: a.d_max,
-                        d_true_mean: a.d_true_mean,
-                        m_cum: a.m_cum,
-                        pi_chg: a.pi_chg,
-                        n_viol: a.n_viol,
                         cv_true_mean: a.cv_true_mean,
+                        ..a.aggregates
                     },
                     d_trace: Vec::new(),
                     d_true_trace: Vec::new(),
