@@ -214,6 +214,35 @@ fn spawn_rebalance(
     (child, receiver)
 }
 
+/// Starts `rebalance` for `steps` steps of 200 ms (a 10-step horizon of `M_max = 0.05`),
+/// logging to `log`, and waits for its first step.
+fn spawn_watching(
+    seed: &str,
+    capacity: &str,
+    steps: &str,
+    log: &std::path::Path,
+) -> (std::process::Child, mpsc::Receiver<String>) {
+    let log = log.to_str().unwrap();
+    let (child, lines) = spawn_rebalance(
+        seed,
+        capacity,
+        &[
+            "--steps",
+            steps,
+            "--interval-ms",
+            "200",
+            "--m-max",
+            "0.05",
+            "--horizon",
+            "10",
+            "--log",
+            log,
+        ],
+    );
+    wait_for_line(&lines, "step 0:");
+    (child, lines)
+}
+
 /// Waits for a stderr line containing `text`; returns every line seen (the match last).
 fn wait_for_line(receiver: &mpsc::Receiver<String>, text: &str) -> Vec<String> {
     let mut seen = Vec::new();
@@ -245,23 +274,7 @@ fn degraded_cluster_migrates_nothing_and_resumes_when_healthy() {
         .expect("an empty slot");
     let log = tempfile::NamedTempFile::new().unwrap();
     let seed = cluster.seed();
-    let (mut child, lines) = spawn_rebalance(
-        &seed,
-        &capacity,
-        &[
-            "--steps",
-            "25",
-            "--interval-ms",
-            "200",
-            "--m-max",
-            "0.05",
-            "--horizon",
-            "10",
-            "--log",
-            log.path().to_str().unwrap(),
-        ],
-    );
-    wait_for_line(&lines, "step 0:");
+    let (mut child, lines) = spawn_watching(&seed, &capacity, "25", log.path());
     let _: () = redis::cmd("CLUSTER")
         .arg("DELSLOTS")
         .arg(empty_slot)
@@ -359,23 +372,7 @@ fn unreachable_node_stops_migrations_until_it_is_back() {
     let seed = cluster.seed();
     let down = cluster.servers()[3].address();
     let log = tempfile::NamedTempFile::new().unwrap();
-    let (mut child, lines) = spawn_rebalance(
-        &seed,
-        &capacity,
-        &[
-            "--steps",
-            "30",
-            "--interval-ms",
-            "200",
-            "--m-max",
-            "0.05",
-            "--horizon",
-            "10",
-            "--log",
-            log.path().to_str().unwrap(),
-        ],
-    );
-    wait_for_line(&lines, "step 0:");
+    let (mut child, lines) = spawn_watching(&seed, &capacity, "30", log.path());
     cluster.servers_mut()[3].kill();
     let seen = wait_for_line(&lines, "migrating nothing");
     let degraded = seen.last().unwrap().clone();
