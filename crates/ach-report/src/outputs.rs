@@ -201,12 +201,26 @@ fn write_algorithm_table(
             a.n_viol
         );
     }
+    // "ACH vs Static-W": a column as wide as its longest entry, and at least 21 characters.
+    let label = |c: &Comparison| {
+        format!(
+            "{} vs {}",
+            c.algorithm.as_deref().unwrap_or("ACH"),
+            c.baseline
+        )
+    };
+    let width = comparisons
+        .iter()
+        .map(|c| label(c).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(21);
     for c in comparisons {
         let p = |v: Option<f64>| v.map_or("n/a".to_string(), |p| format!("{p:.2e}"));
         let _ = writeln!(
             out,
-            "  ACH vs {:<14} D-bar {:+.1} %, Wilcoxon p = {} (Holm {}), Cliff's delta = {} ({})",
-            c.baseline,
+            "  {:<width$} D-bar {:+.1} %, Wilcoxon p = {} (Holm {}), Cliff's delta = {} ({})",
+            label(c),
             c.reduction_percent,
             p(c.p_value),
             p(c.p_holm),
@@ -228,12 +242,21 @@ pub fn render_summary_text(summary: &MatrixSummary) -> String {
             s.description,
             summary.profile.name()
         );
-        write_algorithm_table(&mut out, &s.algorithms, &s.comparisons);
+        let comparisons: Vec<Comparison> =
+            s.comparisons.iter().chain(&s.against_a0).cloned().collect();
+        write_algorithm_table(&mut out, &s.algorithms, &comparisons);
     }
     for p in &summary.sensitivity {
         // One-field points of ACH alone are C5's form: they go in the table below.
         let (algorithms, comparisons) = match (&p.all, &p.ach) {
-            (Some(all), _) => (all.algorithms.clone(), all.comparisons.clone()),
+            (Some(all), _) => (
+                all.algorithms.clone(),
+                all.comparisons
+                    .iter()
+                    .chain(&all.against_a0)
+                    .cloned()
+                    .collect(),
+            ),
             (None, Some(ach)) if p.point.only().is_none() => (vec![ach.clone()], Vec::new()),
             _ => continue,
         };
