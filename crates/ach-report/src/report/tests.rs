@@ -33,6 +33,7 @@ fn profile_of(name: &str) -> (f64, f64) {
         "Static-Wt" => (0.176, 0.0),
         "Dynamic-R" => (0.170, 0.015),
         "Bounded-Loads" => (0.172, 0.004),
+        "CH-BL" => (0.150, 0.0),
         _ => (0.177, 0.00004),
     }
 }
@@ -195,6 +196,67 @@ fn markdown_tables_match_their_snapshots() {
     for table in tables.all() {
         insta::assert_snapshot!(format!("markdown_{}", table.name), to_markdown(table));
     }
+}
+
+/// C1 with CH-BL beside the paper's algorithms (forwarding 4 % to 6 % of the requests) and C3
+/// without it.
+fn results_with_ch_bl() -> Results {
+    let mut configs: Vec<SeriesConfig> = small_configs()
+        .into_iter()
+        .filter(|c| c.name == "C1" || c.name == "C3")
+        .collect();
+    configs[0].algorithms.push("CH-BL".into());
+    let mut records = synthetic_records(&configs);
+    for record in &mut records {
+        for a in &mut record.algorithms {
+            if a.name == "CH-BL" {
+                a.aggregates.forwarded_fraction = Some(0.04 + 0.004 * f64::from(record.run_index));
+            }
+        }
+    }
+    let summary = summarize(&configs, &records, Profile::Paper);
+    let config_texts = configs
+        .iter()
+        .map(|c| toml::to_string(c).expect("a configuration serialises"))
+        .collect();
+    Results {
+        summary,
+        configs,
+        config_texts,
+        registry: ach_sim::Registry::built_in(),
+    }
+}
+
+#[test]
+fn the_forwarded_column_appears_only_with_an_algorithm_that_forwards() {
+    let results = results_with_ch_bl();
+    let ch_bl = &results.summary.series[0].algorithms[5];
+    assert_eq!(ch_bl.name, "CH-BL");
+    let fraction = ch_bl
+        .forwarded_fraction
+        .expect("CH-BL's fraction is summarised");
+    assert!((fraction.mean - 0.05).abs() < 1e-12, "{fraction:?}");
+    let tables = build_tables(&results);
+    let table = &tables.all_algorithms;
+    assert_eq!(table.columns.last().unwrap().header, "Forwarded");
+    insta::assert_snapshot!("markdown_all_algorithms_with_ch_bl", to_markdown(table));
+    insta::assert_snapshot!("latex_all_algorithms_with_ch_bl", to_latex(table));
+    let csv = to_csv(table);
+    assert!(
+        csv.contains("C1,CH-BL,6,forwarded_fraction,0.04999"),
+        "{csv}"
+    );
+    assert!(!csv.contains("Static-W,6,forwarded_fraction"), "{csv}");
+    // The default matrix has no such column.
+    let (plain, _) = synthetic_results();
+    let plain_tables = build_tables(&plain);
+    assert!(
+        plain_tables
+            .all_algorithms
+            .columns
+            .iter()
+            .all(|c| c.header != "Forwarded")
+    );
 }
 
 #[test]
