@@ -317,16 +317,22 @@ mod tests {
         live: &'a [bool],
     }
 
+    impl Case<'_> {
+        fn step<'r>(&'r self, ring: &'r TokenRing) -> StepLoad<'r> {
+            StepLoad {
+                ring,
+                requests: self.requests,
+                writes: self.writes,
+                capacities: self.capacities,
+                live: self.live,
+            }
+        }
+    }
+
     /// Routes a case with `eps`; returns (served, forwarded, bounds).
     fn route(case: &Case<'_>, eps: f64) -> (Served, u64, Vec<u64>) {
         let ring = ring_of(case.owners);
-        let step = StepLoad {
-            ring: &ring,
-            requests: case.requests,
-            writes: case.writes,
-            capacities: case.capacities,
-            live: case.live,
-        };
+        let step = case.step(&ring);
         let mut routing = BoundedLoadsRouting::new(eps);
         let mut served = Served::default();
         let forwarded = routing.route(&step, &mut served);
@@ -348,13 +354,7 @@ mod tests {
         assert_eq!(forwarded, 0);
         let ring = ring_of(case.owners);
         let mut by_owner = Served::default();
-        let step = StepLoad {
-            ring: &ring,
-            requests: case.requests,
-            writes: case.writes,
-            capacities: case.capacities,
-            live: case.live,
-        };
+        let step = case.step(&ring);
         OwnerRouting.route(&step, &mut by_owner);
         assert_eq!(served, by_owner);
     }
@@ -432,13 +432,7 @@ mod tests {
         };
         let mut routing = BoundedLoadsRouting::new(0.25);
         let ring = ring_of(case.owners);
-        let step = StepLoad {
-            ring: &ring,
-            requests: case.requests,
-            writes: case.writes,
-            capacities: case.capacities,
-            live: case.live,
-        };
+        let step = case.step(&ring);
         let mut served = Served::default();
         assert_eq!(routing.route(&step, &mut served), 7);
         assert_eq!(routing.token_overflow, vec![4, 3, 0, 0]);
@@ -531,7 +525,10 @@ mod tests {
         (served, forwarded)
     }
 
-    fn cases() -> impl Strategy<Value = (Vec<u32>, Vec<(u64, u64)>, Vec<(f64, bool)>, f64)> {
+    /// Owners per token, (requests, write percentage) per token, (capacity, live) per node, eps.
+    type RandomCase = (Vec<u32>, Vec<(u64, u64)>, Vec<(f64, bool)>, f64);
+
+    fn cases() -> impl Strategy<Value = RandomCase> {
         (1usize..6, 1usize..40).prop_flat_map(|(n, v)| {
             (
                 proptest::collection::vec(0..n as u32, v),

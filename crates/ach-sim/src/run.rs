@@ -868,11 +868,9 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn churn_runs_cleanly_in_both_profiles() {
-        let mut config = small("C3");
-        config.steps = 40;
-        config.churn = vec![
+    /// Node 3 leaves at t = 10; a strong node joins at t = 20.
+    fn node_3_leaves_then_a_strong_node_joins() -> Vec<Churn> {
+        vec![
             Churn {
                 t: 10,
                 remove: vec![3],
@@ -883,7 +881,14 @@ mod tests {
                 remove: vec![],
                 add: vec![NodeClass::Strong],
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn churn_runs_cleanly_in_both_profiles() {
+        let mut config = small("C3");
+        config.steps = 40;
+        config.churn = node_3_leaves_then_a_strong_node_joins();
         for profile in [Profile::Paper, Profile::Corrected] {
             let record = run(&config, profile, 0);
             for a in &record.algorithms {
@@ -1006,18 +1011,7 @@ mod tests {
         let mut config = small("C3");
         config.algorithms = vec!["Static-W".into(), "CH-BL".into()];
         config.ch_bl = Some(crate::config::ChBlConfig { eps: 1e9 });
-        config.churn = vec![
-            Churn {
-                t: 10,
-                remove: vec![3],
-                add: vec![],
-            },
-            Churn {
-                t: 20,
-                remove: vec![],
-                add: vec![NodeClass::Strong],
-            },
-        ];
+        config.churn = node_3_leaves_then_a_strong_node_joins();
         for profile in [Profile::Paper, Profile::Corrected] {
             let record = run(&config, profile, 0);
             let (static_w, ch_bl) = (&record.algorithms[0], &record.algorithms[1]);

@@ -141,20 +141,22 @@ fn synthetic_records(configs: &[SeriesConfig]) -> Vec<RunRecord> {
 fn synthetic_results() -> (Results, Vec<RunRecord>) {
     let configs = small_configs();
     let records = synthetic_records(&configs);
-    let summary = summarize(&configs, &records, Profile::Paper);
+    (results_of(configs, &records), records)
+}
+
+/// The results of `records` of the series `configs`, with the built-in algorithms.
+fn results_of(configs: Vec<SeriesConfig>, records: &[RunRecord]) -> Results {
+    let summary = summarize(&configs, records, Profile::Paper);
     let config_texts = configs
         .iter()
         .map(|c| toml::to_string(c).expect("a configuration serialises"))
         .collect();
-    (
-        Results {
-            summary,
-            configs,
-            config_texts,
-            registry: ach_sim::Registry::built_in(),
-        },
-        records,
-    )
+    Results {
+        summary,
+        configs,
+        config_texts,
+        registry: ach_sim::Registry::built_in(),
+    }
 }
 
 /// A fresh folder under the system's temporary folder.
@@ -214,17 +216,7 @@ fn results_with_ch_bl() -> Results {
             }
         }
     }
-    let summary = summarize(&configs, &records, Profile::Paper);
-    let config_texts = configs
-        .iter()
-        .map(|c| toml::to_string(c).expect("a configuration serialises"))
-        .collect();
-    Results {
-        summary,
-        configs,
-        config_texts,
-        registry: ach_sim::Registry::built_in(),
-    }
+    results_of(configs, &records)
 }
 
 #[test]
