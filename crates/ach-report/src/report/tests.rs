@@ -239,8 +239,13 @@ fn the_forwarded_column_appears_only_with_an_algorithm_that_forwards() {
         "{csv}"
     );
     assert!(!csv.contains("Static-W,6,forwarded_fraction"), "{csv}");
+    // So does the table printed at the end of a run.
+    let text = crate::outputs::render_summary_text(&results.summary);
+    assert!(text.contains("n_viol  forwarded ± CI95"), "{text}");
+    assert!(text.contains("0   0.0500 ± 0.0079\n"), "{text}");
     // The default matrix has no such column.
     let (plain, _) = synthetic_results();
+    assert!(!crate::outputs::render_summary_text(&plain.summary).contains("forwarded"));
     let plain_tables = build_tables(&plain);
     assert!(
         plain_tables
