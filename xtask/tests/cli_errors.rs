@@ -163,6 +163,18 @@ fn write_fraction_above_one() {
 }
 
 #[test]
+fn ch_bl_eps_zero() {
+    let message = series_c7(
+        "ch_bl_eps_zero",
+        "algorithms = [\"ACH\", \"CH-BL\"]\n[ch_bl]\neps = 0\n",
+    );
+    assert_eq!(
+        message,
+        "error: c7.toml: series C7: ch_bl.eps = 0 must be a finite number > 0 (each node serves up to (1 + eps) times its share)\n"
+    );
+}
+
+#[test]
 fn missing_sample_probability_below_zero() {
     series_c7(
         "missing_sample_probability_below_zero",

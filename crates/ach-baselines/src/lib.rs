@@ -1,6 +1,8 @@
-//! `ach-baselines`: the baseline algorithms A0-A3 the ACH paper compares against.
+//! `ach-baselines`: the baseline algorithms A0-A3 the ACH paper compares against, and the
+//! baselines beyond the paper (CH-BL, ACH-F).
 //!
-//! All four implement [`ach_control::Balancer`] and work on the same [`ach_ring::TokenRing`]
+//! All implement [`ach_control::Balancer`]; CH-BL also brings its own [`ach_control::Router`]
+//! (which node serves each request). They work on the same [`ach_ring::TokenRing`]
 //! and observations as ACH (spec section 5). Every mover keeps at least `v_min` tokens per
 //! node. Ties in any ordering (equal fractional parts, loads or arcs) go to the lower node id
 //! or token index first.
@@ -11,6 +13,7 @@
 //! | A1 | [`StaticWt`] | owners proportional to capacity on the first step, then never changes |
 //! | A2 | [`DynamicR`] | dynamic reweighting: 5 % of each overloaded node's share per step, no budget |
 //! | A3 | [`BoundedLoads`] | the published simulation's token-moving heuristic named after bounded loads |
+//! | CH-BL | [`BoundedLoadsRouting`] + [`RoutingOnly`] | consistent hashing with bounded loads as published (Mirrokni, Thorup, Zadimoghaddam, SODA 2018), capacity-weighted: routes requests past full nodes, never moves a token (not in the paper) |
 //! | ACH-F | [`MedianFiltered`] | any balancer (ACH in the matrix) behind a per-node median filter of its loads (not in the paper) |
 //!
 //! The crate depends on `ach-ring` and `ach-control` only. It does no I/O, reads no clock and
@@ -36,11 +39,13 @@
 //! ```
 
 mod bounded_loads;
+mod bounded_loads_routing;
 mod dynamic_r;
 mod filtered;
 mod static_w;
 
 pub use bounded_loads::BoundedLoads;
+pub use bounded_loads_routing::{BoundedLoadsRouting, RoutingOnly};
 pub use dynamic_r::DynamicR;
 pub use filtered::{MedianFiltered, median};
 pub use static_w::{StaticW, StaticWt};

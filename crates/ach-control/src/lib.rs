@@ -25,6 +25,10 @@
 //! [`Observation`] and returns a [`Plan`] of token moves, which the caller commits to the ring
 //! (at once in a simulation; after the data has migrated in a real deployment).
 //!
+//! Beside it, a [`Router`] decides which node serves each request of a step: [`OwnerRouting`]
+//! (the token's owner, the model of the paper) unless an algorithm brings its own rule, such as
+//! consistent hashing with bounded loads, which forwards requests past full nodes.
+//!
 //! The crate depends on `ach-ring` only. It does no I/O, reads no clock and draws no random
 //! numbers.
 //!
@@ -72,7 +76,9 @@ mod config;
 pub mod hysteresis;
 pub mod intensity;
 pub mod planner;
+mod routing;
 
 pub use ach::{ACH_STATE_VERSION, Ach, AchState, AchStep, StateError};
 pub use balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, commit};
 pub use config::{AchConfig, AssignRule, ConfigError, HorizonRule, StepRule, TargetRule};
+pub use routing::{OwnerRouting, Router, Served, StepLoad};

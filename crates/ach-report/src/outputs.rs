@@ -184,14 +184,19 @@ fn write_algorithm_table(
     algorithms: &[AlgorithmSummary],
     comparisons: &[Comparison],
 ) {
-    let _ = writeln!(
-        out,
+    // The forwarded fraction only when some algorithm forwards, so that other tables print as
+    // before it existed.
+    let forwarded = algorithms.iter().any(|a| a.forwarded_fraction.is_some());
+    let mut header = format!(
         "  {:<14} {:>17} {:>17} {:>17} {:>8} {:>7}",
         "algorithm", "D-bar ± CI95", "D-bar true", "M_cum ± CI95", "pi_chg", "n_viol"
     );
+    if forwarded {
+        header.push_str(&format!(" {:>17}", "forwarded ± CI95"));
+    }
+    let _ = writeln!(out, "{header}");
     for a in algorithms {
-        let _ = writeln!(
-            out,
+        let mut line = format!(
             "  {:<14} {:>17} {:>17} {:>17} {:>8.4} {:>7}",
             a.name,
             interval(&a.d_mean, 4),
@@ -200,6 +205,14 @@ fn write_algorithm_table(
             a.pi_chg.mean,
             a.n_viol
         );
+        if forwarded {
+            let cell = a
+                .forwarded_fraction
+                .as_ref()
+                .map_or("—".to_string(), |f| interval(f, 4));
+            line.push_str(&format!(" {cell:>17}"));
+        }
+        let _ = writeln!(out, "{line}");
     }
     // "ACH vs Static-W": a column as wide as its longest entry, and at least 21 characters.
     let label = |c: &Comparison| {

@@ -22,6 +22,30 @@ const MAGIC: &[u8; 8] = b"ACHREC01";
 /// byte for byte the record of the format before the block existed.
 const CV_MAGIC: &[u8; 8] = b"ACHCV001";
 
+/// First bytes of the second optional block (after the CV block, if any): the per-algorithm
+/// fraction of forwarded requests ([`ach_sim::Aggregates::forwarded_fraction`]), written only
+/// when some algorithm has it (one that routes requests its own way, such as CH-BL).
+const FW_MAGIC: &[u8; 8] = b"ACHFW001";
+
+/// An optional block after a record's body: one optional number per algorithm, kept outside
+/// the bincode body so that records without it stay byte for byte as before it existed.
+struct OptionalBlock {
+    magic: &'static [u8; 8],
+    field: fn(&mut ach_sim::Aggregates) -> &mut Option<f64>,
+}
+
+/// The optional blocks, in the order they are written.
+const OPTIONAL_BLOCKS: [OptionalBlock; 2] = [
+    OptionalBlock {
+        magic: CV_MAGIC,
+        field: |a| &mut a.cv_true_mean,
+    },
+    OptionalBlock {
+        magic: FW_MAGIC,
+        field: |a| &mut a.forwarded_fraction,
+    },
+];
+
 /// The record file of a job: `DIR/runs/<series>/run_NNN.bin`, or
 /// `DIR/runs/<series>/<parameter>=<value>/run_NNN.bin` for a sweep point.
 pub fn record_path(out: &Path, job: &Job) -> PathBuf {
@@ -39,43 +63,51 @@ pub fn encode(record: &RunRecord) -> Vec<u8> {
     let body = bincode::serde::encode_to_vec(record, bincode::config::standard())
         .expect("a record always encodes");
     bytes.extend_from_slice(&body);
-    let cv: Vec<Option<f64>> = record
-        .algorithms
-        .iter()
-        .map(|a| a.aggregates.cv_true_mean)
-        .collect();
-    if cv.iter().any(Option::is_some) {
-        bytes.extend_from_slice(CV_MAGIC);
-        let block = bincode::serde::encode_to_vec(&cv, bincode::config::standard())
-            .expect("a list of numbers always encodes");
-        bytes.extend_from_slice(&block);
+    for block in OPTIONAL_BLOCKS {
+        let values: Vec<Option<f64>> = record
+            .algorithms
+            .iter()
+            .map(|a| {
+                let mut aggregates = a.aggregates;
+                *(block.field)(&mut aggregates)
+            })
+            .collect();
+        if values.iter().any(Option::is_some) {
+            bytes.extend_from_slice(block.magic);
+            let encoded = bincode::serde::encode_to_vec(&values, bincode::config::standard())
+                .expect("a list of numbers always encodes");
+            bytes.extend_from_slice(&encoded);
+        }
     }
     bytes
 }
 
-/// Decodes a record; `None` if the bytes are not a complete record of this format.
+/// Decodes a record; `None` if the bytes are not a complete record of this format. Each
+/// optional block may be there or not, in the order [`encode`] writes them.
 pub fn decode(bytes: &[u8]) -> Option<RunRecord> {
     let body = bytes.strip_prefix(MAGIC.as_slice())?;
     let (mut record, used) =
         bincode::serde::decode_from_slice::<RunRecord, _>(body, bincode::config::standard())
             .ok()?;
-    let rest = &body[used..];
-    if rest.is_empty() {
-        return Some(record);
+    let mut rest = &body[used..];
+    for block in OPTIONAL_BLOCKS {
+        let Some(encoded) = rest.strip_prefix(block.magic.as_slice()) else {
+            continue;
+        };
+        let (values, used) = bincode::serde::decode_from_slice::<Vec<Option<f64>>, _>(
+            encoded,
+            bincode::config::standard(),
+        )
+        .ok()?;
+        if values.len() != record.algorithms.len() {
+            return None;
+        }
+        for (algorithm, value) in record.algorithms.iter_mut().zip(values) {
+            *(block.field)(&mut algorithm.aggregates) = value;
+        }
+        rest = &encoded[used..];
     }
-    let block = rest.strip_prefix(CV_MAGIC.as_slice())?;
-    let (cv, used) = bincode::serde::decode_from_slice::<Vec<Option<f64>>, _>(
-        block,
-        bincode::config::standard(),
-    )
-    .ok()?;
-    if used != block.len() || cv.len() != record.algorithms.len() {
-        return None;
-    }
-    for (algorithm, value) in record.algorithms.iter_mut().zip(cv) {
-        algorithm.aggregates.cv_true_mean = value;
-    }
-    Some(record)
+    rest.is_empty().then_some(record)
 }
 
 /// Reads the record of `job` if it exists, decodes, and matches the job (same series, point,
@@ -225,6 +257,45 @@ mod tests {
         // A cut or foreign trailing block is not a record.
         assert!(decode(&bytes[..bytes.len() - 1]).is_none());
         assert!(decode(&[plain.as_slice(), b"junk"].concat()).is_none());
+    }
+
+    #[test]
+    fn the_forwarded_block_round_trips_alone_and_after_the_cv_block() {
+        let plain = encode(&record_with_two_algorithms());
+        let mut forwarded = record_with_two_algorithms();
+        forwarded.algorithms[1].aggregates.forwarded_fraction = Some(0.0625);
+        let bytes = encode(&forwarded);
+        assert_eq!(&bytes[..plain.len()], plain.as_slice());
+        assert_eq!(&bytes[plain.len()..plain.len() + 8], FW_MAGIC.as_slice());
+        assert_eq!(decode(&bytes), Some(forwarded.clone()));
+
+        let mut both = forwarded;
+        both.algorithms[0].aggregates.cv_true_mean = Some(0.125);
+        let bytes = encode(&both);
+        assert_eq!(&bytes[plain.len()..plain.len() + 8], CV_MAGIC.as_slice());
+        assert!(
+            bytes
+                .windows(8)
+                .skip(plain.len() + 8)
+                .any(|w| w == FW_MAGIC.as_slice())
+        );
+        assert_eq!(decode(&bytes), Some(both));
+        // Cut, repeated or out-of-order blocks are not a record.
+        assert!(decode(&bytes[..bytes.len() - 1]).is_none());
+        let fw_at = plain.len()
+            + bytes[plain.len()..]
+                .windows(8)
+                .position(|w| w == FW_MAGIC.as_slice())
+                .unwrap();
+        let swapped = [
+            &bytes[..plain.len()],
+            &bytes[fw_at..],
+            &bytes[plain.len()..fw_at],
+        ]
+        .concat();
+        assert!(decode(&swapped).is_none());
+        let twice = [bytes.as_slice(), &bytes[fw_at..]].concat();
+        assert!(decode(&twice).is_none());
     }
 
     #[test]

@@ -27,10 +27,12 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ach_baselines::{BoundedLoads, DynamicR, MedianFiltered, StaticW, StaticWt};
-use ach_control::{Ach, Balancer};
+use ach_baselines::{
+    BoundedLoads, BoundedLoadsRouting, DynamicR, MedianFiltered, RoutingOnly, StaticW, StaticWt,
+};
+use ach_control::{Ach, Balancer, Router};
 
-use crate::config::{AchFilter, SeriesConfig};
+use crate::config::{AchFilter, ChBlConfig, SeriesConfig};
 
 /// A marker shape of the figures, so that colour is never the only cue.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -47,6 +49,8 @@ pub enum Marker {
     Star,
     /// A cross (an x).
     Cross,
+    /// A plus sign (an upright cross).
+    Plus,
 }
 
 /// How an algorithm is named and drawn.
@@ -90,18 +94,32 @@ impl AlgorithmInfo {
 pub type BalancerFactory =
     Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync>;
 
+/// Builds an algorithm's request router for one run from the series configuration, for an
+/// algorithm that routes requests its own way (CH-BL). An `Err` is a configuration the
+/// algorithm cannot run, in words.
+pub type RouterFactory =
+    Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Router + Send>, String> + Send + Sync>;
+
 /// One registered algorithm.
 #[derive(Clone)]
 pub struct Algorithm {
     /// Its name, label, colour and marker.
     pub info: AlgorithmInfo,
     factory: BalancerFactory,
+    router: Option<RouterFactory>,
 }
 
 impl Algorithm {
     /// A fresh balancer for a run of `config`.
     pub fn balancer(&self, config: &SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> {
         (self.factory)(config)
+    }
+
+    /// A fresh request router for a run of `config`, or `None` when the algorithm routes every
+    /// request to its token's owner (the model's rule, `ach_control::OwnerRouting`; every
+    /// algorithm but CH-BL among the built-ins).
+    pub fn router(&self, config: &SeriesConfig) -> Option<Result<Box<dyn Router + Send>, String>> {
+        self.router.as_ref().map(|factory| factory(config))
     }
 }
 
@@ -143,7 +161,10 @@ impl Registry {
     /// The paper's algorithms, in the order of its tables: A0 Static-W, A1 Static-Wt,
     /// A2 Dynamic-R, A3 Bounded-Loads, ACH (colours Okabe-Ito); then the algorithms beyond the
     /// paper, which a series runs only when it names them: ACH-F (ACH behind a median filter of
-    /// each node's load over `[ach_f] window` steps, see `ach_baselines::MedianFiltered`).
+    /// each node's load over `[ach_f] window` steps, see `ach_baselines::MedianFiltered`) and
+    /// CH-BL (consistent hashing with bounded loads as published, `c = 1 + [ch_bl] eps`: it
+    /// forwards requests past full nodes and never moves a token, see
+    /// `ach_baselines::BoundedLoadsRouting`).
     pub fn built_in() -> Registry {
         let mut registry = Registry::empty();
         let mut add = |info: AlgorithmInfo, factory: BalancerFactory| {
@@ -189,6 +210,19 @@ impl Registry {
             }),
         );
         registry
+            .register_routed(
+                AlgorithmInfo::new("CH-BL", "CH-BL", [0x8C, 0x56, 0x4B], Marker::Plus),
+                |_| Ok(Box::new(RoutingOnly)),
+                |config| {
+                    let eps = config
+                        .ch_bl
+                        .as_ref()
+                        .map_or(ChBlConfig::DEFAULT_EPS, |c| c.eps);
+                    Ok(Box::new(BoundedLoadsRouting::new(eps)))
+                },
+            )
+            .expect("the built-in names are distinct and valid");
+        registry
     }
 
     /// Adds an algorithm whose balancer `factory` builds from the series configuration.
@@ -199,11 +233,35 @@ impl Registry {
         self.register_factory(info, Arc::new(factory))
     }
 
+    /// [`Registry::register`] for an algorithm that also routes requests its own way: `router`
+    /// builds its [`Router`] for each run (see [`Algorithm::router`]).
+    pub fn register_routed<F, G>(
+        &mut self,
+        info: AlgorithmInfo,
+        balancer: F,
+        router: G,
+    ) -> Result<(), RegistryError>
+    where
+        F: Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync + 'static,
+        G: Fn(&SeriesConfig) -> Result<Box<dyn Router + Send>, String> + Send + Sync + 'static,
+    {
+        self.register_algorithm(info, Arc::new(balancer), Some(Arc::new(router)))
+    }
+
     /// [`Registry::register`] with a shared factory.
     pub fn register_factory(
         &mut self,
         info: AlgorithmInfo,
         factory: BalancerFactory,
+    ) -> Result<(), RegistryError> {
+        self.register_algorithm(info, factory, None)
+    }
+
+    fn register_algorithm(
+        &mut self,
+        info: AlgorithmInfo,
+        factory: BalancerFactory,
+        router: Option<RouterFactory>,
     ) -> Result<(), RegistryError> {
         let valid = !info.name.is_empty()
             && info
@@ -216,7 +274,11 @@ impl Registry {
         if self.get(&info.name).is_some() {
             return Err(RegistryError::Duplicate(info.name));
         }
-        self.algorithms.push(Algorithm { info, factory });
+        self.algorithms.push(Algorithm {
+            info,
+            factory,
+            router,
+        });
         Ok(())
     }
 
@@ -264,15 +326,26 @@ mod tests {
         let registry = Registry::built_in();
         let names: Vec<&str> = registry.iter().map(|a| a.info.name.as_str()).collect();
         assert_eq!(names[..5], ALGORITHMS);
-        assert_eq!(names[5..], ["ACH-F"]);
+        assert_eq!(names[5..], ["ACH-F", "CH-BL"]);
         let config = &built_in_series()[0];
         for algorithm in registry.iter() {
             assert!(algorithm.balancer(config).is_ok(), "{:?}", algorithm.info);
+            // Only CH-BL routes its own way.
+            let routes = algorithm.router(config).map(|r| r.is_ok());
+            let expected = (algorithm.info.name == "CH-BL").then_some(true);
+            assert_eq!(routes, expected, "{:?}", algorithm.info);
         }
-        let colors: Vec<[u8; 3]> = registry.iter().map(|a| a.info.color).collect();
-        let mut distinct = colors.clone();
-        distinct.dedup();
-        assert_eq!(distinct.len(), colors.len());
+        let mut colors: Vec<[u8; 3]> = registry.iter().map(|a| a.info.color).collect();
+        colors.sort();
+        colors.dedup();
+        assert_eq!(colors.len(), registry.iter().count());
+        let mut markers: Vec<String> = registry
+            .iter()
+            .map(|a| format!("{:?}", a.info.marker))
+            .collect();
+        markers.sort();
+        markers.dedup();
+        assert_eq!(markers.len(), registry.iter().count());
     }
 
     #[test]

@@ -291,6 +291,11 @@ pub struct SeriesConfig {
     /// their files and fingerprints.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ach_f: Option<AchFilter>,
+    /// The bound of CH-BL (`[ch_bl]`, optional: `eps = 0.25` without it). Left out of the
+    /// written configuration when absent, so that series without it keep their files and
+    /// fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ch_bl: Option<ChBlConfig>,
     /// Also report the coefficient of variation of the true loads (`report_cv = true`; default
     /// false), a size-independent imbalance beside D: per step `CV = std(l) / mean(l)` over the
     /// nodes D counts, on the noise-free loads, with the population standard deviation
@@ -328,6 +333,20 @@ impl AchFilter {
     pub const DEFAULT_WINDOW: usize = 5;
 }
 
+/// CH-BL's bound: every live node serves at most `c = 1 + eps` times its capacity-weighted
+/// share of a step's requests (see `ach_baselines::BoundedLoadsRouting`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChBlConfig {
+    /// The slack over the capacity-weighted share: a finite number > 0.
+    pub eps: f64,
+}
+
+impl ChBlConfig {
+    /// The `eps` CH-BL uses when the series gives none (`c = 1.25`).
+    pub const DEFAULT_EPS: f64 = 0.25;
+}
+
 impl Default for SeriesConfig {
     fn default() -> Self {
         SeriesConfig {
@@ -352,6 +371,7 @@ impl Default for SeriesConfig {
             churn: Vec::new(),
             sweep: None,
             ach_f: None,
+            ch_bl: None,
             report_cv: false,
             against_a0: false,
         }
@@ -622,6 +642,15 @@ impl SeriesConfig {
                 "against_a0",
                 &true,
                 &format!("needs {A0:?} in algorithms, the arm every other one is paired against"),
+            ));
+        }
+        if let Some(ch_bl) = &self.ch_bl
+            && !(ch_bl.eps.is_finite() && ch_bl.eps > 0.0)
+        {
+            return Err(fail(
+                "ch_bl.eps",
+                &ch_bl.eps,
+                "must be a finite number > 0 (each node serves up to (1 + eps) times its share)",
             ));
         }
         if let Some(sweep) = &self.sweep {
@@ -1049,5 +1078,31 @@ mod tests {
             "series C7: churn[0].remove[0] = 12 must name a live node at t = 5"
         );
         assert!(SeriesConfig::from_toml("name = \"X\"\nbogus = 1\n").is_err());
+    }
+
+    #[test]
+    fn ch_bl_eps_must_be_a_finite_positive_number() {
+        let text = |eps: &str| format!("name = \"C7\"\n[ch_bl]\neps = {eps}\n");
+        let ok = SeriesConfig::from_toml(&text("0.5")).unwrap();
+        assert_eq!(ok.ch_bl, Some(ChBlConfig { eps: 0.5 }));
+        assert!(ok.validate(Profile::Paper).is_ok());
+        for (eps, shown) in [
+            ("0.0", "0"),
+            ("-0.1", "-0.1"),
+            ("nan", "NaN"),
+            ("inf", "inf"),
+        ] {
+            let c = SeriesConfig::from_toml(&text(eps)).unwrap();
+            assert_eq!(
+                c.validate(Profile::Paper).unwrap_err().to_string(),
+                format!(
+                    "series C7: ch_bl.eps = {shown} must be a finite number > 0 (each node serves up to (1 + eps) times its share)"
+                )
+            );
+        }
+        assert!(SeriesConfig::from_toml("name = \"X\"\n[ch_bl]\nc = 1.25\n").is_err());
+        // Absent, it is not written, so other series keep their files and fingerprints.
+        let plain = SeriesConfig::from_toml("name = \"C7\"\n").unwrap();
+        assert!(!serde_json::to_string(&plain).unwrap().contains("ch_bl"));
     }
 }

@@ -21,7 +21,7 @@ pub mod sweep;
 pub mod workload;
 
 pub use algorithms::{AlgorithmInfo, Registry};
-pub use config::{AchFilter, Profile, SeriesConfig, SweepPoint, built_in_series};
+pub use config::{AchFilter, ChBlConfig, Profile, SeriesConfig, SweepPoint, built_in_series};
 pub use matrix::run_jobs_with;
 pub use record::{Aggregates, AlgorithmRecord, RunRecord};
 pub use run::{RunSpec, SimError, simulate};

@@ -86,6 +86,24 @@ pub struct Aggregates {
     /// the records of every other series encode exactly as before the field existed.
     #[serde(skip)]
     pub cv_true_mean: Option<f64>,
+    /// Fraction of the requests after the warm-up that were served by a node other than
+    /// their token's owner (see [`forwarded_fraction`]); `Some` only for an algorithm that
+    /// routes requests its own way (CH-BL). Left out of the serde form like `cv_true_mean`:
+    /// the store writes it in its own optional trailing block.
+    #[serde(skip)]
+    pub forwarded_fraction: Option<f64>,
+}
+
+/// Forwarded requests over requests, both summed over the steps `t >= warmup`: the
+/// request-weighted share of forwarded requests. It is 0 when no request is left.
+pub fn forwarded_fraction(forwarded: &[u64], requests: &[u64], warmup: usize) -> f64 {
+    let after = |x: &[u64]| -> u128 { x.iter().skip(warmup).map(|&v| u128::from(v)).sum() };
+    let total = after(requests);
+    if total == 0 {
+        0.0
+    } else {
+        after(forwarded) as f64 / total as f64
+    }
 }
 
 /// Coefficient of variation `std(l) / mean(l)` of the loads of the nodes in `mask` (the nodes
@@ -141,6 +159,7 @@ impl Aggregates {
             },
             n_viol,
             cv_true_mean: None,
+            forwarded_fraction: None,
         }
     }
 }
@@ -173,6 +192,15 @@ mod tests {
         assert_eq!(a.m_cum, 0.2);
         assert_eq!(a.pi_chg, 0.5);
         assert_eq!(a.cv_true_mean, None);
+        assert_eq!(a.forwarded_fraction, None);
+    }
+
+    #[test]
+    fn forwarded_fraction_weighs_steps_by_their_requests() {
+        // Warm-up steps do not count; then 10 of 100 and 30 of 100 requests: 40 / 200.
+        assert_eq!(forwarded_fraction(&[50, 10, 30], &[50, 100, 100], 1), 0.2);
+        assert_eq!(forwarded_fraction(&[0, 0], &[0, 0], 0), 0.0);
+        assert_eq!(forwarded_fraction(&[5], &[5], 3), 0.0);
     }
 
     #[test]

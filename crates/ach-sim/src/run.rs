@@ -1,6 +1,6 @@
 //! One run: a scenario driven step by step through every algorithm (spec sections 2, 5, 6).
 
-use ach_control::{Balancer, Observation, commit};
+use ach_control::{Balancer, Observation, Router, Served, StepLoad, commit};
 use ach_ring::{InvariantCheck, InvariantViolation, JoinRule, LeaveRule, NodeId, TokenRing};
 use ach_telemetry::{Metrics, StepDraws, TelemetryPipeline, numpy_sum, raw_metrics_for_cluster};
 use rand::Rng;
@@ -10,7 +10,7 @@ use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
 use crate::record::{
     Aggregates, AlgorithmRecord, RunRecord, ViolationRecord, coefficient_of_variation,
-    mean_after_warmup,
+    forwarded_fraction, mean_after_warmup,
 };
 use crate::streams::{Stream, stream};
 use crate::workload::Workload;
@@ -95,9 +95,21 @@ impl Cluster {
     }
 }
 
+/// The routing of an algorithm that routes requests its own way, and what it forwarded.
+struct Forwarding {
+    router: Box<dyn Router + Send>,
+    served: Served,
+    /// Requests forwarded past their token's owner, every step.
+    forwarded: Vec<u64>,
+    /// Requests of the step, every step.
+    requests: Vec<u64>,
+}
+
 /// One algorithm's arm of a run: its ring, its telemetry and its records.
 struct Arm {
     balancer: Box<dyn Balancer + Send>,
+    /// `None` for the model's routing (every request to its token's owner).
+    forwarding: Option<Forwarding>,
     ring: TokenRing,
     telemetry: TelemetryPipeline,
     truth: Option<TelemetryPipeline>,
@@ -134,10 +146,21 @@ impl Arm {
         } else {
             None
         };
+        let name = &algorithm.info.name;
+        let forwarding = match algorithm.router(config) {
+            None => None,
+            Some(router) => Some(Forwarding {
+                router: router.map_err(|e| format!("algorithm {name}: {e}"))?,
+                served: Served::default(),
+                forwarded: Vec::with_capacity(steps),
+                requests: Vec::with_capacity(steps),
+            }),
+        };
         Ok(Arm {
             balancer: algorithm
                 .balancer(config)
-                .map_err(|e| format!("algorithm {}: {e}", algorithm.info.name))?,
+                .map_err(|e| format!("algorithm {name}: {e}"))?,
+            forwarding,
             ring,
             telemetry,
             truth,
@@ -389,6 +412,9 @@ fn simulate_members(
         }
         let requests = StepRequests {
             packed_per_token: &packed,
+            requests_per_token: &token_requests,
+            writes_per_token: &token_writes,
+            total: token_requests.iter().sum(),
         };
         for member in &mut members {
             // One set of telemetry draws per step, shared by every algorithm of the run.
@@ -412,6 +438,11 @@ fn simulate_members(
 /// the request rate so that no node's count of a step reaches 2^32).
 struct StepRequests<'a> {
     packed_per_token: &'a [u64],
+    /// The same counts unpacked, for an algorithm with its own routing.
+    requests_per_token: &'a [u64],
+    writes_per_token: &'a [u64],
+    /// The step's requests.
+    total: u64,
 }
 
 /// Packs a token's requests and writes of one step into one `u64`.
@@ -457,6 +488,10 @@ impl Member<'_> {
                     .cv_true
                     .as_deref()
                     .map(|cv| mean_after_warmup(cv, warmup));
+                aggregates.forwarded_fraction = arm
+                    .forwarding
+                    .as_ref()
+                    .map(|f| forwarded_fraction(&f.forwarded, &f.requests, warmup));
                 AlgorithmRecord {
                     name: name.clone(),
                     aggregates,
@@ -491,16 +526,36 @@ impl Arm {
         scratch: &mut Vec<f64>,
     ) -> Result<(), String> {
         let n = cluster.capacity.len();
-        self.packed.clear();
-        self.packed.resize(n, 0);
-        for (owner, &p) in self.ring.owners().iter().zip(requests.packed_per_token) {
-            self.packed[owner.index()] += p;
+        if let Some(forwarding) = &mut self.forwarding {
+            // An algorithm's own routing, over the cluster's capacities as the scenario has set
+            // them (degradations applied, 0 for a removed node) and its members.
+            let load = StepLoad {
+                ring: &self.ring,
+                requests: requests.requests_per_token,
+                writes: requests.writes_per_token,
+                capacities: &cluster.capacity,
+                live: &cluster.member,
+            };
+            let forwarded = forwarding.router.route(&load, &mut forwarding.served);
+            forwarding.forwarded.push(forwarded);
+            forwarding.requests.push(requests.total);
+            self.requests.clone_from(&forwarding.served.requests);
+            self.requests.resize(n, 0);
+            self.writes.clone_from(&forwarding.served.writes);
+            self.writes.resize(n, 0);
+        } else {
+            // The model's routing: every request to its token's owner.
+            self.packed.clear();
+            self.packed.resize(n, 0);
+            for (owner, &p) in self.ring.owners().iter().zip(requests.packed_per_token) {
+                self.packed[owner.index()] += p;
+            }
+            self.requests.clear();
+            self.requests.extend(self.packed.iter().map(|p| p >> 32));
+            self.writes.clear();
+            self.writes
+                .extend(self.packed.iter().map(|p| p & 0xFFFF_FFFF));
         }
-        self.requests.clear();
-        self.requests.extend(self.packed.iter().map(|p| p >> 32));
-        self.writes.clear();
-        self.writes
-            .extend(self.packed.iter().map(|p| p & 0xFFFF_FFFF));
         raw_metrics_for_cluster(
             &self.requests,
             &self.writes,
@@ -813,11 +868,9 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn churn_runs_cleanly_in_both_profiles() {
-        let mut config = small("C3");
-        config.steps = 40;
-        config.churn = vec![
+    /// Node 3 leaves at t = 10; a strong node joins at t = 20.
+    fn node_3_leaves_then_a_strong_node_joins() -> Vec<Churn> {
+        vec![
             Churn {
                 t: 10,
                 remove: vec![3],
@@ -828,7 +881,14 @@ mod tests {
                 remove: vec![],
                 add: vec![NodeClass::Strong],
             },
-        ];
+        ]
+    }
+
+    #[test]
+    fn churn_runs_cleanly_in_both_profiles() {
+        let mut config = small("C3");
+        config.steps = 40;
+        config.churn = node_3_leaves_then_a_strong_node_joins();
         for profile in [Profile::Paper, Profile::Corrected] {
             let record = run(&config, profile, 0);
             for a in &record.algorithms {
@@ -913,6 +973,51 @@ mod tests {
         let grouped = simulate_group(&specs);
         for (spec, record) in specs.iter().zip(grouped) {
             assert_eq!(record.unwrap(), simulate(spec).unwrap());
+        }
+    }
+
+    #[test]
+    fn ch_bl_moves_nothing_and_forwards_under_c1s_capacities() {
+        let mut config = small("C1");
+        config.algorithms = vec!["Static-W".into(), "ACH".into(), "CH-BL".into()];
+        let record = run(&config, Profile::Paper, 0);
+        let ch_bl = record.algorithm("CH-BL").unwrap();
+        assert_eq!(ch_bl.aggregates.m_cum, 0.0);
+        assert!(ch_bl.m_trace.iter().all(|&m| m == 0.0));
+        let fraction = ch_bl.aggregates.forwarded_fraction.unwrap();
+        // Round-robin tokens over three strong nodes and a medium one: the medium node's equal
+        // share of the requests (1/4) is above its bound (1.25 * 0.55 / 3.55 of them).
+        assert!(fraction > 0.0 && fraction <= 1.0, "{fraction}");
+        for other in ["Static-W", "ACH"] {
+            assert_eq!(
+                record
+                    .algorithm(other)
+                    .unwrap()
+                    .aggregates
+                    .forwarded_fraction,
+                None
+            );
+        }
+        // The other arms are exactly those of a run without CH-BL.
+        config.algorithms.pop();
+        let without = run(&config, Profile::Paper, 0);
+        assert_eq!(record.algorithms[..2], without.algorithms[..]);
+    }
+
+    #[test]
+    fn ch_bl_with_bounds_never_reached_is_static_w() {
+        // With a huge eps nothing is ever forwarded, and CH-BL's own routing must give exactly
+        // the loads of the owner routing: Static-W's traces, bit for bit.
+        let mut config = small("C3");
+        config.algorithms = vec!["Static-W".into(), "CH-BL".into()];
+        config.ch_bl = Some(crate::config::ChBlConfig { eps: 1e9 });
+        config.churn = node_3_leaves_then_a_strong_node_joins();
+        for profile in [Profile::Paper, Profile::Corrected] {
+            let record = run(&config, profile, 0);
+            let (static_w, ch_bl) = (&record.algorithms[0], &record.algorithms[1]);
+            assert_eq!(ch_bl.aggregates.forwarded_fraction, Some(0.0));
+            assert_eq!(static_w.d_trace, ch_bl.d_trace, "{profile:?}");
+            assert_eq!(static_w.aggregates.n_viol, ch_bl.aggregates.n_viol);
         }
     }
 }

@@ -67,6 +67,11 @@ pub struct AlgorithmSummary {
     /// `summary.json` otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv_true_mean: Option<Interval>,
+    /// Fraction of requests forwarded past their token's owner (CH-BL's cost beside M_cum),
+    /// for an algorithm that routes its own way in every run; left out of `summary.json`
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded_fraction: Option<Interval>,
 }
 
 /// An algorithm against one baseline on the per-run D-bar values: ACH (the `comparisons`
@@ -254,13 +259,22 @@ pub fn summarize_algorithm(name: &str, aggregates: &[Aggregates]) -> AlgorithmSu
         m_cum: pick(|a| a.m_cum),
         pi_chg: pick(|a| a.pi_chg),
         n_viol: aggregates.iter().map(|a| a.n_viol).sum(),
-        cv_true_mean: aggregates
-            .iter()
-            .map(|a| a.cv_true_mean)
-            .collect::<Option<Vec<f64>>>()
-            .filter(|values| !values.is_empty())
-            .map(|values| Interval::of(&values)),
+        cv_true_mean: optional_interval(aggregates, |a| a.cv_true_mean),
+        forwarded_fraction: optional_interval(aggregates, |a| a.forwarded_fraction),
     }
+}
+
+/// Mean and CI of an optional aggregate, when every run has it (and there is a run).
+fn optional_interval(
+    aggregates: &[Aggregates],
+    pick: fn(&Aggregates) -> Option<f64>,
+) -> Option<Interval> {
+    aggregates
+        .iter()
+        .map(pick)
+        .collect::<Option<Vec<f64>>>()
+        .filter(|values| !values.is_empty())
+        .map(|values| Interval::of(&values))
 }
 
 fn aggregates_of(records: &[&RunRecord], name: &str) -> Vec<Aggregates> {
@@ -444,6 +458,7 @@ mod tests {
                             pi_chg: 0.0,
                             n_viol: 0,
                             cv_true_mean: None,
+                            forwarded_fraction: None,
                         },
                         d_trace: Vec::new(),
                         d_true_trace: Vec::new(),

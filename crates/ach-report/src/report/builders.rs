@@ -222,14 +222,7 @@ fn cv_table(
                 Cell::Count(Some(a.runs as u64)),
                 estimate(a.d_mean),
                 estimate(a.d_true_mean),
-                a.cv_true_mean.map_or(
-                    Cell::Estimate {
-                        mean: None,
-                        ci95: None,
-                        decimals: 4,
-                    },
-                    estimate,
-                ),
+                optional_estimate(a.cv_true_mean),
             ]);
             cells
         })
@@ -254,7 +247,12 @@ fn sweep_table(
     series: &str,
     points: &[&ach_sim::summary::SensitivityPoint],
 ) -> Table {
-    let columns = vec![
+    let forwarded = points.iter().any(|p| {
+        p.algorithms()
+            .iter()
+            .any(|a| a.forwarded_fraction.is_some())
+    });
+    let mut columns = vec![
         Column::key("Point", "point"),
         Column::key("Algorithm", "algorithm"),
         numeric_key("Runs", "runs"),
@@ -264,11 +262,14 @@ fn sweep_table(
         Column::value("pi_chg", "pi_chg"),
         Column::value("n_viol", "n_viol"),
     ];
+    if forwarded {
+        columns.push(forwarded_column());
+    }
     let rows = points
         .iter()
         .flat_map(|p| {
             p.algorithms().into_iter().map(|a| {
-                vec![
+                let mut cells = vec![
                     Cell::text(p.point.label()),
                     algorithm_cell(registry, &a.name),
                     Cell::Count(Some(a.runs as u64)),
@@ -277,7 +278,11 @@ fn sweep_table(
                     estimate(a.m_cum),
                     estimate(a.pi_chg),
                     Cell::Count(Some(a.n_viol)),
-                ]
+                ];
+                if forwarded {
+                    cells.push(optional_estimate(a.forwarded_fraction));
+                }
+                cells
             })
         })
         .collect();
@@ -584,7 +589,27 @@ fn estimate(interval: ach_sim::summary::Interval) -> Cell {
     }
 }
 
-/// Whether a sweep point sits at the base configuration of its series.
+/// An estimate that only some algorithms have; "—" for the others.
+fn optional_estimate(interval: Option<ach_sim::summary::Interval>) -> Cell {
+    interval.map_or(
+        Cell::Estimate {
+            mean: None,
+            ci95: None,
+            decimals: 4,
+        },
+        estimate,
+    )
+}
+
+/// The CSV name of the column of forwarded fractions.
+pub const FORWARDED_COLUMN: &str = "forwarded_fraction";
+
+/// The column of the fraction of requests forwarded past their token's owner, shown only when
+/// some algorithm of the table routes its own way (CH-BL).
+fn forwarded_column() -> Column {
+    Column::value("Forwarded", FORWARDED_COLUMN)
+}
+
 /// Whether `value` is the series' own value of the field at `path` (the sweep's base point):
 /// setting it changes nothing.
 fn is_base(config: Option<&SeriesConfig>, path: &str, value: f64) -> bool {
@@ -710,7 +735,11 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
 }
 
 fn all_algorithms_table(registry: &Registry, summary: &MatrixSummary) -> Table {
-    let columns = vec![
+    let forwarded = summary
+        .series
+        .iter()
+        .any(|s| s.algorithms.iter().any(|a| a.forwarded_fraction.is_some()));
+    let mut columns = vec![
         Column::key("Series", "series"),
         Column::key("Algorithm", "algorithm"),
         numeric_key("Runs", "runs"),
@@ -721,10 +750,13 @@ fn all_algorithms_table(registry: &Registry, summary: &MatrixSummary) -> Table {
         Column::value("pi_chg", "pi_chg"),
         Column::value("n_viol", "n_viol"),
     ];
+    if forwarded {
+        columns.push(forwarded_column());
+    }
     let mut rows = Vec::new();
     for series in &summary.series {
         for a in &series.algorithms {
-            rows.push(vec![
+            let mut cells = vec![
                 Cell::text(&series.name),
                 algorithm_cell(registry, &a.name),
                 Cell::Count(Some(a.runs as u64)),
@@ -734,7 +766,11 @@ fn all_algorithms_table(registry: &Registry, summary: &MatrixSummary) -> Table {
                 estimate(a.m_cum),
                 estimate(a.pi_chg),
                 Cell::Count(Some(a.n_viol)),
-            ]);
+            ];
+            if forwarded {
+                cells.push(optional_estimate(a.forwarded_fraction));
+            }
+            rows.push(cells);
         }
     }
     Table {

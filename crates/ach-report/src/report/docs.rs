@@ -155,6 +155,9 @@ pub struct SavedAlgorithm {
     /// optional block and `Aggregates` therefore does not serialise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv_true_mean: Option<f64>,
+    /// Forwarded fraction (algorithms that route requests, CH-BL), kept the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarded_fraction: Option<f64>,
 }
 
 impl SavedRun {
@@ -174,9 +177,11 @@ impl SavedRun {
                     // The CV travels in its own field, as it does in the record format.
                     aggregates: Aggregates {
                         cv_true_mean: None,
+                        forwarded_fraction: None,
                         ..a.aggregates
                     },
                     cv_true_mean: a.aggregates.cv_true_mean,
+                    forwarded_fraction: a.aggregates.forwarded_fraction,
                 })
                 .collect(),
         }
@@ -198,6 +203,7 @@ impl SavedRun {
                     name: a.name.clone(),
                     aggregates: Aggregates {
                         cv_true_mean: a.cv_true_mean,
+                        forwarded_fraction: a.forwarded_fraction,
                         ..a.aggregates
                     },
                     d_trace: Vec::new(),

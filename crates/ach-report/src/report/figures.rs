@@ -106,35 +106,42 @@ fn marker_outline(marker: Marker, r: i32) -> Vec<(i32, i32)> {
                 )
             })
             .collect(),
-        Marker::Cross => {
-            // A plus sign of arm half-width r/3, turned by 45 degrees.
-            let t = f64::from(r) / 3.0;
-            let r = f64::from(r);
-            let plus = [
-                (t, -r),
-                (t, -t),
-                (r, -t),
-                (r, t),
-                (t, t),
-                (t, r),
-                (-t, r),
-                (-t, t),
-                (-r, t),
-                (-r, -t),
-                (-t, -t),
-                (-t, -r),
-            ];
-            plus.iter()
-                .map(|&(x, y)| {
-                    let half = std::f64::consts::FRAC_1_SQRT_2;
-                    (
-                        ((x - y) * half).round() as i32,
-                        ((x + y) * half).round() as i32,
-                    )
-                })
-                .collect()
-        }
+        Marker::Cross => plus_outline(r)
+            .into_iter()
+            .map(|(x, y)| {
+                // The plus sign turned by 45 degrees.
+                let half = std::f64::consts::FRAC_1_SQRT_2;
+                (
+                    ((x - y) * half).round() as i32,
+                    ((x + y) * half).round() as i32,
+                )
+            })
+            .collect(),
+        Marker::Plus => plus_outline(r)
+            .into_iter()
+            .map(|(x, y)| (x.round() as i32, y.round() as i32))
+            .collect(),
     }
+}
+
+/// The outline of an upright plus sign of half-size `r` and arm half-width `r / 3`.
+fn plus_outline(r: i32) -> [(f64, f64); 12] {
+    let t = f64::from(r) / 3.0;
+    let r = f64::from(r);
+    [
+        (t, -r),
+        (t, -t),
+        (r, -t),
+        (r, t),
+        (t, t),
+        (t, r),
+        (-t, r),
+        (-t, t),
+        (-r, t),
+        (-r, -t),
+        (-t, -t),
+        (-t, -r),
+    ]
 }
 
 /// Draws a marker at a data coordinate of a chart.

@@ -92,6 +92,17 @@ fn table_section(out: &mut String, heading: &str, table: &Table, after: &str) {
     }
 }
 
+/// The note under a table with the Forwarded column.
+const FORWARDED_NOTE: &str = "Forwarded is the fraction of the requests after the warm-up that were served by a node other than their token's owner (CH-BL forwards a request clockwise past nodes at their bound, see docs/ch-bl.md): its cost beside M_cum, which is 0 for it since it never moves a token. \"—\": the algorithm routes every request to its token's owner.";
+
+/// Whether a table shows the fraction of forwarded requests.
+fn has_forwarded_column(table: &Table) -> bool {
+    table
+        .columns
+        .iter()
+        .any(|c| c.csv_name == super::builders::FORWARDED_COLUMN)
+}
+
 /// Renders REPORT.md.
 pub fn render_report(input: &ReportInput<'_>) -> String {
     let results = input.results;
@@ -257,12 +268,11 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     if !tables.sweeps.is_empty() {
         let _ = writeln!(out, "## Sweeps\n");
         for table in &tables.sweeps {
-            table_section(
-                &mut out,
-                &table.name,
-                table,
-                "One row per algorithm and point; the point gives each swept field's value (dotted path as in the series file). The figures `sweep_<series>_<field>` draw D-bar and M_cum against each field.",
-            );
+            let mut note = "One row per algorithm and point; the point gives each swept field's value (dotted path as in the series file). The figures `sweep_<series>_<field>` draw D-bar and M_cum against each field.".to_string();
+            if has_forwarded_column(table) {
+                note = format!("{note} {FORWARDED_NOTE}");
+            }
+            table_section(&mut out, &table.name, table, &note);
         }
         for table in &tables.sweep_statistics {
             table_section(
@@ -298,7 +308,16 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
 
     // Everything else.
     let _ = writeln!(out, "## Every algorithm in every series\n");
-    table_section(&mut out, "All aggregates", &tables.all_algorithms, "");
+    table_section(
+        &mut out,
+        "All aggregates",
+        &tables.all_algorithms,
+        if has_forwarded_column(&tables.all_algorithms) {
+            FORWARDED_NOTE
+        } else {
+            ""
+        },
+    );
 
     // Figures.
     let _ = writeln!(out, "## Figures\n");

@@ -33,6 +33,7 @@ fn profile_of(name: &str) -> (f64, f64) {
         "Static-Wt" => (0.176, 0.0),
         "Dynamic-R" => (0.170, 0.015),
         "Bounded-Loads" => (0.172, 0.004),
+        "CH-BL" => (0.150, 0.0),
         _ => (0.177, 0.00004),
     }
 }
@@ -140,20 +141,22 @@ fn synthetic_records(configs: &[SeriesConfig]) -> Vec<RunRecord> {
 fn synthetic_results() -> (Results, Vec<RunRecord>) {
     let configs = small_configs();
     let records = synthetic_records(&configs);
-    let summary = summarize(&configs, &records, Profile::Paper);
+    (results_of(configs, &records), records)
+}
+
+/// The results of `records` of the series `configs`, with the built-in algorithms.
+fn results_of(configs: Vec<SeriesConfig>, records: &[RunRecord]) -> Results {
+    let summary = summarize(&configs, records, Profile::Paper);
     let config_texts = configs
         .iter()
         .map(|c| toml::to_string(c).expect("a configuration serialises"))
         .collect();
-    (
-        Results {
-            summary,
-            configs,
-            config_texts,
-            registry: ach_sim::Registry::built_in(),
-        },
-        records,
-    )
+    Results {
+        summary,
+        configs,
+        config_texts,
+        registry: ach_sim::Registry::built_in(),
+    }
 }
 
 /// A fresh folder under the system's temporary folder.
@@ -195,6 +198,62 @@ fn markdown_tables_match_their_snapshots() {
     for table in tables.all() {
         insta::assert_snapshot!(format!("markdown_{}", table.name), to_markdown(table));
     }
+}
+
+/// C1 with CH-BL beside the paper's algorithms (forwarding 4 % to 6 % of the requests) and C3
+/// without it.
+fn results_with_ch_bl() -> Results {
+    let mut configs: Vec<SeriesConfig> = small_configs()
+        .into_iter()
+        .filter(|c| c.name == "C1" || c.name == "C3")
+        .collect();
+    configs[0].algorithms.push("CH-BL".into());
+    let mut records = synthetic_records(&configs);
+    for record in &mut records {
+        for a in &mut record.algorithms {
+            if a.name == "CH-BL" {
+                a.aggregates.forwarded_fraction = Some(0.04 + 0.004 * f64::from(record.run_index));
+            }
+        }
+    }
+    results_of(configs, &records)
+}
+
+#[test]
+fn the_forwarded_column_appears_only_with_an_algorithm_that_forwards() {
+    let results = results_with_ch_bl();
+    let ch_bl = &results.summary.series[0].algorithms[5];
+    assert_eq!(ch_bl.name, "CH-BL");
+    let fraction = ch_bl
+        .forwarded_fraction
+        .expect("CH-BL's fraction is summarised");
+    assert!((fraction.mean - 0.05).abs() < 1e-12, "{fraction:?}");
+    let tables = build_tables(&results);
+    let table = &tables.all_algorithms;
+    assert_eq!(table.columns.last().unwrap().header, "Forwarded");
+    insta::assert_snapshot!("markdown_all_algorithms_with_ch_bl", to_markdown(table));
+    insta::assert_snapshot!("latex_all_algorithms_with_ch_bl", to_latex(table));
+    let csv = to_csv(table);
+    assert!(
+        csv.contains("C1,CH-BL,6,forwarded_fraction,0.04999"),
+        "{csv}"
+    );
+    assert!(!csv.contains("Static-W,6,forwarded_fraction"), "{csv}");
+    // So does the table printed at the end of a run.
+    let text = crate::outputs::render_summary_text(&results.summary);
+    assert!(text.contains("n_viol  forwarded ± CI95"), "{text}");
+    assert!(text.contains("0   0.0500 ± 0.0079\n"), "{text}");
+    // The default matrix has no such column.
+    let (plain, _) = synthetic_results();
+    assert!(!crate::outputs::render_summary_text(&plain.summary).contains("forwarded"));
+    let plain_tables = build_tables(&plain);
+    assert!(
+        plain_tables
+            .all_algorithms
+            .columns
+            .iter()
+            .all(|c| c.header != "Forwarded")
+    );
 }
 
 #[test]
