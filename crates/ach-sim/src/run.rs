@@ -387,9 +387,7 @@ fn simulate_members(
         for ((p, &r), &w) in packed.iter_mut().zip(&token_requests).zip(&token_writes) {
             *p = pack(r, w);
         }
-        let requests = StepRequests {
-            packed_per_token: &packed,
-        };
+        route(&mut all_arms, &packed, n);
         for member in &mut members {
             // One set of telemetry draws per step, shared by every algorithm of the run.
             member.draw_noise(n);
@@ -398,7 +396,7 @@ fn simulate_members(
                 missing: member.p_miss.map(|_| member.missing_draws.as_slice()),
             };
             for arm in &mut member.arms {
-                arm.step(t, &cluster, &requests, &draws, v_min, &mut scratch)
+                arm.step(t, &cluster, &draws, v_min, &mut scratch)
                     .map_err(|e| internal(member.spec, t, e))?;
             }
         }
@@ -407,11 +405,33 @@ fn simulate_members(
     Ok(members.into_iter().map(Member::into_record).collect())
 }
 
-/// This step's per-token request counts, packed: requests in the high 32 bits, writes in the
-/// low 32 bits, so that summing them per node is one addition per token (the configuration caps
-/// the request rate so that no node's count of a step reaches 2^32).
-struct StepRequests<'a> {
-    packed_per_token: &'a [u64],
+/// Tokens routed by every arm in turn before the next ones: a chunk of the packed counts
+/// (16 KiB) stays in the first-level cache while each arm reads it.
+const ROUTING_CHUNK: usize = 2048;
+
+/// Sums this step's packed per-token counts per node into every arm's `packed`, for `n` nodes.
+///
+/// `packed_per_token` holds each token's requests in the high 32 bits and its writes in the
+/// low 32 bits ([`pack`]), so that summing them per node is one addition per token (the
+/// configuration caps the request rate so that no node's count of a step reaches 2^32).
+/// Integer sums do not depend on the order of the additions, so routing the arms chunk by
+/// chunk gives exactly the sums of routing them one after the other.
+fn route(arms: &mut [&mut Arm], packed_per_token: &[u64], n: usize) {
+    for arm in arms.iter_mut() {
+        arm.packed.clear();
+        arm.packed.resize(n, 0);
+    }
+    for (index, chunk) in packed_per_token.chunks(ROUTING_CHUNK).enumerate() {
+        let start = index * ROUTING_CHUNK;
+        for arm in arms.iter_mut() {
+            // Local slices, so that the loop does not reload the vector's pointer and length.
+            let sums = arm.packed.as_mut_slice();
+            let owners = &arm.ring.owners()[start..start + chunk.len()];
+            for (owner, &p) in owners.iter().zip(chunk) {
+                sums[owner.index()] += p;
+            }
+        }
+    }
 }
 
 /// Packs a token's requests and writes of one step into one `u64`.
@@ -480,22 +500,17 @@ impl Member<'_> {
 }
 
 impl Arm {
-    /// One step of this arm: route, telemetry, plan, commit, metrics, invariants.
+    /// One step of this arm once its requests are routed ([`route`]): telemetry, plan, commit,
+    /// metrics, invariants.
     fn step(
         &mut self,
         t: u32,
         cluster: &Cluster,
-        requests: &StepRequests<'_>,
         draws: &StepDraws<'_>,
         v_min: usize,
         scratch: &mut Vec<f64>,
     ) -> Result<(), String> {
         let n = cluster.capacity.len();
-        self.packed.clear();
-        self.packed.resize(n, 0);
-        for (owner, &p) in self.ring.owners().iter().zip(requests.packed_per_token) {
-            self.packed[owner.index()] += p;
-        }
         self.requests.clear();
         self.requests.extend(self.packed.iter().map(|p| p >> 32));
         self.writes.clear();
