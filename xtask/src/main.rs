@@ -1,9 +1,10 @@
 //! `xtask`: the command line of the ACH toolkit (`cargo xtask ...`).
 //!
-//! A thin command line: `experiments` and `report` are [`ach_report`]'s (a user's binary can
-//! call the same library), `verify-trace` and `stats` are its own. The model crates it calls do
+//! A thin command line: `experiments`, `report` and `bench-scale` are [`ach_report`]'s (a
+//! user's binary can call the same library), `verify-trace` and `stats` are its own. The model crates it calls do
 //! no file I/O.
 
+mod bench_scale;
 mod live;
 mod stats;
 mod verify_trace;
@@ -48,6 +49,10 @@ enum Command {
     /// Regenerate the tables, numbers and figures of docs/ from the saved results in
     /// docs/data (`--check`: only say which are stale; `--rerun NAME`: rerun a dataset first).
     Docs(report::docs::Args),
+    /// Time one run of the `scale` series at several cluster sizes against one C1 run (best
+    /// of a few repeats, each size in its own process) and print seconds, nanoseconds per
+    /// token-step, the ratio to C1 and the peak memory.
+    BenchScale(bench_scale::Args),
 }
 
 fn main() -> ExitCode {
@@ -60,5 +65,6 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Live(args) => live::run(args),
         Command::Docs(args) => report::docs::run(args),
+        Command::BenchScale(args) => bench_scale::run(args),
     }
 }

@@ -27,9 +27,13 @@ pub fn floor_largest_remainder(n: usize, weights: &[f64]) -> Vec<usize> {
 /// recorded A2 traces tell the two apart (a count rounded up has a negative residual but a large
 /// fractional part).
 pub fn round_half_even_fixed_total(total: usize, raw: &[f64]) -> Vec<i64> {
-    let rounded: Vec<f64> = raw.iter().map(|x| x.round_ties_even()).collect();
-    let residuals: Vec<f64> = raw.iter().zip(&rounded).map(|(x, r)| x - r).collect();
-    let mut counts: Vec<i64> = rounded.iter().map(|&r| r as i64).collect();
+    let mut residuals = Vec::with_capacity(raw.len());
+    let mut counts = Vec::with_capacity(raw.len());
+    for &x in raw {
+        let rounded = x.round_ties_even();
+        residuals.push(x - rounded);
+        counts.push(rounded as i64);
+    }
     let sum: i64 = counts.iter().sum();
     let diff = total as i64 - sum;
     if diff > 0 {
@@ -54,26 +58,32 @@ enum Order {
 /// all indices, then taking `k`, gives). Only the `k` first are sorted: a selection finds them
 /// in linear time, which matters when thousands of receivers get a handful of tokens.
 fn first_by(keys: &[f64], order: Order, k: usize) -> Vec<usize> {
-    // Key, then index: a strict total order, so selection and sorting need no stability.
-    let compare = |&a: &usize, &b: &usize| {
-        let ord = keys[a].total_cmp(&keys[b]);
-        match order {
-            Order::LargestFirst => ord.reverse(),
-            Order::SmallestFirst => ord,
-        }
-        .then(a.cmp(&b))
-    };
-    let mut idx: Vec<usize> = (0..keys.len()).collect();
-    let k = k.min(idx.len());
+    let k = k.min(keys.len());
     if k == 0 {
         return Vec::new();
     }
-    if k < idx.len() {
-        idx.select_nth_unstable_by(k - 1, compare);
-        idx.truncate(k);
+    // Each key as an integer in the order of `f64::total_cmp` (the bits of a negative number's
+    // magnitude flipped, as `total_cmp` does), reversed for the largest first, paired with its
+    // index: a strict total order of plain integers, so the selection and the sort compare
+    // without looking anything up, and the first k do not depend on how they are found.
+    let mut ranked: Vec<(i64, usize)> = keys
+        .iter()
+        .enumerate()
+        .map(|(index, key)| {
+            let bits = key.to_bits() as i64;
+            let total = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
+            match order {
+                Order::LargestFirst => (!total, index),
+                Order::SmallestFirst => (total, index),
+            }
+        })
+        .collect();
+    if k < ranked.len() {
+        ranked.select_nth_unstable(k - 1);
+        ranked.truncate(k);
     }
-    idx.sort_unstable_by(compare);
-    idx
+    ranked.sort_unstable();
+    ranked.into_iter().map(|(_, index)| index).collect()
 }
 
 #[cfg(test)]
@@ -96,6 +106,21 @@ mod tests {
             });
             expected.truncate(k);
             proptest::prop_assert_eq!(first_by(&keys, order, k), expected);
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn many_first_k_are_those_of_a_stable_sort_too(
+            keys in proptest::collection::vec(-3i32..3, 30..120),
+            k in 20usize..125,
+        ) {
+            // Long key lists, with k below and above their length.
+            let keys: Vec<f64> = keys.into_iter().map(|x| f64::from(x) * 0.25).collect();
+            let mut expected: Vec<usize> = (0..keys.len()).collect();
+            expected.sort_by(|&a, &b| keys[b].total_cmp(&keys[a]));
+            expected.truncate(k);
+            proptest::prop_assert_eq!(first_by(&keys, Order::LargestFirst, k), expected);
         }
     }
 

@@ -56,34 +56,36 @@ pub fn offer_in_arc_order(
     nodes: &[usize],
     mut offer: impl FnMut(usize, usize) -> Offer,
 ) -> Vec<Vec<usize>> {
-    let in_order = match order {
-        ArcOrder::LongestFirst => ring.tokens_longest_first(),
-        ArcOrder::ShortestFirst => ring.tokens_shortest_first(),
+    // The ring keeps its owners in both arc orders, so the walk reads them one after the other.
+    let (in_order, owners_in_order) = match order {
+        ArcOrder::LongestFirst => (ring.tokens_longest_first(), ring.owners_longest_first()),
+        ArcOrder::ShortestFirst => (ring.tokens_shortest_first(), ring.owners_shortest_first()),
     };
+    // `slot_of_node[i]`: the index in `nodes` of node `i` while it still takes offers.
+    const NO_SLOT: usize = usize::MAX;
     let slots = nodes.iter().max().map_or(0, |&i| i + 1);
-    let mut slot_of_node = vec![None; slots];
+    let mut slot_of_node = vec![NO_SLOT; slots];
     for (k, &i) in nodes.iter().enumerate() {
-        slot_of_node[i] = Some(k);
+        slot_of_node[i] = k;
     }
     let mut taken = vec![Vec::new(); nodes.len()];
-    let mut done = vec![false; nodes.len()];
     let mut active = nodes.len();
-    let owners = ring.owners();
-    for &token in in_order {
+    for (rank, owner) in owners_in_order.iter().enumerate() {
         if active == 0 {
             break;
         }
-        let Some(&Some(k)) = slot_of_node.get(owners[token].index()) else {
+        let Some(&k) = slot_of_node.get(owner.index()) else {
             continue;
         };
-        if done[k] {
+        if k == NO_SLOT {
             continue;
         }
+        let token = in_order[rank];
         match offer(k, token) {
             Offer::Take => taken[k].push(token),
             Offer::Skip => {}
             Offer::Stop => {
-                done[k] = true;
+                slot_of_node[owner.index()] = NO_SLOT;
                 active -= 1;
             }
         }

@@ -10,13 +10,15 @@
 //!   the printed summary;
 //! - [`shard`]: a matrix split over processes or machines (Slurm array tasks) and `merge`;
 //! - [`report`]: REPORT.md, tables (Markdown, LaTeX, CSV) and SVG figures, rendered from saved
-//!   results only.
+//!   results only;
+//! - [`bench`]: the timed benchmark of one run at several cluster sizes (`bench-scale`).
 //!
-//! This crate does file I/O and reads the clock (for progress and `timing.json` only); the model
+//! This crate does file I/O and reads the clock (for progress, `timing.json` and the benchmark only); the model
 //! crates it calls do neither. It must not compute anything a result depends on: every number it
 //! writes comes from [`ach_sim`]'s records and summary, so the same results give byte-identical
 //! files whatever the thread count or the binary that calls it (`cargo xtask` or a user's crate).
 
+pub mod bench;
 pub mod experiments;
 pub mod outputs;
 pub mod report;

@@ -1,6 +1,6 @@
 //! The token ring of the ACH model (spec section 1).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -215,9 +215,13 @@ fn largest_remainder(total: usize, weights: &[f64]) -> Vec<usize> {
 /// [`TokenRing::lookup_binary_search`] is the plain binary search it is tested against.
 ///
 /// Positions never change, so everything derived from them (arcs, bucket index, token orders) is
-/// shared between clones: cloning a ring copies only its owners. That keeps the copy a commit
-/// of [`crate::shared::SharedRing`] makes small, and its readers' caches warm.
-#[derive(Clone, Debug, PartialEq)]
+/// shared between clones: cloning a ring copies only its owners (and their copies in arc order,
+/// once asked for, see [`TokenRing::owners_longest_first`]). That keeps the copy a commit of
+/// [`crate::shared::SharedRing`] makes small, and its readers' caches warm.
+///
+/// Two rings are equal when their positions and owners are: everything else is derived from
+/// them.
+#[derive(Clone, Debug)]
 pub struct TokenRing {
     positions: Arc<[f64]>,
     arcs: Arc<[f64]>,
@@ -227,6 +231,28 @@ pub struct TokenRing {
     shortest_first: Arc<[usize]>,
     /// Token indices by arc length, longest first; ties in increasing index order.
     longest_first: Arc<[usize]>,
+    /// `shortest_rank[s]`: where token `s` stands in `shortest_first`.
+    shortest_rank: Arc<[usize]>,
+    /// `longest_rank[s]`: where token `s` stands in `longest_first`.
+    longest_rank: Arc<[usize]>,
+    /// The owners in shortest-first order (entry `r` owns token `shortest_first[r]`), built
+    /// when first asked for and kept up to date from then on.
+    owners_shortest_first: OnceLock<Vec<NodeId>>,
+    /// The owners in longest-first order, as `owners_shortest_first`.
+    owners_longest_first: OnceLock<Vec<NodeId>>,
+    /// `node_counts[i]`: how many tokens node `i` owns, for the ids below its length (the
+    /// largest counted owner id plus one; ids of [`TokenRing::counted_ids`] or more are not
+    /// counted here).
+    node_counts: Vec<usize>,
+    /// How many tokens have an owner id of [`TokenRing::counted_ids`] or more (never in a ring
+    /// whose ids are dense, as they are meant to be).
+    uncounted_tokens: usize,
+}
+
+impl PartialEq for TokenRing {
+    fn eq(&self, other: &TokenRing) -> bool {
+        self.positions == other.positions && self.owners == other.owners
+    }
 }
 
 /// How many positions of a bucket [`TokenRing::lookup`] compares one by one; it binary-searches
@@ -240,9 +266,9 @@ const LINEAR_SCAN_LIMIT: usize = 8;
 /// (`starts[B] = V`). Because `B` is a power of two, `h * B` and `b / B` are exact in `f64`, so the
 /// answer for any `h` in bucket `b` lies in `starts[b]..=starts[b + 1]` without rounding doubt.
 ///
-/// The index depends only on the positions, which never change, so comparing two indexes adds
-/// nothing to comparing the positions; it is compared anyway by the derived `PartialEq`.
-#[derive(Clone, PartialEq)]
+/// The index depends only on the positions, which never change, so rings are compared by
+/// their positions (and owners), not by their indexes.
+#[derive(Clone)]
 struct BucketIndex {
     /// `B` as an `f64`, to scale a hash into a bucket number.
     bucket_count_f64: f64,
@@ -314,14 +340,34 @@ impl TokenRing {
         shortest_first.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
         let mut longest_first: Vec<usize> = (0..arcs.len()).collect();
         longest_first.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
-        Ok(TokenRing {
+        let ranks = |order: &[usize]| {
+            let mut rank_of = vec![0; order.len()];
+            for (rank, &token) in order.iter().enumerate() {
+                rank_of[token] = rank;
+            }
+            rank_of
+        };
+        let shortest_rank = ranks(&shortest_first).into();
+        let longest_rank = ranks(&longest_first).into();
+        let mut ring = TokenRing {
             positions: positions.into(),
             arcs: arcs.into(),
-            owners,
+            owners: Vec::new(),
             bucket_index,
             shortest_first: shortest_first.into(),
             longest_first: longest_first.into(),
-        })
+            shortest_rank,
+            longest_rank,
+            owners_shortest_first: OnceLock::new(),
+            owners_longest_first: OnceLock::new(),
+            node_counts: Vec::new(),
+            uncounted_tokens: 0,
+        };
+        for &owner in &owners {
+            ring.count_in(owner);
+        }
+        ring.owners = owners;
+        Ok(ring)
     }
 
     /// Builds a ring with round-robin owners: token `s` goes to node `s mod n_nodes`.
@@ -453,6 +499,74 @@ impl TokenRing {
         &self.longest_first
     }
 
+    /// The owners in the order of [`TokenRing::tokens_shortest_first`]: entry `r` is the owner
+    /// of token `tokens_shortest_first()[r]`. Kept up to date by every change of owners, so a
+    /// walk over the tokens in arc order reads their owners one after the other instead of
+    /// jumping about [`TokenRing::owners`].
+    ///
+    /// The first call builds this copy of the owners (`O(V)`); from then on every change of
+    /// owners keeps it up to date. A ring that is never asked for it never pays for it.
+    pub fn owners_shortest_first(&self) -> &[NodeId] {
+        self.owners_shortest_first.get_or_init(|| {
+            self.shortest_first
+                .iter()
+                .map(|&s| self.owners[s])
+                .collect()
+        })
+    }
+
+    /// The owners in the order of [`TokenRing::tokens_longest_first`] (see
+    /// [`TokenRing::owners_shortest_first`]).
+    pub fn owners_longest_first(&self) -> &[NodeId] {
+        self.owners_longest_first
+            .get_or_init(|| self.longest_first.iter().map(|&s| self.owners[s]).collect())
+    }
+
+    /// Owner ids below this are counted per node as owners change (so [`TokenRing::counts`]
+    /// costs `O(n_nodes)`, not `O(V)`); tokens of larger ids, which only a ring with sparse
+    /// ids has, are counted by a scan when asked for.
+    fn counted_ids(&self) -> usize {
+        self.positions.len() + 1024
+    }
+
+    /// Counts one more token of `owner`.
+    fn count_in(&mut self, owner: NodeId) {
+        let i = owner.index();
+        if i >= self.counted_ids() {
+            self.uncounted_tokens += 1;
+            return;
+        }
+        if i >= self.node_counts.len() {
+            self.node_counts.resize(i + 1, 0);
+        }
+        self.node_counts[i] += 1;
+    }
+
+    /// Counts one token fewer of `owner` (which owns one). The counts end at the largest id
+    /// that owns a token, so that equal owners give equal rings.
+    fn count_out(&mut self, owner: NodeId) {
+        match self.node_counts.get_mut(owner.index()) {
+            Some(count) => *count -= 1,
+            None => self.uncounted_tokens -= 1,
+        }
+        while self.node_counts.last() == Some(&0) {
+            self.node_counts.pop();
+        }
+    }
+
+    /// Sets the owner of `token` (in range) in every order the ring keeps, and the counts.
+    fn set_owner(&mut self, token: usize, owner: NodeId) {
+        self.count_out(self.owners[token]);
+        self.count_in(owner);
+        self.owners[token] = owner;
+        if let Some(owners) = self.owners_shortest_first.get_mut() {
+            owners[self.shortest_rank[token]] = owner;
+        }
+        if let Some(owners) = self.owners_longest_first.get_mut() {
+            owners[self.longest_rank[token]] = owner;
+        }
+    }
+
     /// The longest arc.
     pub fn max_arc(&self) -> f64 {
         self.arcs.iter().copied().fold(0.0, f64::max)
@@ -531,7 +645,20 @@ impl TokenRing {
 
     /// Number of tokens owned by each of the nodes `0..n_nodes`. Owners outside that range are
     /// not counted (they break invariant 3).
+    ///
+    /// `O(n_nodes)`: the ring keeps the counts as owners change.
     pub fn counts(&self, n_nodes: usize) -> Vec<usize> {
+        if n_nodes > self.counted_ids() && self.uncounted_tokens > 0 {
+            return self.counts_by_scan(n_nodes);
+        }
+        let mut counts = vec![0; n_nodes];
+        let known = n_nodes.min(self.node_counts.len());
+        counts[..known].copy_from_slice(&self.node_counts[..known]);
+        counts
+    }
+
+    /// [`TokenRing::counts`] by a pass over the owners (for ids beyond the kept counts).
+    fn counts_by_scan(&self, n_nodes: usize) -> Vec<usize> {
         let mut counts = vec![0; n_nodes];
         for owner in &self.owners {
             if let Some(c) = counts.get_mut(owner.index()) {
@@ -543,23 +670,16 @@ impl TokenRing {
 
     /// Number of tokens owned by `node`.
     pub fn count(&self, node: NodeId) -> usize {
+        if node.index() < self.counted_ids() {
+            return self.node_counts.get(node.index()).copied().unwrap_or(0);
+        }
         self.owners.iter().filter(|&&o| o == node).count()
     }
 
-    /// [`TokenRing::counts`] and [`TokenRing::shares`] in one pass over the tokens (the same
-    /// values, summed in the same order).
+    /// [`TokenRing::counts`] and [`TokenRing::shares`] (the same values, the shares summed in
+    /// the same order).
     pub fn counts_and_shares(&self, n_nodes: usize) -> (Vec<usize>, Vec<f64>) {
-        let mut counts = vec![0; n_nodes];
-        let mut shares = vec![0.0; n_nodes];
-        for (owner, arc) in self.owners.iter().zip(self.arcs.iter()) {
-            if let (Some(c), Some(s)) =
-                (counts.get_mut(owner.index()), shares.get_mut(owner.index()))
-            {
-                *c += 1;
-                *s += arc;
-            }
-        }
-        (counts, shares)
+        (self.counts(n_nodes), self.shares(n_nodes))
     }
 
     /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs).
@@ -615,14 +735,14 @@ impl TokenRing {
             };
             if let Some(error) = error {
                 // Undo in reverse order so that a token moved twice gets its first owner back.
-                for (token, owner) in before.iter().rev() {
-                    self.owners[*token] = *owner;
+                for &(token, owner) in before.iter().rev() {
+                    self.set_owner(token, owner);
                 }
                 debug_assert_eq!(before.len(), k);
                 return Err(error);
             }
             before.push((mv.token, mv.from));
-            self.owners[mv.token] = mv.to;
+            self.set_owner(mv.token, mv.to);
         }
         // The first recorded owner of a token is its owner at the start.
         before.sort_by_key(|&(token, _)| token);
@@ -674,6 +794,9 @@ impl TokenRing {
     /// only: the two that depend on the owners. Invariants 1, 4 and 5 depend on the positions
     /// alone, which no operation of this type changes, so a caller that has checked them once
     /// for a ring may check only these after each change of owners.
+    ///
+    /// `O(n_nodes)` on a sound ring (the ring keeps its counts per node); the owners are
+    /// scanned only when some token's owner is not a node.
     pub fn check_owner_invariants(&self, check: &InvariantCheck<'_>) -> Vec<InvariantViolation> {
         let mut violations = Vec::new();
         let counts = self.counts(check.n_nodes);
@@ -686,6 +809,10 @@ impl TokenRing {
                     v_min: check.v_min,
                 });
             }
+        }
+        let beyond = self.node_counts.get(check.n_nodes..).unwrap_or(&[]);
+        if self.uncounted_tokens == 0 && beyond.iter().all(|&c| c == 0) {
+            return violations;
         }
         for (token, &owner) in self.owners.iter().enumerate() {
             if owner.index() >= check.n_nodes {
@@ -769,11 +896,15 @@ mod tests {
             to: NodeId(0),
         };
         let before = r.clone();
+        let _ = r.owners_longest_first();
         assert!(matches!(
             r.apply(&[there, bad]),
             Err(RingError::WrongSource { token: 2, .. })
         ));
         assert_eq!(r, before);
+        // The rollback restores every copy of the owners the ring keeps, and the counts.
+        assert_eq!(r.owners_longest_first(), before.owners_longest_first());
+        assert_eq!(r.counts(2), before.counts(2));
     }
 
     #[test]
@@ -800,6 +931,33 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn owners_with_ids_far_beyond_the_tokens_are_counted_too() {
+        // Ids of V + 1024 or more are not kept in the per-node counts; every query still
+        // counts them.
+        let far = NodeId(5000);
+        let mut r = TokenRing::new(vec![0.1, 0.4], vec![NodeId(0), far]).unwrap();
+        assert_eq!(r.count(far), 1);
+        assert_eq!(r.counts(5001)[5000], 1);
+        assert_eq!(r.counts(2), vec![1, 0]);
+        let check = InvariantCheck {
+            n_nodes: 2,
+            live: &[true, true],
+            v_min: 0,
+        };
+        assert_eq!(r.check_owner_invariants(&check).len(), 1);
+        r.apply(&[TokenMove {
+            token: 1,
+            from: far,
+            to: NodeId(1),
+        }])
+        .unwrap();
+        assert_eq!(r.count(far), 0);
+        assert_eq!(r.counts(2), vec![1, 1]);
+        assert!(r.check_owner_invariants(&check).is_empty());
+        assert_eq!(r, TokenRing::round_robin(vec![0.1, 0.4], 2).unwrap());
     }
 
     #[test]
@@ -966,6 +1124,8 @@ mod tests {
                 raw_moves in proptest::collection::vec((any::<usize>(), 0u32..8), 0..60),
             ) {
                 let before = ring.clone();
+                // Build the owners in arc order now, so that the moves below must keep them.
+                let _ = (ring.owners_longest_first(), ring.owners_shortest_first());
                 let moves: Vec<TokenMove> = {
                     let mut owners = ring.owners().to_vec();
                     raw_moves
@@ -988,6 +1148,18 @@ mod tests {
                     .sum();
                 prop_assert_eq!(m_keys, changed_arcs);
                 prop_assert_eq!(m_keys, before.m_keys_to(ring.owners()));
+                // The owners in arc order follow every change.
+                let in_order = |order: &[usize]| -> Vec<NodeId> {
+                    order.iter().map(|&s| ring.owner(s)).collect()
+                };
+                prop_assert_eq!(ring.owners_longest_first(), in_order(ring.tokens_longest_first()));
+                prop_assert_eq!(ring.owners_shortest_first(), in_order(ring.tokens_shortest_first()));
+                // So do the counts, and a ring built from the same owners is equal.
+                for n in [0, 3, 8, 9] {
+                    prop_assert_eq!(ring.counts(n), ring.counts_by_scan(n));
+                }
+                let rebuilt = TokenRing::new(ring.positions().to_vec(), ring.owners().to_vec());
+                prop_assert_eq!(&ring, &rebuilt.unwrap());
 
                 // Sampled: the fraction of deterministic pseudo-random keys whose owner changed,
                 // within 5 binomial standard errors (plus one key of slack for tiny fractions).
