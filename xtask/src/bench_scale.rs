@@ -16,6 +16,10 @@ pub struct Args {
     /// Runs per point; the table gives the best and every repeat.
     #[arg(long, default_value_t = 3)]
     repeats: u32,
+    /// Also draw the curve (seconds against tokens x steps, log-log, with a line of slope 1)
+    /// into this SVG file.
+    #[arg(long)]
+    svg: Option<std::path::PathBuf>,
     /// Internal: measure this one point (`C1` or a node count) in this process and print one
     /// line of figures.
     #[arg(long, hide = true)]
@@ -71,6 +75,17 @@ pub fn run(args: Args) -> ExitCode {
     eprintln!("load average after: {}", load_average());
     let (c1, scale) = measured.split_first().expect("C1 is always measured");
     print!("{}", table(c1, scale));
+    if let Some(path) = &args.svg {
+        let token_steps = |m: &Measurement| (m.tokens as f64 * f64::from(m.steps), m.best());
+        let curve: Vec<(f64, f64)> = scale.iter().map(token_steps).collect();
+        let written = ach_report::report::bench_curve_svg(&curve, token_steps(c1))
+            .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
+        if let Err(error) = written {
+            eprintln!("error: {}: {error}", path.display());
+            return ExitCode::FAILURE;
+        }
+        eprintln!("curve: {}", path.display());
+    }
     ExitCode::SUCCESS
 }
 

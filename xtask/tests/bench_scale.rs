@@ -44,3 +44,23 @@ fn the_measuring_child_reports_one_line_of_figures() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("must be C1 or a number of nodes"));
 }
+
+#[test]
+fn the_whole_command_prints_the_table_and_draws_the_curve() {
+    let svg = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("bench_scale.svg");
+    let _ = std::fs::remove_file(&svg);
+    let output = xtask(&[
+        "--nodes",
+        "10",
+        "--repeats",
+        "1",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("| C1 | 10 | 1000 | 2000 |"), "{stdout}");
+    assert!(stdout.contains("| scale | 10 | 1000 | 2000 |"), "{stdout}");
+    let drawn = std::fs::read_to_string(&svg).expect("the curve is written");
+    assert!(drawn.starts_with("<svg") && drawn.trim_end().ends_with("</svg>"));
+}

@@ -2075,3 +2075,89 @@ pub fn time_series_figure(registry: &Registry, spec: &TimeSeriesSpec) -> DrawRes
         svg,
     })
 }
+
+/// The curve of `cargo xtask bench-scale`: the seconds of one run against its tokens x steps,
+/// both axes logarithmic. `scale` are the scale series' points `(tokens x steps, seconds)` in
+/// increasing size, joined by a line; `c1` is C1's point, drawn on its own; the dashed line has
+/// slope 1 through the smallest scale point: a run whose time grows as its tokens x steps stays
+/// on it, one that grows faster bends above it.
+pub fn bench_curve_svg(scale: &[(f64, f64)], c1: (f64, f64)) -> DrawResult<String> {
+    let all: Vec<(f64, f64)> = scale.iter().copied().chain([c1]).collect();
+    let (x_min, x_max) = all.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| {
+        (lo.min(p.0), hi.max(p.0))
+    });
+    let (y_min, y_max) = all.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), p| {
+        (lo.min(p.1), hi.max(p.1))
+    });
+    if !(x_min > 0.0 && y_min > 0.0 && x_max.is_finite() && y_max.is_finite()) {
+        return Err("every point needs positive, finite token-steps and seconds".into());
+    }
+    let x_range = (x_min / 2.0..x_max * 2.0).log_scale();
+    let y_range = (y_min / 2.0..y_max * 2.0).log_scale();
+    render_svg(SINGLE, |root| {
+        let mut chart = chart_builder(root)
+            .caption(
+                "One run's time against its tokens x steps",
+                (FONT, CAPTION_SIZE),
+            )
+            .build_cartesian_2d(x_range, y_range)
+            .map_err(draw_error)?;
+        styled_mesh(
+            &mut chart.configure_mesh(),
+            "tokens x steps",
+            "seconds per run (best repeat)",
+        )
+        .x_label_formatter(&|v| format!("{v:.0e}"))
+        .y_label_formatter(&|v| format!("{v:.2}"))
+        .draw()
+        .map_err(draw_error)?;
+        if let Some(&(x0, y0)) = scale.first() {
+            let reference = [
+                (x_min / 2.0, y0 * x_min / 2.0 / x0),
+                (x_max * 2.0, y0 * x_max * 2.0 / x0),
+            ];
+            chart
+                .draw_series(DashedLineSeries::new(
+                    reference,
+                    4,
+                    4,
+                    RGBColor(0x88, 0x88, 0x88).stroke_width(1),
+                ))
+                .map_err(draw_error)?
+                .label("proportional to tokens x steps")
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], RGBColor(0x88, 0x88, 0x88))
+                });
+        }
+        let scale_color = RGBColor(0xD5, 0x5E, 0x00);
+        chart
+            .draw_series(LineSeries::new(
+                scale.iter().copied(),
+                scale_color.stroke_width(2),
+            ))
+            .map_err(draw_error)?
+            .label("scale series (10 to 1000 nodes, V = 100 x nodes)")
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], scale_color));
+        for &point in scale {
+            draw_marker(&chart, point, Marker::Circle, scale_color, Fill::Solid, 5)?;
+        }
+        let c1_color = RGBColor(0x00, 0x72, 0xB2);
+        draw_marker(&chart, c1, Marker::Square, c1_color, Fill::Solid, 5)?;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                "C1",
+                c1,
+                text_style(NOTE_SIZE, Pos::new(HPos::Left, VPos::Top)),
+            )))
+            .map_err(draw_error)?;
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .label_font((FONT, TICK_SIZE))
+            .draw()
+            .map_err(draw_error)?;
+        Ok(())
+    })
+}

@@ -19,7 +19,7 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use figures::{Figure, TimeSeriesPanel, TimeSeriesSpec, time_series_figure};
+pub use figures::{Figure, TimeSeriesPanel, TimeSeriesSpec, bench_curve_svg, time_series_figure};
 pub use tables::{Cell, Column, CsvShape, Table, to_markdown};
 
 use std::path::{Path, PathBuf};

@@ -547,3 +547,14 @@ fn the_a0_table_appears_only_when_a_series_asks_for_it() {
     assert_eq!(table.rows.len(), plain_series * 4);
     assert!(tables.all().iter().any(|t| t.name == "statistics_a0"));
 }
+
+#[test]
+fn the_bench_curve_is_well_formed_and_rejects_impossible_points() {
+    let scale = [(2.0e6, 0.037), (2.0e7, 0.40), (2.0e8, 4.0)];
+    let svg = super::bench_curve_svg(&scale, (2.0e6, 0.035)).expect("a curve");
+    assert_well_formed_svg("bench_scale", &svg);
+    assert!(svg.contains("proportional to tokens x steps"));
+    assert_eq!(svg, super::bench_curve_svg(&scale, (2.0e6, 0.035)).unwrap());
+    let error = super::bench_curve_svg(&[(0.0, 1.0)], (2.0e6, 0.035)).unwrap_err();
+    assert!(error.contains("positive"), "{error}");
+}
