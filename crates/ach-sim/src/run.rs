@@ -414,7 +414,6 @@ fn simulate_members(
         let requests = StepRequests {
             requests_per_token: &token_requests,
             writes_per_token: &token_writes,
-            total: token_requests.iter().sum(),
         };
         for member in &mut members {
             // One set of telemetry draws per step, shared by every algorithm of the run.
@@ -444,20 +443,17 @@ const ROUTING_CHUNK: usize = 2048;
 /// configuration caps the request rate so that no node's count of a step reaches 2^32).
 /// Integer sums do not depend on the order of the additions, so routing the arms chunk by
 /// chunk gives exactly the sums of routing them one after the other.
+///
+/// An arm with its own routing (CH-BL) is left alone: it routes in [`Arm::step`].
 fn route(arms: &mut [&mut Arm], packed_per_token: &[u64], n: usize) {
-    // An arm with its own routing (CH-BL) routes in `Arm::step` instead.
-    let mut arms: Vec<&mut Arm> = arms
-        .iter_mut()
-        .filter(|arm| arm.forwarding.is_none())
-        .map(|arm| &mut **arm)
-        .collect();
-    for arm in arms.iter_mut() {
+    let owner_routed = |arm: &&mut &mut Arm| arm.forwarding.is_none();
+    for arm in arms.iter_mut().filter(owner_routed) {
         arm.packed.clear();
         arm.packed.resize(n, 0);
     }
     for (index, chunk) in packed_per_token.chunks(ROUTING_CHUNK).enumerate() {
         let start = index * ROUTING_CHUNK;
-        for arm in arms.iter_mut() {
+        for arm in arms.iter_mut().filter(owner_routed) {
             // Local slices, so that the loop does not reload the vector's pointer and length.
             let sums = arm.packed.as_mut_slice();
             let owners = &arm.ring.owners()[start..start + chunk.len()];
@@ -474,8 +470,6 @@ struct StepRequests<'a> {
     requests_per_token: &'a [u64],
     /// Writes per token.
     writes_per_token: &'a [u64],
-    /// The step's requests.
-    total: u64,
 }
 
 /// Packs a token's requests and writes of one step into one `u64`.
@@ -572,7 +566,9 @@ impl Arm {
             };
             let forwarded = forwarding.router.route(&load, &mut forwarding.served);
             forwarding.forwarded.push(forwarded);
-            forwarding.requests.push(requests.total);
+            forwarding
+                .requests
+                .push(requests.requests_per_token.iter().sum());
             self.requests.clone_from(&forwarding.served.requests);
             self.requests.resize(n, 0);
             self.writes.clone_from(&forwarding.served.writes);
