@@ -435,13 +435,14 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
                 .find(|(n, _, _)| n == name)
                 .map(|(_, _, tables)| tables.as_slice())
         };
-        let filled = fill_blocks(&text, &lookup).map_err(|e| format!("{}: {e}", path.display()))?;
-        if filled != text || text.contains("<!-- table ") || text.contains("<!-- value ") {
-            out.push(Generated {
-                path,
-                bytes: filled.into_bytes(),
-            });
+        if !(text.contains(TABLE_OPEN) || text.contains(VALUE_OPEN)) {
+            continue;
         }
+        let filled = fill_blocks(&text, &lookup).map_err(|e| format!("{}: {e}", path.display()))?;
+        out.push(Generated {
+            path,
+            bytes: filled.into_bytes(),
+        });
     }
     for (spec, (_, results, _)) in manifest.dataset.iter().zip(&datasets) {
         if spec.figures.is_empty() {
@@ -468,22 +469,25 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
 }
 
 /// The generated files whose content on disk differs from what the saved data give.
-pub fn check(docs: &Path) -> Result<Vec<PathBuf>, String> {
+fn stale(docs: &Path) -> Result<Vec<Generated>, String> {
     Ok(generate(docs)?
         .into_iter()
         .filter(|g| std::fs::read(&g.path).ok().as_deref() != Some(&g.bytes[..]))
-        .map(|g| g.path)
         .collect())
+}
+
+/// The paths of the generated files whose content on disk differs from what the saved data
+/// give.
+pub fn check(docs: &Path) -> Result<Vec<PathBuf>, String> {
+    Ok(stale(docs)?.into_iter().map(|g| g.path).collect())
 }
 
 /// Writes every generated file that changed; returns them.
 pub fn write_generated(docs: &Path) -> Result<Vec<PathBuf>, String> {
     let mut written = Vec::new();
-    for g in generate(docs)? {
-        if std::fs::read(&g.path).ok().as_deref() != Some(&g.bytes[..]) {
-            write(&g.path, &g.bytes)?;
-            written.push(g.path);
-        }
+    for g in stale(docs)? {
+        write(&g.path, &g.bytes)?;
+        written.push(g.path);
     }
     Ok(written)
 }
@@ -575,7 +579,10 @@ fn fill_blocks<'t>(
             (Some(t), _) => (t, true),
             (None, Some(v)) => (v, false),
         };
-        let line = text[..text.len() - rest.len() + start].lines().count() + 1;
+        let line = text[..text.len() - rest.len() + start]
+            .matches('\n')
+            .count()
+            + 1;
         let (open, close) = if is_table {
             (TABLE_OPEN, TABLE_CLOSE)
         } else {
@@ -831,6 +838,10 @@ mod tests {
             (
                 "<!-- value data=d; table=all_algorithms; part=sd; Series=C1 -->1<!-- /value -->",
                 "part",
+            ),
+            (
+                "text\nC1: <!-- value data=d; table=nope; column=D-bar -->1<!-- /value -->",
+                "line 2: table",
             ),
         ];
         for (text, expected) in cases {
