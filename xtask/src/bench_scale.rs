@@ -76,9 +76,9 @@ pub fn run(args: Args) -> ExitCode {
     let (c1, scale) = measured.split_first().expect("C1 is always measured");
     print!("{}", table(c1, scale));
     if let Some(path) = &args.svg {
-        let token_steps = |m: &Measurement| (m.tokens as f64 * f64::from(m.steps), m.best());
-        let curve: Vec<(f64, f64)> = scale.iter().map(token_steps).collect();
-        let written = ach_report::report::bench_curve_svg(&curve, token_steps(c1))
+        let point = |m: &Measurement| (m.token_steps(), m.best());
+        let curve: Vec<(f64, f64)> = scale.iter().map(point).collect();
+        let written = ach_report::report::bench_curve_svg(&curve, point(c1))
             .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
         if let Err(error) = written {
             eprintln!("error: {}: {error}", path.display());

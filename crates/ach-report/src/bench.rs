@@ -90,9 +90,14 @@ impl Measurement {
         self.seconds.iter().copied().fold(f64::INFINITY, f64::min)
     }
 
+    /// Tokens times steps: the work of one run.
+    pub fn token_steps(&self) -> f64 {
+        self.tokens as f64 * f64::from(self.steps)
+    }
+
     /// Nanoseconds per token and step of the fastest repeat.
     pub fn ns_per_token_step(&self) -> f64 {
-        self.best() * 1e9 / (self.tokens as f64 * f64::from(self.steps))
+        self.best() * 1e9 / self.token_steps()
     }
 
     /// One line a parent process reads back with [`Measurement::parse`].

@@ -215,13 +215,7 @@ fn write_algorithm_table(
         let _ = writeln!(out, "{line}");
     }
     // "ACH vs Static-W": a column as wide as its longest entry, and at least 21 characters.
-    let label = |c: &Comparison| {
-        format!(
-            "{} vs {}",
-            c.algorithm.as_deref().unwrap_or("ACH"),
-            c.baseline
-        )
-    };
+    let label = |c: &Comparison| format!("{} vs {}", c.algorithm_name(), c.baseline);
     let width = comparisons
         .iter()
         .map(|c| label(c).chars().count())

@@ -105,6 +105,13 @@ pub struct Comparison {
     pub reduction_percent: f64,
 }
 
+impl Comparison {
+    /// The algorithm tested against the baseline: the one named, or ACH.
+    pub fn algorithm_name(&self) -> &str {
+        self.algorithm.as_deref().unwrap_or("ACH")
+    }
+}
+
 /// One series.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SeriesSummary {
@@ -284,15 +291,16 @@ fn aggregates_of(records: &[&RunRecord], name: &str) -> Vec<Aggregates> {
         .collect()
 }
 
-/// ACH against one baseline.
-pub fn compare(ach: &[f64], baseline: &[f64], name: &str) -> Comparison {
-    let test = wilcoxon(ach, baseline, &WilcoxonOptions::scipy_default()).ok();
-    let cliff = cliffs_delta_ci(baseline, ach, &CliffCiOptions::default()).ok();
+/// An algorithm's per-run D-bar values against a baseline's (`name`), paired by run. The
+/// comparison names no algorithm: ACH's list leaves it so, and the caller names any other.
+pub fn compare(algorithm: &[f64], baseline: &[f64], name: &str) -> Comparison {
+    let test = wilcoxon(algorithm, baseline, &WilcoxonOptions::scipy_default()).ok();
+    let cliff = cliffs_delta_ci(baseline, algorithm, &CliffCiOptions::default()).ok();
     let mean = |x: &[f64]| x.iter().sum::<f64>() / x.len() as f64;
     Comparison {
         algorithm: None,
         baseline: name.to_string(),
-        n: ach.len(),
+        n: algorithm.len(),
         wilcoxon_statistic: test.as_ref().map(|t| t.statistic),
         p_value: test.as_ref().map(|t| t.pvalue),
         p_holm: None,
@@ -300,7 +308,7 @@ pub fn compare(ach: &[f64], baseline: &[f64], name: &str) -> Comparison {
         cliff_ci_low: cliff.map(|c| c.lower),
         cliff_ci_high: cliff.map(|c| c.upper),
         magnitude: cliff.map(|c| c.estimate.magnitude.name().to_string()),
-        reduction_percent: 100.0 * (mean(ach) - mean(baseline)) / mean(baseline),
+        reduction_percent: 100.0 * (mean(algorithm) - mean(baseline)) / mean(baseline),
     }
 }
 

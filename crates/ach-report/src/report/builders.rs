@@ -510,10 +510,10 @@ fn statistics_a0_table(registry: &Registry, summary: &MatrixSummary) -> Option<T
         .series
         .iter()
         .flat_map(|series| {
-            series.against_a0.iter().map(|c| {
-                let algorithm = c.algorithm.as_deref().unwrap_or("ACH");
-                comparison_row(registry, &series.name, algorithm, c)
-            })
+            series
+                .against_a0
+                .iter()
+                .map(|c| comparison_row(registry, &series.name, c.algorithm_name(), c))
         })
         .collect();
     (!rows.is_empty()).then(|| {
