@@ -2094,8 +2094,11 @@ pub fn bench_curve_svg(scale: &[(f64, f64)], c1: (f64, f64)) -> DrawResult<Strin
     }
     let x_range = (x_min / 2.0..x_max * 2.0).log_scale();
     let y_range = (y_min / 2.0..y_max * 2.0).log_scale();
-    render_svg(SINGLE, |root| {
-        let mut chart = chart_builder(root)
+    let scale_color = RGBColor(0xD5, 0x5E, 0x00);
+    let c1_color = RGBColor(0x00, 0x72, 0xB2);
+    render_svg((SINGLE.0, SINGLE.1 + 20), |root| {
+        let (plot, legend) = root.split_vertically(SINGLE.1 + 20 - LEGEND_HEIGHT);
+        let mut chart = chart_builder(&plot)
             .caption(
                 "One run's time against its tokens x steps",
                 (FONT, CAPTION_SIZE),
@@ -2112,52 +2115,50 @@ pub fn bench_curve_svg(scale: &[(f64, f64)], c1: (f64, f64)) -> DrawResult<Strin
         .draw()
         .map_err(draw_error)?;
         if let Some(&(x0, y0)) = scale.first() {
-            let reference = [
-                (x_min / 2.0, y0 * x_min / 2.0 / x0),
-                (x_max * 2.0, y0 * x_max * 2.0 / x0),
-            ];
+            // Slope 1 through the smallest point, labelled where it leaves the plot.
+            let (x_end, y_end) = (x_max * 2.0, y0 * x_max * 2.0 / x0);
             chart
                 .draw_series(DashedLineSeries::new(
-                    reference,
+                    [(x_min / 2.0, y0 * x_min / 2.0 / x0), (x_end, y_end)],
                     4,
                     4,
                     RGBColor(0x88, 0x88, 0x88).stroke_width(1),
                 ))
-                .map_err(draw_error)?
-                .label("proportional to tokens x steps")
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], RGBColor(0x88, 0x88, 0x88))
-                });
+                .map_err(draw_error)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    "dashed: proportional to tokens x steps",
+                    (x_min / 2.0 * 1.1, y_max * 1.8),
+                    text_style(NOTE_SIZE, Pos::new(HPos::Left, VPos::Top)),
+                )))
+                .map_err(draw_error)?;
         }
-        let scale_color = RGBColor(0xD5, 0x5E, 0x00);
         chart
             .draw_series(LineSeries::new(
                 scale.iter().copied(),
                 scale_color.stroke_width(2),
             ))
-            .map_err(draw_error)?
-            .label("scale series (10 to 1000 nodes, V = 100 x nodes)")
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], scale_color));
+            .map_err(draw_error)?;
         for &point in scale {
             draw_marker(&chart, point, Marker::Circle, scale_color, Fill::Solid, 5)?;
         }
-        let c1_color = RGBColor(0x00, 0x72, 0xB2);
         draw_marker(&chart, c1, Marker::Square, c1_color, Fill::Solid, 5)?;
-        chart
-            .draw_series(std::iter::once(Text::new(
-                "C1",
-                c1,
-                text_style(NOTE_SIZE, Pos::new(HPos::Left, VPos::Top)),
-            )))
-            .map_err(draw_error)?;
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .label_font((FONT, TICK_SIZE))
-            .draw()
-            .map_err(draw_error)?;
-        Ok(())
+        let entries = [
+            LegendEntry {
+                label: "scale series (V = 100 x nodes)".to_string(),
+                color: scale_color,
+                marker: Some(Marker::Circle),
+                fill: Fill::Solid,
+                line: true,
+            },
+            LegendEntry {
+                label: "C1".to_string(),
+                color: c1_color,
+                marker: Some(Marker::Square),
+                fill: Fill::Solid,
+                line: false,
+            },
+        ];
+        draw_legend_strip(&legend, &entries)
     })
 }
