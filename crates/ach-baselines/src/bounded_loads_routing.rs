@@ -174,25 +174,21 @@ impl BoundedLoadsRouting {
     /// path compression over the tokens of full owners. The caller makes sure some token's
     /// owner has room.
     fn next_with_room(&mut self, ring: &TokenRing, token: usize) -> usize {
+        // The token after `at`: its skip pointer, or the next token clockwise.
+        let advance = |next: &[usize], at: usize| match next[at] {
+            skip if skip == at => (at + 1) % ring.len(),
+            skip => skip,
+        };
         let mut at = token;
         while self.room[ring.owner(at).index()] == 0 {
-            let skip = self.next[at];
-            at = if skip == at {
-                (at + 1) % ring.len()
-            } else {
-                skip
-            };
+            at = advance(&self.next, at);
         }
         let found = at;
         let mut at = token;
         while at != found {
-            let skip = self.next[at];
+            let after = advance(&self.next, at);
             self.next[at] = found;
-            at = if skip == at {
-                (at + 1) % ring.len()
-            } else {
-                skip
-            };
+            at = after;
         }
         found
     }
