@@ -81,6 +81,7 @@ impl<B: Balancer> Balancer for MedianFiltered<B> {
             loads: &self.filtered,
             total_load: median(&self.totals),
             live: observation.live,
+            token_loads: None,
         };
         self.inner.plan(ring, &filtered)
     }
@@ -121,6 +122,7 @@ mod tests {
             loads,
             total_load: total,
             live,
+            token_loads: None,
         };
         filter.plan(&ring, &observation);
         filter.inner.0.clone()
@@ -163,6 +165,7 @@ mod tests {
             loads: &[0.9, 0.1, 0.5],
             total_load: 0.5,
             live: &[true; 3],
+            token_loads: None,
         };
         assert_eq!(filter.plan(&ring, &observation), Plan::none());
         assert_eq!(filter.name(), "ACH-F");
@@ -185,6 +188,7 @@ mod tests {
                     loads,
                     total_load: total,
                     live: &[true; 3],
+                    token_loads: None,
                 };
                 filter.plan(&ring, &observation);
                 let first = (k + 1).saturating_sub(window);

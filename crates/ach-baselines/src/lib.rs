@@ -30,7 +30,7 @@
 //! let mut ring = TokenRing::round_robin(positions, 2).unwrap();
 //! let mut a2 = DynamicR::paper();
 //! let loads = [0.80, 0.50];
-//! let observation = Observation { step: 0, loads: &loads, total_load: 0.7, live: &[true, true] };
+//! let observation = Observation { step: 0, loads: &loads, total_load: 0.7, live: &[true, true], token_loads: None };
 //! let plan = a2.plan(&ring, &observation);
 //! commit(&mut ring, &plan).unwrap();
 //! // Node 0 gave its shortest tokens until it had given 5 % of its share (0.025 of the key
@@ -77,6 +77,7 @@ pub(crate) mod test_support {
             loads,
             total_load: loads.iter().sum::<f64>() / loads.len() as f64,
             live,
+            token_loads: None,
         }
     }
 

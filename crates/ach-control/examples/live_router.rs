@@ -23,6 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             loads: loads.loads,
             total_load,
             live: &live,
+            token_loads: None,
         };
         let plan = ach.plan(ring.ring(), &observation);
         for migration in plan.migrations(ring.ring()) {

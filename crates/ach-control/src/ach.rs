@@ -48,7 +48,7 @@ pub struct AchStep {
 /// let mut ring = TokenRing::round_robin(positions, 2).unwrap();
 /// let mut ach = Ach::new(AchConfig::paper()).unwrap();
 /// let loads = [0.90, 0.40];
-/// let observation = Observation { step: 0, loads: &loads, total_load: 0.50, live: &[true, true] };
+/// let observation = Observation { step: 0, loads: &loads, total_load: 0.50, live: &[true, true], token_loads: None };
 /// let plan = ach.plan(&ring, &observation);
 /// // One token (the longest arc of node 0) passes to node 1, within the budget.
 /// assert_eq!(plan.moves.len(), 1);

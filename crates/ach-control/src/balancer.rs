@@ -14,6 +14,12 @@ pub struct Observation<'a> {
     /// `live[i]` is true when the algorithm may use node `i` (as a source or a receiver of
     /// tokens). Same length as `loads`. A node that is not live is ignored entirely.
     pub live: &'a [bool],
+    /// Optional per-token loads: `token_loads[k]` is the part of its owner's load that token
+    /// `k` carries, in the units of `loads` (what the owner's load would lose if the token
+    /// left), one entry per token of the ring. `None` when the telemetry has no per-token
+    /// figures (the paper's model, `INFO`-only clusters); algorithms that do not use it ignore
+    /// it, and an algorithm that can use it falls back to its rules without it.
+    pub token_loads: Option<&'a [f64]>,
 }
 
 impl Observation<'_> {

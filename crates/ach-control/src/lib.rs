@@ -57,7 +57,7 @@
 //! for (t, loads) in steps.iter().enumerate() {
 //!     let total = 0.5 * loads.iter().sum::<f64>() / 3.0 + 0.5 * 0.92;
 //!     let observation =
-//!         Observation { step: t as u64, loads, total_load: total, live: &[true; 3] };
+//!         Observation { step: t as u64, loads, total_load: total, live: &[true; 3], token_loads: None };
 //!     let plan = ach.plan(&ring, &observation);
 //!     assert!(plan.within_budget());
 //!     spent += commit(&mut ring, &plan).unwrap();

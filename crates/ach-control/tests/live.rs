@@ -152,6 +152,7 @@ fn drive(
             loads: &loads,
             total_load,
             live: &live,
+            token_loads: None,
         };
         let plan = ach.plan(ring, &observation);
         let m = ach.last_step().budget;
@@ -274,6 +275,7 @@ fn a_hot_uneven_cluster_balances_under_the_live_target() {
                 loads: &loads,
                 total_load: total,
                 live: &[true; 4],
+                token_loads: None,
             };
             let plan = ach.plan(&ring, &observation);
             commit(&mut ring, &plan).unwrap();
@@ -308,6 +310,7 @@ fn only_confirmed_moves_are_charged() {
         loads: &[0.95, 0.35],
         total_load: 0.8,
         live: &[true; 2],
+        token_loads: None,
     };
     let dropped = ach.plan(&ring, &observe(0));
     assert!(!dropped.moves.is_empty());
@@ -350,6 +353,7 @@ fn a_restarted_controller_continues_where_it_stopped() {
                 loads: &loads,
                 total_load,
                 live: &live,
+                token_loads: None,
             };
             let plan: Plan = ach.plan(ring, &observation);
             commit(ring, &plan).unwrap();
@@ -400,6 +404,7 @@ fn migrations_name_exactly_the_keys_that_change_owner() {
             loads: &loads,
             total_load: 0.8,
             live: &[true; 5],
+            token_loads: None,
         };
         let plan = ach.plan(&ring, &observation);
         assert!(plan.moves.len() > 3, "the check needs moves: {plan:?}");

@@ -96,7 +96,7 @@ proptest! {
         let mut spent: Vec<f64> = Vec::new();
         for (t, (loads, total)) in steps.iter().enumerate() {
             let loads = &loads[..n];
-            let observation = Observation { step: t as u64, loads, total_load: *total, live: &live };
+            let observation = Observation { step: t as u64, loads, total_load: *total, live: &live, token_loads: None };
             let plan = ach.plan(&ring, &observation);
             prop_assert!(plan.within_budget(), "budget broken at step {t}: {plan:?}");
             // The spec's bound, from the parameters alone: C < 1, so m < the step cap, and each

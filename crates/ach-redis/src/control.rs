@@ -348,6 +348,7 @@ impl Controller {
             loads: &loads,
             total_load: observed.total_load,
             live: &live_nodes,
+            token_loads: None,
         };
         let balancer = self.balancer.as_mut().expect("created by observe");
         let plan = balancer.plan(&ring, &observation);

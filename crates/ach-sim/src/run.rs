@@ -623,6 +623,7 @@ impl Arm {
             loads: observed.loads,
             total_load: observed.total_load,
             live: &cluster.usable,
+            token_loads: None,
         };
         let plan = self.balancer.plan(&self.ring, &observation);
         commit(&mut self.ring, &plan).map_err(|e| e.to_string())?;

@@ -286,6 +286,7 @@ fn run_steps(
             loads: &step.loads,
             total_load: step.total_load,
             live: &step.live,
+            token_loads: None,
         };
         let plan = balancer.plan(&ring, &observation);
         commit_and_check(&mut ring, &plan, step, scenario.n_nodes, rules)?;

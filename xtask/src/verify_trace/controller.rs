@@ -189,6 +189,7 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
             loads: &step.ell,
             total_load: step.total_load,
             live: &live,
+            token_loads: None,
         };
         let plan: Plan = match &mut algorithm {
             Algorithm::Ach(ach) => ach.plan(&ring, &observation),
