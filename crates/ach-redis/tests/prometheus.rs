@@ -1,0 +1,127 @@
+//! The rebalancer's metrics against the real Prometheus tools: `promtool check metrics` on a
+//! scrape, `promtool check rules` on the shipped alert rules, and a real Prometheus that
+//! scrapes the endpoint, loads the rules and answers queries about both.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ach_redis::local_prometheus::{LocalPrometheus, ScrapeJob, promtool_binary};
+use ach_redis::metrics::{Metrics, MetricsServer, NodeMetrics};
+
+fn rules_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/prometheus/ach-rules.yml")
+}
+
+/// Metrics with a value in every family, as after a step with one migration.
+fn busy_metrics() -> Metrics {
+    let metrics = Metrics::new();
+    let readings = [("cpu", 0.4), ("memory", 0.2), ("latency", 0.1)];
+    let nodes = ["127.0.0.1:7000", "127.0.0.1:7001"].map(|address| NodeMetrics {
+        address,
+        load: 0.3,
+        readings: &readings,
+    });
+    metrics.observe(nodes, 0.05);
+    metrics.set_healthy(true);
+    metrics.migration_started();
+    metrics.migration_finished("keys", "success", Duration::from_millis(12), 40);
+    metrics.step_finished(Duration::from_millis(80), 0.25);
+    metrics
+}
+
+fn scrape(address: std::net::SocketAddr) -> String {
+    let mut stream = TcpStream::connect(address).expect("the endpoint accepts");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nAccept: */*\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").expect("an HTTP answer");
+    body.to_string()
+}
+
+fn promtool(args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    let binary = promtool_binary().unwrap_or_else(|e| panic!("{e}"));
+    let mut child = Command::new(&binary)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
+    if let Some(text) = stdin {
+        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+#[test]
+fn a_scrape_of_the_endpoint_passes_promtool_check_metrics() {
+    let server = MetricsServer::start("127.0.0.1:0", Arc::new(busy_metrics())).unwrap();
+    let body = scrape(server.address());
+    assert!(body.contains("ach_keys_moved_total 40"), "{body}");
+    let (ok, said) = promtool(&["check", "metrics"], Some(&body));
+    assert!(ok && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
+}
+
+#[test]
+fn the_alert_rules_pass_promtool_check_rules() {
+    let rules = rules_file();
+    let (ok, said) = promtool(&["check", "rules", rules.to_str().unwrap()], None);
+    assert!(ok, "promtool check rules: {said}");
+    assert!(said.contains("SUCCESS: 2 rules found"), "{said}");
+}
+
+#[test]
+fn a_real_prometheus_scrapes_the_endpoint_and_loads_the_alert_rules() {
+    let metrics = Arc::new(busy_metrics());
+    let server = MetricsServer::start("127.0.0.1:0", Arc::clone(&metrics)).unwrap();
+    let rules = rules_file();
+    let prometheus = LocalPrometheus::start(
+        &[ScrapeJob {
+            job: "ach-redis".into(),
+            targets: vec![server.address().to_string()],
+        }],
+        &[rules.as_path()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let timeout = Duration::from_secs(30);
+    let steps = prometheus
+        .wait_for_series("ach_steps_total", timeout)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0].labels["job"], "ach-redis");
+    assert_eq!(steps[0].value, 1.0);
+    // The node families keep their labels, and a unit suffix survives the OpenMetrics scrape.
+    let loads = prometheus
+        .wait_for_series("ach_node_load", timeout)
+        .unwrap();
+    let mut nodes: Vec<&str> = loads.iter().map(|s| s.labels["node"].as_str()).collect();
+    nodes.sort();
+    assert_eq!(nodes, ["127.0.0.1:7000", "127.0.0.1:7001"]);
+    let durations = prometheus
+        .wait_for_series("ach_migration_duration_seconds_count", timeout)
+        .unwrap();
+    assert_eq!(durations[0].value, 1.0);
+    // A later step is seen by the next scrape.
+    metrics.step_finished(Duration::from_millis(50), 1.0);
+    let exhausted = prometheus
+        .wait_for_series("ach_budget_exhausted_steps == 1", timeout)
+        .unwrap();
+    assert_eq!(exhausted.len(), 1);
+    // Both alert rules are loaded and evaluated.
+    let rules = prometheus.client().get("/api/v1/rules").unwrap();
+    for alert in ["AchBudgetExhausted", "AchMigrationStuck"] {
+        assert!(rules.contains(&format!("\"name\":\"{alert}\"")), "{rules}");
+    }
+    assert!(!rules.contains("\"health\":\"err\""), "{rules}");
+}
