@@ -37,6 +37,7 @@ pub mod local_prometheus;
 pub mod metrics;
 pub mod migrate;
 pub mod prometheus_api;
+pub mod prometheus_telemetry;
 pub mod rebalance;
 pub mod report;
 pub mod slot;

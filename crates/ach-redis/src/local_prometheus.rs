@@ -35,11 +35,7 @@ pub fn redis_exporter_binary() -> Result<PathBuf, LocalError> {
     )
 }
 
-fn debian_binary(
-    variable: &'static str,
-    name: &str,
-    package: &str,
-) -> Result<PathBuf, LocalError> {
+fn debian_binary(variable: &'static str, name: &str, package: &str) -> Result<PathBuf, LocalError> {
     find_binary(variable, name, None).map_err(|variable| {
         LocalError(format!(
             "{name} not found in PATH or /usr/bin: run `cargo xtask test` once (it installs \
@@ -73,6 +69,9 @@ pub struct ScrapeJob {
     pub job: String,
     /// `host:port` targets.
     pub targets: Vec<String>,
+    /// The `instance` label of each target, in the order of `targets` (empty: Prometheus's
+    /// default, the target's address).
+    pub instances: Vec<String>,
 }
 
 /// One local Prometheus, scraping every second.
@@ -87,8 +86,8 @@ impl LocalPrometheus {
     /// and waits until it is ready.
     pub fn start(jobs: &[ScrapeJob], rules: &[&Path]) -> Result<LocalPrometheus, LocalError> {
         let binary = prometheus_binary()?;
-        let directory = tempfile::tempdir()
-            .map_err(|e| LocalError(format!("no temporary directory: {e}")))?;
+        let directory =
+            tempfile::tempdir().map_err(|e| LocalError(format!("no temporary directory: {e}")))?;
         let config = directory.path().join("prometheus.yml");
         std::fs::write(&config, config_text(jobs, rules))
             .map_err(|e| LocalError(format!("cannot write {}: {e}", config.display())))?;
@@ -185,8 +184,7 @@ impl LocalPrometheus {
 
 /// The configuration file: a one-second scrape interval, the jobs, the rule files.
 fn config_text(jobs: &[ScrapeJob], rules: &[&Path]) -> String {
-    let mut text =
-        String::from("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n");
+    let mut text = String::from("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n");
     if !rules.is_empty() {
         text.push_str("rule_files:\n");
         for rule in rules {
@@ -195,13 +193,17 @@ fn config_text(jobs: &[ScrapeJob], rules: &[&Path]) -> String {
     }
     text.push_str("scrape_configs:\n");
     for job in jobs {
-        let targets: Vec<String> = job.targets.iter().map(|t| format!("{t:?}")).collect();
-        let _ = writeln!(
-            text,
-            "  - job_name: {:?}\n    static_configs:\n      - targets: [{}]",
-            job.job,
-            targets.join(", ")
-        );
+        let _ = writeln!(text, "  - job_name: {:?}\n    static_configs:", job.job);
+        if job.instances.is_empty() {
+            let targets: Vec<String> = job.targets.iter().map(|t| format!("{t:?}")).collect();
+            let _ = writeln!(text, "      - targets: [{}]", targets.join(", "));
+        }
+        for (target, instance) in job.targets.iter().zip(&job.instances) {
+            let _ = writeln!(
+                text,
+                "      - targets: [{target:?}]\n        labels: {{ instance: {instance:?} }}"
+            );
+        }
     }
     text
 }
@@ -237,7 +239,9 @@ impl LocalExporter {
             .expect("a loopback URL is valid");
         while client.get("/metrics").is_err() {
             if let Ok(Some(status)) = exporter._child.0.try_wait() {
-                return Err(LocalError(format!("redis_exporter exited at start ({status})")));
+                return Err(LocalError(format!(
+                    "redis_exporter exited at start ({status})"
+                )));
             }
             if started.elapsed() > Duration::from_secs(20) {
                 return Err(LocalError(format!(
@@ -270,6 +274,7 @@ mod tests {
         let jobs = [ScrapeJob {
             job: "ach".into(),
             targets: vec!["127.0.0.1:1".into(), "127.0.0.1:2".into()],
+            instances: Vec::new(),
         }];
         let text = config_text(&jobs, &[Path::new("/tmp/r.yml")]);
         assert_eq!(
@@ -278,5 +283,14 @@ mod tests {
              \"/tmp/r.yml\"\nscrape_configs:\n  - job_name: \"ach\"\n    static_configs:\n      \
              - targets: [\"127.0.0.1:1\", \"127.0.0.1:2\"]\n"
         );
+        let labelled = [ScrapeJob {
+            job: "redis".into(),
+            targets: vec!["127.0.0.1:9121".into()],
+            instances: vec!["127.0.0.1:7000".into()],
+        }];
+        assert!(config_text(&labelled, &[]).ends_with(
+            "  - job_name: \"redis\"\n    static_configs:\n      - targets: [\"127.0.0.1:9121\"]\n        \
+             labels: { instance: \"127.0.0.1:7000\" }\n"
+        ));
     }
 }

@@ -470,7 +470,10 @@ mod tests {
             "ach_steps_total 1",
             "# UNIT ach_migration_duration_seconds seconds",
         ] {
-            assert!(text.lines().any(|l| l == line), "no line {line:?} in\n{text}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "no line {line:?} in\n{text}"
+            );
         }
         assert!(text.ends_with("# EOF\n"), "{text}");
     }
@@ -519,13 +522,19 @@ mod tests {
         let server = MetricsServer::start("127.0.0.1:0", Arc::clone(&metrics)).unwrap();
         let response = scrape(server.address(), "/metrics", OPEN_METRICS);
         assert!(response.starts_with("HTTP/1.1 200 OK\r\n"), "{response}");
-        assert!(response.contains("application/openmetrics-text"), "{response}");
+        assert!(
+            response.contains("application/openmetrics-text"),
+            "{response}"
+        );
         assert!(response.contains("\r\n\r\n# HELP "), "{response}");
         assert!(response.contains("ach_steps_total 1\n"), "{response}");
         assert!(response.ends_with("# EOF\n"), "{response}");
         let plain = scrape(server.address(), "/metrics", "Accept: */*\r\n");
         assert!(plain.contains("text/plain; version=0.0.4"), "{plain}");
-        assert!(plain.contains("# TYPE ach_steps_total counter\n"), "{plain}");
+        assert!(
+            plain.contains("# TYPE ach_steps_total counter\n"),
+            "{plain}"
+        );
         assert!(!plain.contains("# EOF"), "{plain}");
         assert!(scrape(server.address(), "/", "").starts_with("HTTP/1.1 404"));
     }

@@ -32,7 +32,9 @@ pub enum PrometheusError {
         body: String,
     },
     /// The answer was not the JSON the API documents.
-    #[error("Prometheus at {url} answered {path} with something that is not its API's JSON: {reason}")]
+    #[error(
+        "Prometheus at {url} answered {path} with something that is not its API's JSON: {reason}"
+    )]
     BadAnswer {
         /// The server's URL.
         url: String,
@@ -50,7 +52,9 @@ pub enum PrometheusError {
         error: String,
     },
     /// The query returned no series.
-    #[error("the query {0:?} returned no series: is the exporter scraped, and are its labels as configured?")]
+    #[error(
+        "the query {0:?} returned no series: is the exporter scraped, and are its labels as configured?"
+    )]
     NoSeries(String),
 }
 
@@ -120,14 +124,17 @@ impl PrometheusClient {
             reason: e.to_string(),
         })?;
         let status = response.status().as_u16();
-        let body = response
-            .body_mut()
-            .read_to_string()
-            .map_err(|e| PrometheusError::Unreachable {
-                url: self.shown.clone(),
-                reason: e.to_string(),
-            })?;
-        if (200..300).contains(&status) || (status == 400 || status == 422) && path.contains("/api/") {
+        let body =
+            response
+                .body_mut()
+                .read_to_string()
+                .map_err(|e| PrometheusError::Unreachable {
+                    url: self.shown.clone(),
+                    reason: e.to_string(),
+                })?;
+        if (200..300).contains(&status)
+            || (status == 400 || status == 422) && path.contains("/api/")
+        {
             // The API answers a refused query with 400 or 422 and a JSON error body.
             Ok(body)
         } else {
@@ -159,7 +166,10 @@ impl PrometheusClient {
         if answer["status"] != "success" {
             return Err(PrometheusError::QueryFailed {
                 query: promql.to_string(),
-                error: answer["error"].as_str().unwrap_or("no reason given").to_string(),
+                error: answer["error"]
+                    .as_str()
+                    .unwrap_or("no reason given")
+                    .to_string(),
             });
         }
         let data = &answer["data"];
@@ -261,7 +271,10 @@ mod tests {
             .port();
         let client = PrometheusClient::new(&format!("http://127.0.0.1:{port}")).unwrap();
         let error = client.query("up").unwrap_err();
-        assert!(matches!(error, PrometheusError::Unreachable { .. }), "{error}");
+        assert!(
+            matches!(error, PrometheusError::Unreachable { .. }),
+            "{error}"
+        );
         assert!(error.to_string().starts_with(&format!(
             "Prometheus at http://127.0.0.1:{port} is unreachable"
         )));

@@ -9,8 +9,11 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ach_redis::local_prometheus::{LocalPrometheus, ScrapeJob, promtool_binary};
+use ach_redis::local::LocalCluster;
+use ach_redis::local_prometheus::{LocalExporter, LocalPrometheus, ScrapeJob, promtool_binary};
 use ach_redis::metrics::{Metrics, MetricsServer, NodeMetrics};
+use ach_redis::prometheus_api::PrometheusError;
+use ach_redis::prometheus_telemetry::PrometheusTelemetry;
 
 fn rules_file() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/prometheus/ach-rules.yml")
@@ -54,7 +57,12 @@ fn promtool(args: &[&str], stdin: Option<&str>) -> (bool, String) {
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
     if let Some(text) = stdin {
-        child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
     } else {
         drop(child.stdin.take());
     }
@@ -70,7 +78,10 @@ fn a_scrape_of_the_endpoint_passes_promtool_check_metrics() {
     let body = scrape(server.address());
     assert!(body.contains("ach_keys_moved_total 40"), "{body}");
     let (ok, said) = promtool(&["check", "metrics"], Some(&body));
-    assert!(ok && said.trim().is_empty(), "promtool check metrics: {said}\n{body}");
+    assert!(
+        ok && said.trim().is_empty(),
+        "promtool check metrics: {said}\n{body}"
+    );
 }
 
 #[test]
@@ -90,6 +101,7 @@ fn a_real_prometheus_scrapes_the_endpoint_and_loads_the_alert_rules() {
         &[ScrapeJob {
             job: "ach-redis".into(),
             targets: vec![server.address().to_string()],
+            instances: Vec::new(),
         }],
         &[rules.as_path()],
     )
@@ -124,4 +136,85 @@ fn a_real_prometheus_scrapes_the_endpoint_and_loads_the_alert_rules() {
         assert!(rules.contains(&format!("\"name\":\"{alert}\"")), "{rules}");
     }
     assert!(!rules.contains("\"health\":\"err\""), "{rules}");
+}
+
+/// INFO's `used_memory` of the server at `address`.
+fn info_used_memory(cluster: &LocalCluster, index: usize) -> f64 {
+    let mut connection = cluster.servers()[index].connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut connection)
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
+    let cluster = LocalCluster::start(3).unwrap_or_else(|e| panic!("{e}"));
+    let nodes: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
+    let exporters: Vec<LocalExporter> = nodes
+        .iter()
+        .map(|node| LocalExporter::start(node).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let prometheus = LocalPrometheus::start(
+        &[ScrapeJob {
+            job: "redis".into(),
+            targets: exporters.iter().map(LocalExporter::address).collect(),
+            instances: nodes.clone(),
+        }],
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Two scrapes of every exporter, so that every rate has two points.
+    let timeout = Duration::from_secs(30);
+    prometheus
+        .wait_for_series("count(count_over_time(redis_up[1m]) >= 3) == 3", timeout)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut telemetry = PrometheusTelemetry::new(&prometheus.url()).unwrap();
+    telemetry.window = Duration::from_secs(10);
+    let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
+    for (i, reading) in readings.iter().enumerate() {
+        let cpu = reading
+            .cpu_cores
+            .unwrap_or_else(|| panic!("no cpu for {}", nodes[i]));
+        assert!((0.0..1.5).contains(&cpu), "{reading:?}");
+        let used = reading.used_memory.expect("used memory");
+        let info = info_used_memory(&cluster, i);
+        assert!(
+            (used - info).abs() / info < 0.05,
+            "{used} against INFO {info}"
+        );
+    }
+    // A label no series has: an error that names the query, not a cluster of missing samples.
+    telemetry.node_label = "no_such_label".into();
+    let error = telemetry.read(&nodes).unwrap_err();
+    assert!(matches!(error, PrometheusError::NoSeries(_)), "{error}");
+    assert!(error.to_string().contains("no_such_label"), "{error}");
+    // A node whose exporter is gone becomes a missing sample (every reading `None`) once its
+    // series go stale, and the others keep theirs.
+    telemetry.node_label = "instance".into();
+    telemetry.max_age = Duration::from_secs(3);
+    let mut exporters = exporters;
+    drop(exporters.remove(0));
+    let started = std::time::Instant::now();
+    loop {
+        let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
+        if readings[0] == Default::default() {
+            assert!(
+                readings[1..].iter().all(|r| r.cpu_cores.is_some()),
+                "{readings:?}"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "node 0 still read: {readings:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
 }
