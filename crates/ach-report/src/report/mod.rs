@@ -19,7 +19,11 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use figures::{Figure, TimeSeriesPanel, TimeSeriesSpec, bench_curve_svg, time_series_figure};
+pub use figures::front_ends::time_series_figure_styled;
+pub use figures::{
+    Figure, FigureError, Marker, Style, Styles, TimeSeriesPanel, TimeSeriesSpec, bench_curve_svg,
+    time_series_figure,
+};
 pub use tables::{Cell, Column, CsvShape, Table, to_markdown};
 
 use std::path::{Path, PathBuf};
@@ -67,9 +71,14 @@ fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), Strin
 fn write_figures(
     out: &Path,
     results: &load::Results,
+    styles: &Styles,
 ) -> Result<(Vec<markdown::FigureEntry>, Vec<String>), String> {
     let folder = out.join("figures");
-    let (summary_figures, mut missing) = figures::summary_figures(results);
+    let (summary_figures, mut missing) = figures::summary_figures(results, styles);
+    let looks = figures::Looks {
+        registry: &results.registry,
+        styles,
+    };
     let mut entries = Vec::new();
     for figure in &summary_figures {
         write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
@@ -88,8 +97,8 @@ fn write_figures(
             ));
             continue;
         }
-        let drawn = figures::series_figures(&results.registry, &runs)
-            .map_err(|e| format!("{}: {e}", series.name))?;
+        let drawn =
+            figures::series_figures(looks, &runs).map_err(|e| format!("{}: {e}", series.name))?;
         for figure in &drawn {
             write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
             entries.push(markdown::FigureEntry::from(figure));
@@ -106,10 +115,16 @@ pub fn render(out: &Path) -> Result<(), String> {
 
 /// [`render`] for results whose algorithms are in `registry` (any other name is an error).
 pub fn render_with(out: &Path, registry: &Registry) -> Result<(), String> {
+    render_styled(out, registry, &Styles::built_in())
+}
+
+/// [`render_with`], drawing the algorithms in the colours and markers of `styles` (a user's
+/// binary gives its own algorithms a style there; any other gets the fallback palette).
+pub fn render_styled(out: &Path, registry: &Registry, styles: &Styles) -> Result<(), String> {
     let results = load::load_results(out, registry.clone())?;
     let report_tables = builders::build_tables(&results);
     write_tables(out, &report_tables)?;
-    let (figure_entries, missing_figures) = write_figures(out, &results)?;
+    let (figure_entries, missing_figures) = write_figures(out, &results, styles)?;
     let report = markdown::render_report(&markdown::ReportInput {
         results: &results,
         tables: &report_tables,
