@@ -457,18 +457,18 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
 #[test]
 fn a_missing_or_malformed_summary_is_named_in_the_error() {
     let out = temp_folder("errors");
-    let error = render(&out).expect_err("no summary");
+    let error = render(&out).expect_err("no summary").to_string();
     assert!(error.contains("summary.json: cannot read"), "{error}");
     assert!(
         error.contains("run `cargo xtask experiments` first"),
         "{error}"
     );
     std::fs::write(out.join("summary.json"), "{ not json").unwrap();
-    let error = render(&out).expect_err("malformed summary");
+    let error = render(&out).expect_err("malformed summary").to_string();
     assert!(error.contains("summary.json: not a summary"), "{error}");
     write_synthetic_results(&out);
     std::fs::write(out.join("runs").join("C1").join("run_000.bin"), b"garbage").unwrap();
-    let error = render(&out).expect_err("corrupt record");
+    let error = render(&out).expect_err("corrupt record").to_string();
     assert!(error.contains("run_000.bin: not a run record"), "{error}");
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -488,7 +488,9 @@ fn an_unregistered_algorithm_in_the_results_is_named_in_the_error() {
                 .unwrap();
         }
     }
-    let error = super::render_with(&out, &registry).expect_err("Dynamic-R is not registered");
+    let error = super::render_with(&out, &registry)
+        .expect_err("Dynamic-R is not registered")
+        .to_string();
     assert!(
         error.contains("summary.json: series C1: algorithms[2].name"),
         "{error}"

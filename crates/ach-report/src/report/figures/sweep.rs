@@ -3,8 +3,16 @@
 
 use ach_sim::summary::{AlgorithmSummary, Interval, MatrixSummary, SensitivityPoint};
 
-use super::chart::{Frame, chart, draw_band, padded_range, render_svg};
-use super::style::{CAPTION_SIZE, FONT, LEGEND_HEIGHT, Looks, draw_legend_strip};
+use std::ops::Range;
+
+use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::prelude::*;
+
+use super::chart::{
+    Frame, TickedAxis, chart, decade_label, draw_band, draw_marker, padded_range, render_svg,
+};
+use super::style::{CAPTION_SIZE, FONT, Fill, LEGEND_HEIGHT, Looks, draw_legend_strip};
 use super::{Drawn, Figure, FigureError};
 use crate::report::load::TraceBand;
 
@@ -189,7 +197,7 @@ fn banded_sweep_figure(
     // Every panel has the height of one of two stacked panels; a third adds to the figure.
     let panel_height = (STACKED.1 - 30) / 2;
     let plots_height = STACKED.1 + (panels.len() as u32).saturating_sub(2) * panel_height;
-    let x_range = padded_range(slice.iter().map(|(x, _)| *x), 0.04);
+    let x_axis = SweepAxis::fit(&slice.iter().map(|(x, _)| *x).collect::<Vec<_>>());
     let others: Vec<String> = swept_fields(points)
         .into_iter()
         .filter(|f| f != field)
@@ -212,16 +220,27 @@ fn banded_sweep_figure(
                 0.05,
             );
             let y_range = y_range.start.max(0.0)..y_range.end;
+            let y_format = |v: &f64| format!("{v:.3}");
+            let x_format = |v: &f64| x_axis.label(*v);
+            let x_desc = x_axis.description(field);
             let frame = Frame {
-                x_format: None,
-                ..Frame::new(field, y_desc, &|v| format!("{v}"), &|v| format!("{v:.3}"))
+                x_format: (x_axis.ticks.is_some() || x_axis.integer)
+                    .then_some(&x_format as &dyn Fn(&f64) -> String),
+                ..Frame::new(&x_desc, y_desc, &x_format, &y_format)
             };
-            let mut chart = chart(area, x_range.clone(), y_range, &frame)?;
-            for (name, b) in bands.iter() {
-                draw_band(&mut chart, b, looks.color(name), |v| v)?;
+            let bands: Vec<(&str, TraceBand)> = bands
+                .iter()
+                .map(|(name, band)| (*name, x_axis.place(band)))
+                .collect();
+            match &x_axis.ticks {
+                Some(ticks) => {
+                    let axis = TickedAxis::new(x_axis.range.clone(), ticks.clone());
+                    sweep_panel(area, axis, y_range, &frame, &bands, looks)?;
+                }
+                None => sweep_panel(area, x_axis.range.clone(), y_range, &frame, &bands, looks)?,
             }
         }
-        draw_legend_strip(&legend, &looks.plain_line_legend(&names))
+        draw_legend_strip(&legend, &looks.line_legend(&names))
     })?;
     Ok(Figure {
         name: spec.name.clone(),
@@ -239,4 +258,173 @@ fn banded_sweep_figure(
         ),
         svg,
     })
+}
+
+/// The x axis of a sweep figure, fitted to the swept values: logarithmic when they are
+/// positive and span two decades or more; ticks at the measured values when they are integers
+/// (labelled as integers), at the decades on a log axis of other values, and plotters' own on
+/// a linear axis of other values.
+#[derive(Clone, Debug, PartialEq)]
+struct SweepAxis {
+    /// Whether positions are `log10` of the values.
+    log: bool,
+    /// Whether every value is an integer.
+    integer: bool,
+    /// The axis range, in positions.
+    range: Range<f64>,
+    /// Tick positions, when not plotters' own.
+    ticks: Option<Vec<f64>>,
+}
+
+/// Values spanning at least this ratio (two decades) get a log axis.
+const LOG_AXIS_RATIO: f64 = 100.0;
+
+/// At most this many measured values get a tick each on a linear axis of integers.
+const MAX_VALUE_TICKS: usize = 12;
+
+impl SweepAxis {
+    fn fit(values: &[f64]) -> SweepAxis {
+        let finite: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        let low = finite.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let log = !finite.is_empty() && low > 0.0 && high / low >= LOG_AXIS_RATIO;
+        let integer = !finite.is_empty() && finite.iter().all(|v| v.fract() == 0.0);
+        let position = |v: f64| if log { v.log10() } else { v };
+        let range = padded_range(finite.iter().map(|v| position(*v)), 0.04);
+        let mut distinct: Vec<f64> = finite.iter().map(|v| position(*v)).collect();
+        distinct.sort_by(f64::total_cmp);
+        distinct.dedup();
+        let ticks = if integer && (log || distinct.len() <= MAX_VALUE_TICKS) {
+            Some(distinct)
+        } else if log {
+            let decades = range.start.ceil() as i32..=range.end.floor() as i32;
+            Some(decades.map(f64::from).collect())
+        } else {
+            None
+        };
+        SweepAxis {
+            log,
+            integer,
+            range,
+            ticks,
+        }
+    }
+
+    /// The axis description: the field, and "log" on a log axis.
+    fn description(&self, field: &str) -> String {
+        if self.log {
+            format!("{field} (log)")
+        } else {
+            field.to_string()
+        }
+    }
+
+    /// The tick label at a position.
+    fn label(&self, position: f64) -> String {
+        let value = if self.log {
+            10f64.powf(position)
+        } else {
+            position
+        };
+        if self.integer {
+            format!("{}", value.round() as i64)
+        } else if self.log {
+            decade_label(position.round() as i32)
+        } else {
+            format!("{value}")
+        }
+    }
+
+    /// A band with its values along x turned into positions.
+    fn place(&self, band: &TraceBand) -> TraceBand {
+        let mut placed = band.clone();
+        if self.log {
+            placed.t = band.t.iter().map(|v| v.log10()).collect();
+        }
+        placed
+    }
+}
+
+/// One panel of a sweep figure: a band per algorithm with a marker at every measured point.
+fn sweep_panel<X>(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    x_axis: X,
+    y_range: Range<f64>,
+    frame: &Frame<'_>,
+    bands: &[(&str, TraceBand)],
+    looks: Looks<'_>,
+) -> Result<(), FigureError>
+where
+    X: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+{
+    let mut chart = chart(area, x_axis, y_range, frame)?;
+    for (name, band) in bands {
+        draw_band(&mut chart, band, looks.color(name), |v| v)?;
+    }
+    for (name, band) in bands {
+        for (&x, &y) in band.t.iter().zip(&band.median) {
+            draw_marker(
+                &chart,
+                (x, y),
+                looks.marker(name),
+                looks.color(name),
+                Fill::Solid,
+                4,
+            )?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_values_over_decades_get_a_log_axis_ticked_at_each_value() {
+        let axis = SweepAxis::fit(&[10.0, 30.0, 100.0, 300.0, 1000.0]);
+        assert!(axis.log && axis.integer);
+        let ticks = axis.ticks.clone().expect("ticks at the values");
+        let labels: Vec<String> = ticks.iter().map(|t| axis.label(*t)).collect();
+        assert_eq!(labels, ["10", "30", "100", "300", "1000"]);
+        assert!(ticks.iter().all(|t| axis.range.contains(t)));
+        assert_eq!(axis.description("cluster.nodes"), "cluster.nodes (log)");
+    }
+
+    #[test]
+    fn fractions_from_zero_keep_a_linear_axis_with_plotters_ticks() {
+        let axis = SweepAxis::fit(&[0.0, 0.025, 0.05, 0.15]);
+        assert!(!axis.log && !axis.integer);
+        assert_eq!(axis.ticks, None);
+        assert_eq!(axis.description("noise.sigma"), "noise.sigma");
+    }
+
+    #[test]
+    fn a_few_integers_on_a_narrow_span_are_ticked_as_integers() {
+        let axis = SweepAxis::fit(&[2.0, 4.0, 8.0]);
+        assert!(!axis.log && axis.integer);
+        let labels: Vec<String> = axis
+            .ticks
+            .clone()
+            .unwrap()
+            .iter()
+            .map(|t| axis.label(*t))
+            .collect();
+        assert_eq!(labels, ["2", "4", "8"]);
+    }
+
+    #[test]
+    fn fractions_over_decades_are_ticked_at_the_decades() {
+        let axis = SweepAxis::fit(&[0.001, 0.01, 0.1, 0.5]);
+        assert!(axis.log && !axis.integer);
+        let labels: Vec<String> = axis
+            .ticks
+            .clone()
+            .unwrap()
+            .iter()
+            .map(|t| axis.label(*t))
+            .collect();
+        assert_eq!(labels, ["0.001", "0.01", "0.1"]);
+    }
 }
