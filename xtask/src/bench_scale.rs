@@ -79,6 +79,7 @@ pub fn run(args: Args) -> ExitCode {
         let point = |m: &Measurement| (m.token_steps(), m.best());
         let curve: Vec<(f64, f64)> = scale.iter().map(point).collect();
         let written = ach_report::report::bench_curve_svg(&curve, point(c1))
+            .map_err(|e| e.to_string())
             .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
         if let Err(error) = written {
             eprintln!("error: {}: {error}", path.display());

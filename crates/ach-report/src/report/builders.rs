@@ -5,7 +5,7 @@ use ach_sim::{AlgorithmInfo, Registry, SeriesConfig};
 
 use super::compare::{self, CheckRow, PaperValue};
 use super::load::Results;
-use super::paper::Metric;
+use super::paper::{self, Metric};
 use super::tables::{Cell, Column, CsvShape, Table};
 
 /// The registry entry of an algorithm of the results. [`super::load::load_results`] has
@@ -674,8 +674,8 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
             }
         }
     }
-    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == "ACH") {
-        algorithms.push("ACH".to_string());
+    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == paper::ACH) {
+        algorithms.push(paper::ACH.to_string());
     }
     let mut columns = vec![Column::key("Series", "series")];
     columns.extend(
@@ -710,7 +710,7 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
         let total: u64 = points.iter().map(|a| a.n_viol).sum();
         let mut row = vec![Cell::text(format!("{sweep} (all points)"))];
         row.extend(algorithms.iter().map(|name| {
-            if name == "ACH" {
+            if name == paper::ACH {
                 Cell::Count(Some(total))
             } else {
                 Cell::Count(None)

@@ -200,7 +200,7 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     // explain: a flagged A3 cell in C3, a flagged cell of Table 4.
     let a3_flagged = compare::table_3_rows(&results.summary)
         .iter()
-        .any(|row| row.algorithm == "Bounded-Loads" && row.verdict.is_outside());
+        .any(|row| row.algorithm == paper::BOUNDED_LOADS && row.verdict.is_outside());
     table_section(
         &mut out,
         "Table 3: every algorithm in C3",
