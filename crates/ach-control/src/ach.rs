@@ -152,21 +152,29 @@ impl Ach {
         let c = &self.config;
         let loads = obs.loads;
         let target = self.target(loads, obs.live);
+        // The hysteresis and the intensity see the loads in the unit of the threshold rule
+        // (load units under the paper's rule, where nothing is divided).
+        let scale = c.threshold_rule.scale(target);
+        let scaled: std::borrow::Cow<'_, [f64]> = if scale == 1.0 {
+            std::borrow::Cow::Borrowed(loads)
+        } else {
+            std::borrow::Cow::Owned(loads.iter().map(|l| l / scale).collect())
+        };
         self.hysteresis.update(
-            loads,
+            &scaled,
             obs.live,
             Thresholds {
-                target,
+                target: target / scale,
                 eps_on: c.eps_on,
                 eps_off: c.eps_off,
             },
         );
         let intensity = intensity(
-            loads,
+            &scaled,
             obs.live,
             obs.total_load,
             IntensityParams {
-                target,
+                target: target / scale,
                 tau: c.tau,
                 tau_min: c.tau_min,
                 kappa: c.kappa,

@@ -80,5 +80,7 @@ mod routing;
 
 pub use ach::{ACH_STATE_VERSION, Ach, AchState, AchStep, StateError};
 pub use balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, commit};
-pub use config::{AchConfig, AssignRule, ConfigError, HorizonRule, StepRule, TargetRule};
+pub use config::{
+    AchConfig, AssignRule, ConfigError, HorizonRule, StepRule, TargetRule, ThresholdRule,
+};
 pub use routing::{OwnerRouting, Router, Served, StepLoad};
