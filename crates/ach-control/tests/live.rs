@@ -262,7 +262,10 @@ fn live_thresholds_act_on_a_lightly_loaded_skew_and_leave_an_idle_cluster_alone(
     paper_target.threshold_rule = ach_control::ThresholdRule::Absolute;
     assert!(plan_with(paper_target, &skewed).moves.is_empty());
     let plan = plan_with(AchConfig::live(), &skewed);
-    assert!(!plan.moves.is_empty(), "the live thresholds act on the skew");
+    assert!(
+        !plan.moves.is_empty(),
+        "the live thresholds act on the skew"
+    );
     assert!(plan.moves.iter().all(|mv| mv.from == NodeId(0)));
     // Nearly idle: 0.008 above a mean of 0.003, less than eps_on * idle_floor = 0.01.
     let idle = [0.009, 0.001, 0.001, 0.001];
