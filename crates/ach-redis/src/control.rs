@@ -88,7 +88,7 @@ pub struct Observed {
 pub struct Signals {
     /// The backend.
     pub backend: BackendKind,
-    /// True when the cpu reading and the slots' loads come from `CLUSTER SLOT-STATS`.
+    /// True when the slots' loads come from `CLUSTER SLOT-STATS`.
     pub slot_stats: bool,
     /// Where the cpu reading comes from.
     pub cpu: &'static str,
@@ -117,16 +117,13 @@ impl Signals {
         Signals {
             backend,
             slot_stats,
-            cpu: if slot_stats {
-                "per-slot cpu-usec growth over the interval (CLUSTER SLOT-STATS)"
-            } else {
-                "used_cpu_sys + used_cpu_user growth over the interval (INFO cpu)"
-            },
+            cpu: "used_cpu_sys + used_cpu_user growth over the interval (INFO cpu)",
             latency: "p99 of the data commands over the interval (LATENCY HISTOGRAM deltas)",
             slots: if slot_stats {
-                "cost by keys, load by cpu-usec"
+                "cost by keys; each slot's load its share of its node's cpu-usec growth over \
+                 the interval (CLUSTER SLOT-STATS)"
             } else {
-                "cost and load by keys"
+                "cost by keys; load assumed in proportion to keys"
             },
             note,
         }
@@ -402,13 +399,14 @@ impl Controller {
         for (index, master) in snapshot.masters.iter().enumerate() {
             let sample = samples[index].clone();
             let previous = self.previous.get(&master.id);
-            let mut raw = match &sample {
+            // The cpu reading stays INFO's even with per-slot statistics: `cpu-usec` counts
+            // only the time commands execute, measured at 5 to 7 % of the process's cpu under
+            // a GET/SET workload (docs/redis.md), so it splits a node's load among its slots
+            // but does not measure it.
+            let raw = match &sample {
                 Some(now) => reading(previous, now, &self.options.rules),
                 None => [f64::NAN; 3],
             };
-            if let Some(rates) = &slot_cpu {
-                raw[0] = node_cpu(&slots[index], rates) / self.options.rules.cpu_per_weight;
-            }
             let p99_usec = sample
                 .as_ref()
                 .and_then(|now| interval_p99(previous, now))
@@ -645,20 +643,6 @@ pub fn observe_once(
 /// ACH's configuration for a live cluster (`AchConfig::live()`).
 pub fn live_ach_config() -> AchConfig {
     live::ach_config()
-}
-
-/// A node's cpu from its slots' rates: their sum, NaN when none of them was sampled yet.
-fn node_cpu(slots: &[u16], rates: &[f64]) -> f64 {
-    let known: Vec<f64> = slots
-        .iter()
-        .map(|&s| rates[usize::from(s)])
-        .filter(|r| r.is_finite())
-        .collect();
-    if known.is_empty() && !slots.is_empty() {
-        f64::NAN
-    } else {
-        known.iter().sum()
-    }
 }
 
 /// Every slot's part of its owner's load: the owner's load times the slot's share of the
