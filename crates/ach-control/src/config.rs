@@ -57,6 +57,11 @@ pub struct AchConfig {
     /// paper's absolute load units by default.
     #[serde(skip_serializing_if = "ThresholdRule::is_paper")]
     pub threshold_rule: ThresholdRule,
+    /// How sources choose the tokens they give ([`SelectRule`]); the paper's longest arcs first
+    /// by default. [`SelectRule::ByTokenLoad`] needs per-token loads in the observation and
+    /// falls back to the paper's rule without them.
+    #[serde(skip_serializing_if = "SelectRule::is_paper")]
+    pub select_rule: SelectRule,
 }
 
 /// What the hysteresis thresholds `eps_on`, `eps_off` and the intensity's `kappa` are
@@ -90,6 +95,29 @@ impl ThresholdRule {
             ThresholdRule::Absolute => 1.0,
             ThresholdRule::Relative { idle_floor } => target.max(idle_floor),
         }
+    }
+}
+
+/// How the sources choose the tokens they give, and to whom.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectRule {
+    /// The paper's rule (phases 1-3): each source gives its longest tokens up to its share of
+    /// the budget, and the pool is split among the receivers by [`AssignRule`].
+    #[default]
+    Paper,
+    /// With per-token loads (`Observation::token_loads`): tokens are taken in decreasing order
+    /// of load relieved per key space moved, each source within the same share of the budget
+    /// (and the same step rule) as under the paper's rule, and each token goes to the receiver
+    /// with the most need left among those it would not make the hottest node; a token no
+    /// receiver can take stays (see `planner::plan_by_token_load`). Without per-token loads,
+    /// the paper's rule.
+    ByTokenLoad,
+}
+
+impl SelectRule {
+    fn is_paper(&self) -> bool {
+        *self == SelectRule::Paper
     }
 }
 
@@ -201,6 +229,7 @@ impl AchConfig {
             target: TargetRule::Fixed,
             assign_rule: AssignRule::Paper,
             threshold_rule: ThresholdRule::Absolute,
+            select_rule: SelectRule::Paper,
         }
     }
 
