@@ -254,6 +254,9 @@ impl AchConfig {
     ///   a node runs 10 % above the mean, while a node less than `0.1 * 0.05 = 0.005` load
     ///   units above the mean of a nearly idle cluster is left alone (an idle Valkey or Redis
     ///   node reads 0.002 to 0.01 cores of cpu for its own timers and cluster bus);
+    /// * [`SelectRule::ByTokenLoad`]: with per-token loads (Valkey's per-slot statistics), the
+    ///   tokens that relieve the most load per key copied, never to a receiver they would make
+    ///   the hottest node (no ping-pong of a hot slot); without them, the paper's rule;
     ///
     /// and `tau = 1.2`, `tau_min = 0.6`: the paper stops correcting when the total load reaches
     /// `tau = 0.85`, which in a live cluster is when balancing matters most; the budget, not the
@@ -274,6 +277,7 @@ impl AchConfig {
             target: TargetRule::LiveMean,
             assign_rule: AssignRule::ByArc,
             threshold_rule: ThresholdRule::Relative { idle_floor: 0.05 },
+            select_rule: SelectRule::ByTokenLoad,
             ..AchConfig::paper()
         }
     }

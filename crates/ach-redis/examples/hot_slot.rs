@@ -195,7 +195,7 @@ fn main() {
         &MigrationOptions::default(),
         &stop,
         &mut log,
-        &mut std::io::sink(),
+        &mut std::io::stderr(),
     )
     .unwrap();
     let elapsed = started.elapsed().as_secs_f64();

@@ -271,9 +271,9 @@ fn atomic_job(
         .map(|job| job.name)
         .collect();
     let mut command = redis::cmd("CLUSTER");
-    command.arg("MIGRATESLOTS");
+    command.arg("MIGRATESLOTS").arg("SLOTSRANGE");
     for (first, last) in ranges(&group.slots) {
-        command.arg("SLOTSRANGE").arg(first).arg(last);
+        command.arg(first).arg(last);
     }
     command.arg("NODE").arg(&target.id);
     cluster.query::<()>(&source.address, &command)?;
