@@ -56,7 +56,10 @@ fn server_cpu(cluster: &LocalCluster) -> BTreeMap<String, (f64, f64)> {
     let mut out = BTreeMap::new();
     for server in cluster.servers() {
         let mut connection = server.connection().unwrap();
-        let info: String = redis::cmd("INFO").arg("cpu").query(&mut connection).unwrap();
+        let info: String = redis::cmd("INFO")
+            .arg("cpu")
+            .query(&mut connection)
+            .unwrap();
         let fields = parse_info(&info);
         let number = |name: &str| fields[name].trim().parse::<f64>().unwrap();
         let cpu = number("used_cpu_sys") + number("used_cpu_user");

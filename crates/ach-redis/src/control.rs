@@ -105,11 +105,13 @@ impl Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
             BackendKind::Valkey if !slot_stats => Some(format!(
-                "slot statistics are off on {} (cluster-slot-stats-enabled no): no per-slot                  load, slots weighted by keys; --enable-slot-stats turns them on (CONFIG SET)",
+                "slot statistics are off on {} (cluster-slot-stats-enabled no): no per-slot \
+                 load, slots weighted by keys; --enable-slot-stats turns them on (CONFIG SET)",
                 figures.stats_off.join(", ")
             )),
             BackendKind::Redis => Some(
-                "no per-slot load on this backend (CLUSTER SLOT-STATS needs Valkey): a slot                  hot with few keys is not seen"
+                "no per-slot load on this backend (CLUSTER SLOT-STATS needs Valkey): a slot \
+                 hot with few keys is not seen"
                     .into(),
             ),
             BackendKind::Valkey => None,

@@ -135,13 +135,38 @@ impl Backend for ValkeyBackend {
                     }
                 }
                 Err(error) => {
-                    outcome.errors.push(error.to_string());
-                    return outcome;
+                    // A refused MIGRATESLOTS (say, the target is suspected failing) or a job
+                    // that could not be followed counts as a failed attempt.
+                    let source = &snapshot.masters[group.from];
+                    let migration = SlotMigration {
+                        method: MigrationMethod::Atomic,
+                        slots: group.slots.clone(),
+                        from: source.address.clone(),
+                        to: snapshot.masters[group.to].address.clone(),
+                        keys: 0,
+                        busy_keys: 0,
+                        millis: 0.0,
+                        outcome: "failed",
+                        message: error.to_string(),
+                    };
+                    progress(&migration);
+                    outcome.migrations.push(migration);
                 }
             }
         }
-        // Two failed jobs: the slots the source still owns move key by key.
+        // Two failed jobs: the slots the source still owns move key by key, once both sides
+        // serve again (a job fails when the target stops answering; back, it reports the
+        // cluster down until it hears from the others, and refuses what MIGRATE sends).
         let source = &snapshot.masters[group.from];
+        let target = &snapshot.masters[group.to];
+        for address in [&source.address, &target.address] {
+            if let Err(error) = wait_until_serving(cluster, address, Duration::from_secs(30)) {
+                outcome.errors.push(format!(
+                    "after two failed atomic jobs, no key-by-key migration: {error}"
+                ));
+                return outcome;
+            }
+        }
         let still_owned = match cluster.nodes_of(&source.address) {
             Ok(view) => {
                 let owners = slot_owners(&view);
@@ -363,6 +388,28 @@ fn wait_for_job(
             });
         }
         std::thread::sleep(POLL);
+    }
+}
+
+/// Waits until the node at `address` reports `cluster_state:ok`, at most `timeout`.
+fn wait_until_serving(
+    cluster: &mut Cluster,
+    address: &str,
+    timeout: Duration,
+) -> Result<(), Error> {
+    let started = Instant::now();
+    loop {
+        let state = cluster.query::<String>(address, redis::cmd("CLUSTER").arg("INFO"));
+        match state {
+            Ok(info) if info.contains("cluster_state:ok") => return Ok(()),
+            Ok(_) if started.elapsed() > timeout => {
+                return Err(Error::Degraded(vec![format!(
+                    "node {address} reports cluster_state:fail for {timeout:?}"
+                )]));
+            }
+            Err(error) if started.elapsed() > timeout => return Err(error),
+            _ => std::thread::sleep(Duration::from_millis(100)),
+        }
     }
 }
 
