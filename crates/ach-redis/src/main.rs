@@ -229,9 +229,18 @@ fn execute(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Status { common, json } => {
             let mut cluster = connect(&common)?;
-            let snapshot = cluster.snapshot()?;
+            let mut snapshot = cluster.snapshot()?;
             let observed = if snapshot.healthy() {
-                Some(observe_once_with(&mut cluster, &common, Algorithm::StaticW)?.1)
+                // The cluster can turn degraded between the two samples (a slot switching
+                // owner while gossip spreads it): then the status of a degraded cluster.
+                match observe_once_with(&mut cluster, &common, Algorithm::StaticW) {
+                    Ok((_, observed)) => Some(observed),
+                    Err(Error::Degraded(problems)) => {
+                        snapshot.problems = problems;
+                        None
+                    }
+                    Err(error) => return Err(error),
+                }
             } else {
                 None
             };

@@ -384,7 +384,7 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly(kind: ServerKind) {
             "10",
         ],
     );
-    wait_for_line(&lines, "  slot ");
+    wait_for_line(&lines, &format!("  {} slot ", method_of(kind)));
     // SIGINT by PID, as Ctrl-C in a terminal sends it (bash's builtin `kill`).
     let interrupted = Command::new("bash")
         .args(["-c", &format!("kill -INT {}", child.id())])
