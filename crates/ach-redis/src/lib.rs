@@ -28,6 +28,7 @@
 //! # Ok::<(), ach_redis::Error>(())
 //! ```
 
+pub mod backend;
 pub mod cluster;
 pub mod control;
 mod error;
@@ -36,6 +37,7 @@ pub mod local;
 pub mod migrate;
 pub mod rebalance;
 pub mod report;
+mod resp;
 pub mod slot;
 pub mod telemetry;
 pub mod topology;

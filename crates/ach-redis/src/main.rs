@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use ach_redis::Error;
-use ach_redis::cluster::Cluster;
+use ach_redis::backend::BackendChoice;
+use ach_redis::cluster::{Cluster, ConnectOptions};
 use ach_redis::control::{Algorithm, ControlOptions, Controller, observe_once};
-use ach_redis::migrate::{MigrationOptions, ProtocolPoint, fix};
+use ach_redis::migrate::{MigrationOptions, ProtocolPoint};
 use ach_redis::rebalance::{LoopOptions, report_fix, run};
 use ach_redis::report::{plan_text, status_text};
 use ach_redis::telemetry::ReadingRules;
@@ -113,19 +114,37 @@ struct Common {
     /// Reply timeout of every command, in milliseconds.
     #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     timeout_ms: u64,
+    /// The backend: detected from INFO server (valkey for Valkey >= 9, redis otherwise), or
+    /// forced (valkey needs Valkey >= 9 on every master).
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+    /// Turn on Valkey's per-slot load counters on every master first
+    /// (CONFIG SET cluster-slot-stats-enabled yes); never done without this flag.
+    #[arg(long)]
+    enable_slot_stats: bool,
 }
 
-fn parse_weight(text: &str) -> Result<(String, f64), String> {
+/// A `--weight` that does not read as `NODE=W` with a finite weight > 0.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?}: {rule}")]
+struct WeightError {
+    text: String,
+    rule: &'static str,
+}
+
+fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
+    let fail = |rule| WeightError {
+        text: text.to_string(),
+        rule,
+    };
     let (node, weight) = text
         .split_once('=')
-        .ok_or_else(|| format!("{text:?} is not NODE=W (for example 127.0.0.1:7000=2)"))?;
+        .ok_or_else(|| fail("is not NODE=W (for example 127.0.0.1:7000=2)"))?;
     let weight: f64 = weight
         .parse()
-        .map_err(|_| format!("weight {weight:?} of {node:?} is not a number"))?;
+        .map_err(|_| fail("the weight after = is not a number"))?;
     if node.is_empty() || !(weight.is_finite() && weight > 0.0) {
-        return Err(format!(
-            "{text:?}: the node must be named and the weight finite and > 0"
-        ));
+        return Err(fail("the node must be named and the weight finite and > 0"));
     }
     Ok((node.to_string(), weight))
 }
@@ -177,9 +196,23 @@ fn control_options(
     })
 }
 
-/// Connects and checks the cluster can be worked on: every slot covered, no node failing.
+/// Connects, picks the backend and, with `--enable-slot-stats`, turns on the per-slot
+/// counters.
 fn connect(common: &Common) -> Result<Cluster, Error> {
-    Cluster::connect(&common.cluster, Duration::from_millis(common.timeout_ms))
+    let mut cluster = Cluster::connect_with(
+        &common.cluster,
+        ConnectOptions {
+            timeout: Duration::from_millis(common.timeout_ms),
+            backend: common.backend,
+        },
+    )?;
+    if common.enable_slot_stats {
+        let snapshot = cluster.snapshot()?;
+        cluster
+            .backend()
+            .enable_slot_stats(&mut cluster, &snapshot)?;
+    }
+    Ok(cluster)
 }
 
 /// Observes once over `--sample-ms` (see [`observe_once`]).
@@ -196,9 +229,18 @@ fn execute(cli: Cli) -> Result<(), Error> {
     match cli.command {
         Command::Status { common, json } => {
             let mut cluster = connect(&common)?;
-            let snapshot = cluster.snapshot()?;
+            let mut snapshot = cluster.snapshot()?;
             let observed = if snapshot.healthy() {
-                Some(observe_once_with(&mut cluster, &common, Algorithm::StaticW)?.1)
+                // The cluster can turn degraded between the two samples (a slot switching
+                // owner while gossip spreads it): then the status of a degraded cluster.
+                match observe_once_with(&mut cluster, &common, Algorithm::StaticW) {
+                    Ok((_, observed)) => Some(observed),
+                    Err(Error::Degraded(problems)) => {
+                        snapshot.problems = problems;
+                        None
+                    }
+                    Err(error) => return Err(error),
+                }
             } else {
                 None
             };
@@ -277,7 +319,10 @@ fn execute(cli: Cli) -> Result<(), Error> {
             let stop = Arc::new(AtomicBool::new(false));
             let handler_stop = Arc::clone(&stop);
             let _ = ctrlc::set_handler(move || {
-                eprintln!("ach-redis: stopping after the slot in flight");
+                eprintln!(
+                    "ach-redis: stopping after the slot in flight (a running atomic job is \
+                     cancelled)"
+                );
                 handler_stop.store(true, Ordering::SeqCst);
             });
             let moved = run(
@@ -297,7 +342,9 @@ fn execute(cli: Cli) -> Result<(), Error> {
         }
         Command::Fix { common } => {
             let mut cluster = connect(&common)?;
-            let actions = fix(&mut cluster, &MigrationOptions::default())?;
+            let actions = cluster
+                .backend()
+                .fix(&mut cluster, &MigrationOptions::default())?;
             if actions.is_empty() {
                 println!("fix: no open slot");
             }
