@@ -15,9 +15,13 @@
 //! cgroups removed when their guards drop, also on failure.
 
 pub mod cgroup;
+pub mod error;
 pub mod experiment;
 pub mod output;
 pub mod simulator;
 pub mod workload;
 
+pub use error::{
+    CgroupError, ConfigError, ExperimentError, LiveError, OutputError, SimulatorError,
+};
 pub use experiment::{Arm, LiveConfig, run};
