@@ -378,21 +378,4 @@ mod tests {
             arguments(&["test", "--workspace", "--", "-p"])
         );
     }
-
-    #[test]
-    fn the_package_table_holds_what_the_tests_start() {
-        let names = debian::PACKAGES;
-        for name in [
-            "redis-server",
-            "redis-tools",
-            "slurmctld",
-            "slurmd",
-            "slurm-client",
-            "munge",
-            "prometheus",
-            "prometheus-redis-exporter",
-        ] {
-            assert!(names.contains(&name), "{name}");
-        }
-    }
 }
