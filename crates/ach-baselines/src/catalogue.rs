@@ -253,7 +253,7 @@ impl BuildError {
     }
 
     /// The error with the algorithm's name filled in where the factory left it empty.
-    fn of(mut self, name: &str) -> BuildError {
+    pub fn of(mut self, name: &str) -> BuildError {
         let (BuildError::UnknownParameter { algorithm, .. }
         | BuildError::BadParameter { algorithm, .. }
         | BuildError::Ach { algorithm, .. }
@@ -576,15 +576,12 @@ impl Catalogue {
         names.join(", ")
     }
 
-    /// Checks `value` of the parameter `name` against the rule of the entry that takes it;
-    /// `None` when no entry takes a parameter of that name.
-    pub fn check_parameter(&self, name: &str, value: f64) -> Option<Result<(), String>> {
-        let parameter = self
-            .entries
+    /// The parameter `name` of the first entry that takes it.
+    pub fn parameter(&self, name: &str) -> Option<&Parameter> {
+        self.entries
             .iter()
             .flat_map(|e| e.parameters.iter())
-            .find(|p| p.name == name)?;
-        Some(parameter.broken_by(value).map_or(Ok(()), Err))
+            .find(|p| p.name == name)
     }
 }
 
@@ -611,7 +608,9 @@ mod tests {
                 if !entry.routes() {
                     assert_eq!(balancer.name(), entry.name());
                 }
-                let routes = entry.router_for(&context(&capacities, &ach)).map(|r| r.is_ok());
+                let routes = entry
+                    .router_for(&context(&capacities, &ach))
+                    .map(|r| r.is_ok());
                 assert_eq!(routes, (entry.name() == names::CH_BL).then_some(true));
             }
         }
@@ -650,7 +649,12 @@ mod tests {
         let at = |eps: f64| context(&capacities, &ach).with_parameter("ch_bl.eps", eps);
         assert!(ch_bl.router_for(&at(0.5)).unwrap().is_ok());
         assert_eq!(
-            ch_bl.router_for(&at(0.0)).unwrap().err().unwrap().to_string(),
+            ch_bl
+                .router_for(&at(0.0))
+                .unwrap()
+                .err()
+                .unwrap()
+                .to_string(),
             "algorithm CH-BL: ch_bl.eps = 0 must be a finite number > 0 (each node serves up \
              to (1 + eps) times its share)"
         );
@@ -678,11 +682,13 @@ mod tests {
             .err()
             .unwrap();
         assert!(error.to_string().starts_with("algorithm ACH: "), "{error}");
+        let window = catalogue.parameter("ach_f.window").unwrap();
         assert_eq!(
-            catalogue.check_parameter("ach_f.window", 0.0),
-            Some(Err("must be >= 1 (1 is plain ACH)".into()))
+            window.broken_by(0.0).unwrap(),
+            "must be >= 1 (1 is plain ACH)"
         );
-        assert_eq!(catalogue.check_parameter("nope", 0.0), None);
+        assert_eq!(window.broken_by(1.0), None);
+        assert!(catalogue.parameter("nope").is_none());
     }
 
     #[test]
