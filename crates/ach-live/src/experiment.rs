@@ -12,11 +12,12 @@ use std::time::{Duration, Instant};
 
 use ach_redis::cluster::{Cluster, Snapshot};
 use ach_redis::control::imbalance;
-use ach_redis::control::{Algorithm, ControlOptions, Controller, live_ach_config};
+use ach_redis::control::{ControlOptions, Controller, live_ach_config};
 use ach_redis::local::{LocalCluster, redis_cli_binary};
 use ach_redis::migrate::{MigrationOptions, fix};
 use ach_redis::rebalance::{self, LoopOptions};
 use ach_redis::telemetry::{NodeSample, ReadingRules, reading};
+use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_sim::config::NodeClass;
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
@@ -24,63 +25,85 @@ use crate::cgroup::{CpuLimiter, CpuQuota};
 use crate::workload::{self, ClientReport, Shared, WorkloadConfig, key_name};
 
 /// One arm of the experiment: what rebalances the cluster while the workload runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Arm {
-    /// A0: nothing rebalances (the cluster as created, equal slot ranges).
-    StaticW,
     /// `redis-cli --cluster rebalance` with the capacity weights, once at the start.
     RedisCli,
-    /// A2 through `ach-redis`'s rebalance loop.
-    DynamicR,
-    /// A3 through `ach-redis`'s rebalance loop.
-    BoundedLoads,
-    /// ACH (live configuration) through `ach-redis`'s rebalance loop.
-    Ach,
+    /// An algorithm of the catalogue, by its name: A0 Static-W is the cluster as created
+    /// (nothing rebalances); any other runs through `ach-redis`'s rebalance loop (ACH with its
+    /// live configuration).
+    Algorithm(String),
 }
 
+/// The name of the `redis-cli --cluster rebalance` arm.
+pub const REDIS_CLI: &str = "redis-cli";
+
 impl Arm {
-    /// Every arm, in report order.
-    pub const ALL: [Arm; 5] = [
-        Arm::StaticW,
-        Arm::RedisCli,
-        Arm::DynamicR,
-        Arm::BoundedLoads,
-        Arm::Ach,
-    ];
+    /// The arms of a default run, in report order: A0, redis-cli, A2, A3, ACH.
+    pub fn defaults() -> Vec<Arm> {
+        let algorithm = |name: &str| Arm::Algorithm(name.to_string());
+        vec![
+            algorithm(names::STATIC_W),
+            Arm::RedisCli,
+            algorithm(names::DYNAMIC_R),
+            algorithm(names::BOUNDED_LOADS),
+            algorithm(names::ACH),
+        ]
+    }
 
     /// The name in outputs and in the algorithm registry.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
-            Arm::StaticW => "Static-W",
-            Arm::RedisCli => "redis-cli",
-            Arm::DynamicR => "Dynamic-R",
-            Arm::BoundedLoads => "Bounded-Loads",
-            Arm::Ach => "ACH",
+            Arm::RedisCli => REDIS_CLI,
+            Arm::Algorithm(name) => name,
         }
     }
 
-    /// Parses a name of `--algorithms` (case-insensitive; `a0` and `static-w` are the same).
+    /// Parses a name of `--algorithms`: `redis-cli`, or a name, label or alias of the
+    /// catalogue (case-insensitive; `a0`, `static-w` and `none` are the same). An algorithm
+    /// that routes requests its own way (CH-BL) cannot run on a Redis cluster.
     pub fn parse(text: &str) -> Result<Arm, String> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "a0" | "static-w" | "none" => Ok(Arm::StaticW),
-            "redis-cli" | "redis-cli-rebalance" => Ok(Arm::RedisCli),
-            "a2" | "dynamic-r" => Ok(Arm::DynamicR),
-            "a3" | "bounded-loads" => Ok(Arm::BoundedLoads),
-            "ach" => Ok(Arm::Ach),
-            other => Err(format!(
-                "--algorithms: unknown algorithm {other:?}; expected a list of static-w (a0), \
-                 redis-cli, dynamic-r, bounded-loads, ach"
+        let text = text.trim();
+        if [REDIS_CLI, "redis-cli-rebalance"]
+            .iter()
+            .any(|name| name.eq_ignore_ascii_case(text))
+        {
+            return Ok(Arm::RedisCli);
+        }
+        let catalogue = Catalogue::built_in();
+        let live: Vec<&str> = catalogue
+            .iter()
+            .filter(|e| !e.routes())
+            .map(|e| e.name())
+            .collect();
+        let expected = format!("expected a list of {REDIS_CLI}, {}", live.join(", "));
+        match catalogue.find(text) {
+            Ok(entry) if !entry.routes() => Ok(Arm::Algorithm(entry.name().to_string())),
+            Ok(entry) => Err(format!(
+                "--algorithms: {} routes requests its own way and cannot run on a Redis \
+                 cluster; {expected}",
+                entry.name()
+            )),
+            Err(_) => Err(format!(
+                "--algorithms: unknown algorithm {text:?}; {expected} (case-insensitive; a0 to \
+                 a3 for the paper's baselines)"
             )),
         }
     }
 
-    fn rebalancer(self) -> Option<Algorithm> {
+    /// The catalogue entry that rebalances the cluster, or `None` when nothing does.
+    fn rebalancer(&self) -> Option<Entry> {
         match self {
-            Arm::StaticW | Arm::RedisCli => None,
-            Arm::DynamicR => Some(Algorithm::DynamicR),
-            Arm::BoundedLoads => Some(Algorithm::BoundedLoads),
-            Arm::Ach => Some(Algorithm::Ach),
+            Arm::RedisCli => None,
+            Arm::Algorithm(name) if name == names::STATIC_W => None,
+            Arm::Algorithm(name) => Catalogue::built_in().get(name).cloned(),
         }
+    }
+}
+
+impl serde::Serialize for Arm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -117,7 +140,7 @@ impl Default for LiveConfig {
             nodes: 6,
             keys: 100_000,
             duration_s: 60,
-            arms: Arm::ALL.to_vec(),
+            arms: Arm::defaults(),
             seed: 42,
             repeats: 1,
             out: PathBuf::from("results/live"),
@@ -370,7 +393,7 @@ pub fn run(
                 config.seed + u64::from(repeat),
                 config.nodes
             );
-            let run = run_arm(config, *arm, repeat, &limiter, stop, progress)
+            let run = run_arm(config, arm.clone(), repeat, &limiter, stop, progress)
                 .map_err(|e| format!("{} (repeat {repeat}): {e}", arm.name()))?;
             let _ = writeln!(
                 progress,
@@ -531,12 +554,13 @@ impl Write for SharedBuffer {
 }
 
 fn control_options(
-    algorithm: Algorithm,
+    algorithm: Entry,
     weights: Vec<(String, f64)>,
     cpu_per_weight: f64,
 ) -> ControlOptions {
     ControlOptions {
         algorithm,
+        parameters: Vec::new(),
         weights,
         rules: reading_rules(cpu_per_weight),
         telemetry: TelemetryConfig::paper(),
@@ -575,7 +599,12 @@ impl Observer {
         weights: &[(String, f64)],
         cpu_per_weight: f64,
     ) -> Result<Observer, String> {
-        let options = control_options(Algorithm::StaticW, weights.to_vec(), cpu_per_weight);
+        // The observer only samples: A0's balancer, which never moves a token.
+        let observer = Catalogue::built_in()
+            .get(names::STATIC_W)
+            .cloned()
+            .expect("a built-in");
+        let options = control_options(observer, weights.to_vec(), cpu_per_weight);
         let telemetry = options.telemetry;
         let mut sampler = Controller::new(options).map_err(|e| e.to_string())?;
         let relative_weights = sampler
@@ -637,7 +666,7 @@ struct RebalancerSetup<'a> {
 }
 
 fn start_rebalancer(
-    arm: Arm,
+    arm: &Arm,
     setup: &RebalancerSetup<'_>,
     stop: Arc<AtomicBool>,
 ) -> Result<Rebalancer, String> {
@@ -649,7 +678,7 @@ fn start_rebalancer(
         interval,
         cpu_per_weight,
     } = *setup;
-    if arm == Arm::RedisCli {
+    if *arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary().map_err(|e| e.to_string())?);
         command.args(["--cluster", "rebalance", seed, "--cluster-weight"]);
         for (address, weight) in weights {
@@ -843,7 +872,7 @@ fn run_arm(
     });
     let rebalance_stop = Arc::new(AtomicBool::new(false));
     let rebalancer = start_rebalancer(
-        arm,
+        &arm,
         &RebalancerSetup {
             seed: &seed,
             weights: &weights,
@@ -1032,7 +1061,12 @@ mod tests {
             vec![Strong, Strong, Medium, Medium, Weak, Weak]
         );
         assert!(config.validate().is_ok());
-        assert_eq!(Arm::parse("A0").unwrap(), Arm::StaticW);
+        assert_eq!(
+            Arm::parse("A0").unwrap(),
+            Arm::Algorithm(names::STATIC_W.into())
+        );
+        assert_eq!(Arm::parse("ach-f").unwrap().name(), names::ACH_F);
+        assert!(Arm::parse("ch-bl").unwrap_err().contains("routes requests"));
         assert_eq!(Arm::parse("redis-cli").unwrap(), Arm::RedisCli);
         let error = Arm::parse("foo").unwrap_err();
         assert!(error.contains("\"foo\""), "{error}");

@@ -29,10 +29,14 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ach_baselines::catalogue::{BuildError, Catalogue, CatalogueError, Context, Entry, Parameter};
+use ach_baselines::catalogue::{BuildError, CatalogueError, Context, Parameter};
 use ach_control::{Balancer, Router};
 
 use crate::config::SeriesConfig;
+
+/// The catalogue the registry is derived from, and the built-in algorithms' names, for code
+/// that must name one.
+pub use ach_baselines::catalogue::{Catalogue, Entry, names};
 
 /// How an algorithm is named.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,5 +1,6 @@
 //! The report's tables, built from the results and the comparison rows.
 
+use ach_sim::algorithms::names;
 use ach_sim::summary::{AlgorithmSummary, MatrixSummary};
 use ach_sim::{AlgorithmInfo, Registry, SeriesConfig};
 
@@ -618,7 +619,7 @@ fn is_base(config: Option<&SeriesConfig>, path: &str, value: f64) -> bool {
     };
     let mut at_value = config.clone();
     let path = ach_sim::sweep::resolve_path(path);
-    ach_sim::sweep::set_field(&mut at_value, path, value).is_ok() && at_value == *config
+    ach_sim::point::set_field(&mut at_value, path, value).is_ok() && at_value == *config
 }
 
 fn sensitivity_table(results: &Results) -> Table {
@@ -674,8 +675,8 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
             }
         }
     }
-    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == "ACH") {
-        algorithms.push("ACH".to_string());
+    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == names::ACH) {
+        algorithms.push(names::ACH.to_string());
     }
     let mut columns = vec![Column::key("Series", "series")];
     columns.extend(
@@ -710,7 +711,7 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
         let total: u64 = points.iter().map(|a| a.n_viol).sum();
         let mut row = vec![Cell::text(format!("{sweep} (all points)"))];
         row.extend(algorithms.iter().map(|name| {
-            if name == "ACH" {
+            if name == names::ACH {
                 Cell::Count(Some(total))
             } else {
                 Cell::Count(None)

@@ -8,7 +8,6 @@
 use std::ops::Range;
 
 use ach_sim::Registry;
-use ach_sim::algorithms::Marker;
 use ach_sim::summary::{
     AlgorithmSummary, Interval, MatrixSummary, SensitivityPoint, SeriesSummary,
 };
@@ -22,6 +21,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use super::builders::{algorithm_info, long_name, short_name};
 use super::load::{Results, SeriesRuns, TraceBand, quantile};
 use super::paper;
+use super::style::{Marker, algorithm_style};
 
 /// A rendered figure.
 #[derive(Clone, Debug)]
@@ -55,15 +55,15 @@ fn draw_error<E: std::fmt::Debug>(error: E) -> String {
     format!("drawing failed: {error:?}")
 }
 
-/// Colour of an algorithm, from its registry entry (the built-ins: Okabe-Ito).
+/// Colour of an algorithm (the built-ins: Okabe-Ito).
 pub fn algorithm_color(registry: &Registry, name: &str) -> RGBColor {
-    let [r, g, b] = algorithm_info(registry, name).color;
+    let [r, g, b] = algorithm_style(&algorithm_info(registry, name).name).color;
     RGBColor(r, g, b)
 }
 
-/// Marker shape of an algorithm, from its registry entry, so that colour is never the only cue.
+/// Marker shape of an algorithm, so that colour is never the only cue.
 fn algorithm_marker(registry: &Registry, name: &str) -> Marker {
-    algorithm_info(registry, name).marker
+    algorithm_style(&algorithm_info(registry, name).name).marker
 }
 
 /// How a marker is painted.
@@ -1999,7 +1999,7 @@ pub fn time_series_figure(registry: &Registry, spec: &TimeSeriesSpec) -> DrawRes
     let mut names: Vec<&str> = Vec::new();
     for panel in &spec.panels {
         for (name, _) in &panel.lines {
-            registry.info(name)?;
+            registry.info(name).map_err(|e| e.to_string())?;
             if !names.contains(&name.as_str()) {
                 names.push(name);
             }

@@ -1,6 +1,7 @@
 //! REPORT.md: what was run, the paper's tables beside ours, the statistics, the C5 sweep,
 //! violations and the figures, readable on its own.
 
+use ach_sim::algorithms::names;
 use std::fmt::Write as _;
 
 use super::builders::ReportTables;
@@ -200,7 +201,7 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     // explain: a flagged A3 cell in C3, a flagged cell of Table 4.
     let a3_flagged = compare::table_3_rows(&results.summary)
         .iter()
-        .any(|row| row.algorithm == "Bounded-Loads" && row.verdict.is_outside());
+        .any(|row| row.algorithm == names::BOUNDED_LOADS && row.verdict.is_outside());
     table_section(
         &mut out,
         "Table 3: every algorithm in C3",

@@ -14,6 +14,7 @@ mod figures;
 mod load;
 mod markdown;
 mod paper;
+pub mod style;
 mod tables;
 
 #[cfg(test)]
