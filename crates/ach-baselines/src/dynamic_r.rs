@@ -42,7 +42,7 @@ impl DynamicR {
 
 impl Balancer for DynamicR {
     fn name(&self) -> &'static str {
-        "Dynamic-R"
+        crate::catalogue::names::DYNAMIC_R
     }
 
     fn plan(&mut self, ring: &TokenRing, obs: &Observation<'_>) -> Plan {

@@ -20,12 +20,28 @@ pub enum ConfigError {
     /// `--algorithms` lists nothing.
     #[error("--algorithms: the list is empty")]
     NoAlgorithms,
-    /// `--algorithms` names an algorithm that is not an arm.
+    /// `--algorithms` names an algorithm that is not in the catalogue.
     #[error(
-        "--algorithms: unknown algorithm {0:?}; expected a list of static-w (a0), redis-cli, \
-         dynamic-r, bounded-loads, ach"
+        "--algorithms: unknown algorithm {text:?}; {expected} (case-insensitive; a0 to a3 for \
+         the paper's baselines)"
     )]
-    UnknownAlgorithm(String),
+    UnknownAlgorithm {
+        /// The name as given.
+        text: String,
+        /// The list of names an arm may have.
+        expected: String,
+    },
+    /// `--algorithms` names an algorithm that routes requests its own way (CH-BL).
+    #[error(
+        "--algorithms: {name} routes requests its own way and cannot run on a Redis cluster; \
+         {expected}"
+    )]
+    RoutingAlgorithm {
+        /// The algorithm's name.
+        name: String,
+        /// The list of names an arm may have.
+        expected: String,
+    },
 }
 
 /// A CPU quota that could not be set.
@@ -102,7 +118,7 @@ pub enum ExperimentError {
     #[error("{arm} (repeat {repeat}): {source}")]
     Arm {
         /// The arm's name.
-        arm: &'static str,
+        arm: String,
         /// The repeat.
         repeat: u32,
         /// What failed.

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ach_redis::control::Algorithm;
+use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_sim::config::NodeClass;
 
 use crate::cgroup::CpuLimiter;
@@ -18,60 +18,84 @@ mod observer;
 mod rebalancer;
 
 /// One arm of the experiment: what rebalances the cluster while the workload runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Arm {
-    /// A0: nothing rebalances (the cluster as created, equal slot ranges).
-    StaticW,
     /// `redis-cli --cluster rebalance` with the capacity weights, once at the start.
     RedisCli,
-    /// A2 through `ach-redis`'s rebalance loop.
-    DynamicR,
-    /// A3 through `ach-redis`'s rebalance loop.
-    BoundedLoads,
-    /// ACH (live configuration) through `ach-redis`'s rebalance loop.
-    Ach,
+    /// An algorithm of the catalogue, by its name: A0 Static-W is the cluster as created
+    /// (nothing rebalances); any other runs through `ach-redis`'s rebalance loop (ACH with its
+    /// live configuration).
+    Algorithm(String),
 }
 
+/// The name of the `redis-cli --cluster rebalance` arm.
+pub const REDIS_CLI: &str = "redis-cli";
+
 impl Arm {
-    /// Every arm, in report order.
-    pub const ALL: [Arm; 5] = [
-        Arm::StaticW,
-        Arm::RedisCli,
-        Arm::DynamicR,
-        Arm::BoundedLoads,
-        Arm::Ach,
-    ];
+    /// The arms of a default run, in report order: A0, redis-cli, A2, A3, ACH.
+    pub fn defaults() -> Vec<Arm> {
+        let algorithm = |name: &str| Arm::Algorithm(name.to_string());
+        vec![
+            algorithm(names::STATIC_W),
+            Arm::RedisCli,
+            algorithm(names::DYNAMIC_R),
+            algorithm(names::BOUNDED_LOADS),
+            algorithm(names::ACH),
+        ]
+    }
 
     /// The name in outputs and in the algorithm registry.
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
-            Arm::StaticW => "Static-W",
-            Arm::RedisCli => "redis-cli",
-            Arm::DynamicR => "Dynamic-R",
-            Arm::BoundedLoads => "Bounded-Loads",
-            Arm::Ach => "ACH",
+            Arm::RedisCli => REDIS_CLI,
+            Arm::Algorithm(name) => name,
         }
     }
 
-    /// Parses a name of `--algorithms` (case-insensitive; `a0` and `static-w` are the same).
+    /// Parses a name of `--algorithms`: `redis-cli`, or a name, label or alias of the
+    /// catalogue (case-insensitive; `a0`, `static-w` and `none` are the same). An algorithm
+    /// that routes requests its own way (CH-BL) cannot run on a Redis cluster.
     pub fn parse(text: &str) -> Result<Arm, ConfigError> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "a0" | "static-w" | "none" => Ok(Arm::StaticW),
-            "redis-cli" | "redis-cli-rebalance" => Ok(Arm::RedisCli),
-            "a2" | "dynamic-r" => Ok(Arm::DynamicR),
-            "a3" | "bounded-loads" => Ok(Arm::BoundedLoads),
-            "ach" => Ok(Arm::Ach),
-            other => Err(ConfigError::UnknownAlgorithm(other.to_string())),
+        let text = text.trim();
+        if [REDIS_CLI, "redis-cli-rebalance"]
+            .iter()
+            .any(|name| name.eq_ignore_ascii_case(text))
+        {
+            return Ok(Arm::RedisCli);
+        }
+        let catalogue = Catalogue::built_in();
+        let live: Vec<&str> = catalogue
+            .iter()
+            .filter(|e| !e.routes())
+            .map(|e| e.name())
+            .collect();
+        let expected = format!("expected a list of {REDIS_CLI}, {}", live.join(", "));
+        match catalogue.find(text) {
+            Ok(entry) if !entry.routes() => Ok(Arm::Algorithm(entry.name().to_string())),
+            Ok(entry) => Err(ConfigError::RoutingAlgorithm {
+                name: entry.name().to_string(),
+                expected,
+            }),
+            Err(_) => Err(ConfigError::UnknownAlgorithm {
+                text: text.to_string(),
+                expected,
+            }),
         }
     }
 
-    fn rebalancer(self) -> Option<Algorithm> {
+    /// The catalogue entry that rebalances the cluster, or `None` when nothing does.
+    fn rebalancer(&self) -> Option<Entry> {
         match self {
-            Arm::StaticW | Arm::RedisCli => None,
-            Arm::DynamicR => Some(Algorithm::DynamicR),
-            Arm::BoundedLoads => Some(Algorithm::BoundedLoads),
-            Arm::Ach => Some(Algorithm::Ach),
+            Arm::RedisCli => None,
+            Arm::Algorithm(name) if name == names::STATIC_W => None,
+            Arm::Algorithm(name) => Catalogue::built_in().get(name).cloned(),
         }
+    }
+}
+
+impl serde::Serialize for Arm {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -108,7 +132,7 @@ impl Default for LiveConfig {
             nodes: 6,
             keys: 100_000,
             duration_s: 60,
-            arms: Arm::ALL.to_vec(),
+            arms: Arm::defaults(),
             seed: 42,
             repeats: 1,
             out: PathBuf::from("results/live"),
@@ -382,14 +406,13 @@ pub fn run(
                 config.seed + u64::from(repeat),
                 config.nodes
             );
-            let run =
-                arm::run_arm(config, *arm, repeat, &limiter, stop, progress).map_err(|error| {
-                    ExperimentError::Arm {
-                        arm: arm.name(),
-                        repeat,
-                        source: Box::new(error),
-                    }
-                })?;
+            let run = arm::run_arm(config, arm.clone(), repeat, &limiter, stop, progress).map_err(
+                |error| ExperimentError::Arm {
+                    arm: arm.name().to_string(),
+                    repeat,
+                    source: Box::new(error),
+                },
+            )?;
             let _ = writeln!(
                 progress,
                 "[{index}/{total}] {}: D-bar {:.4}, keys moved {}, client errors {}, lost {}, stale {}, p99 {:.2} ms",
@@ -426,7 +449,17 @@ mod tests {
             vec![Strong, Strong, Medium, Medium, Weak, Weak]
         );
         assert!(config.validate().is_ok());
-        assert_eq!(Arm::parse("A0").unwrap(), Arm::StaticW);
+        assert_eq!(
+            Arm::parse("A0").unwrap(),
+            Arm::Algorithm(names::STATIC_W.into())
+        );
+        assert_eq!(Arm::parse("ach-f").unwrap().name(), names::ACH_F);
+        assert!(
+            Arm::parse("ch-bl")
+                .unwrap_err()
+                .to_string()
+                .contains("routes requests")
+        );
         assert_eq!(Arm::parse("redis-cli").unwrap(), Arm::RedisCli);
         let error = Arm::parse("foo").unwrap_err().to_string();
         assert!(error.contains("\"foo\""), "{error}");

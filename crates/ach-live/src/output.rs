@@ -8,6 +8,7 @@ use std::path::Path;
 use ach_report::report::{
     Cell, Column, CsvShape, Table, TimeSeriesPanel, TimeSeriesSpec, time_series_figure, to_markdown,
 };
+use ach_sim::algorithms::names;
 use ach_stats::{Summary, WilcoxonOptions, cliffs_delta, wilcoxon};
 
 use crate::error::OutputError;
@@ -98,14 +99,14 @@ pub fn summarise(results: &LiveResults, sim: &[SimArm]) -> Vec<ArmSummary> {
 
 /// ACH against every other arm, paired by repeat; empty with fewer than 2 repeats or no ACH.
 pub fn paired(arms: &[ArmSummary]) -> Vec<PairedRow> {
-    let Some(ach) = arms.iter().find(|a| a.algorithm == "ACH") else {
+    let Some(ach) = arms.iter().find(|a| a.algorithm == names::ACH) else {
         return Vec::new();
     };
     if ach.d_bar_per_repeat.len() < 2 {
         return Vec::new();
     }
     arms.iter()
-        .filter(|a| a.algorithm != "ACH")
+        .filter(|a| a.algorithm != names::ACH)
         .map(|other| PairedRow {
             against: other.algorithm.clone(),
             mean_difference: mean(
@@ -142,9 +143,12 @@ fn write(path: &Path, text: &str) -> Result<(), OutputError> {
 }
 
 /// The error of a figure that could not be drawn.
-fn figure_error(name: &str) -> impl FnOnce(String) -> OutputError {
+fn figure_error<E: std::fmt::Display>(name: &str) -> impl FnOnce(E) -> OutputError {
     let name = name.to_string();
-    move |message| OutputError::Figure { name, message }
+    move |error| OutputError::Figure {
+        name,
+        message: error.to_string(),
+    }
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {

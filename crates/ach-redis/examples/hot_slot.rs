@@ -22,10 +22,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use ach_baselines::catalogue::{Catalogue, names};
 use ach_redis::cluster::Cluster;
-use ach_redis::control::{
-    Algorithm, ControlOptions, Controller, imbalance, live_ach_config, observe_once,
-};
+use ach_redis::control::{ControlOptions, Controller, imbalance, live_ach_config, observe_once};
 use ach_redis::local::{LocalCluster, ServerKind};
 use ach_redis::migrate::MigrationOptions;
 use ach_redis::rebalance::{LoopOptions, run};
@@ -36,7 +35,11 @@ use workload::{DataSet, Workload, assert_check_clean, start_cluster_of, wrong_va
 
 fn options() -> ControlOptions {
     ControlOptions {
-        algorithm: Algorithm::Ach,
+        algorithm: Catalogue::built_in()
+            .get(names::ACH)
+            .cloned()
+            .expect("a built-in"),
+        parameters: Vec::new(),
         weights: Vec::new(),
         rules: ReadingRules {
             memory_capacity: None,

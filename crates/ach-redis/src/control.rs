@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_baselines::catalogue::{Context, Entry};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenRing};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
@@ -21,27 +21,16 @@ use crate::telemetry::{
     sample_from_info, slot_cpu_rates,
 };
 
-/// The balancing algorithms the rebalancer can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Algorithm {
-    /// ACH with its live configuration (budgeted, confirmed moves only).
-    Ach,
-    /// A0: never moves anything (the cluster as it is).
-    StaticW,
-    /// A1: slots proportional to the node weights, once.
-    StaticWt,
-    /// A2: dynamic reweighting, unbudgeted.
-    DynamicR,
-    /// A3: the bounded-loads heuristic.
-    BoundedLoads,
-}
-
 /// Everything the controller needs to know besides the cluster.
 #[derive(Clone, Debug)]
 pub struct ControlOptions {
-    /// The algorithm.
-    pub algorithm: Algorithm,
+    /// The algorithm: an entry of the catalogue (`ach_baselines::catalogue`), built with the
+    /// masters' relative weights as capacities, [`ControlOptions::ach`] and
+    /// [`ControlOptions::parameters`]. An algorithm that routes requests its own way (CH-BL)
+    /// cannot run: a Redis cluster serves every key at its slot's owner.
+    pub algorithm: Entry,
+    /// The algorithm's parameters by name (`ach_f.window`); the others keep their defaults.
+    pub parameters: Vec<(String, f64)>,
     /// `--weight NODE=W` as given (NODE: address, node id or a unique id prefix).
     pub weights: Vec<(String, f64)>,
     /// How INFO samples become readings.
@@ -56,6 +45,19 @@ pub struct ControlOptions {
     /// not charged). The default 1 skips empty slots: under the model moving one changes no
     /// load, and every move costs a protocol round and a configuration epoch bump.
     pub min_slot_keys: u64,
+}
+
+impl ControlOptions {
+    /// The algorithm's balancer for masters of these relative weights.
+    fn build(&self, weights: &[f64]) -> Result<Box<dyn Balancer + Send>, Error> {
+        let mut context = Context::new(weights, &self.ach);
+        for (name, value) in &self.parameters {
+            context = context.with_parameter(name, *value);
+        }
+        self.algorithm
+            .balancer(&context)
+            .map_err(|e| Error::Input(e.to_string()))
+    }
 }
 
 /// One observation of the cluster.
@@ -251,6 +253,16 @@ impl Controller {
             .ach
             .validate()
             .map_err(|e| Error::Input(format!("ACH configuration: {e}")))?;
+        let algorithm = &options.algorithm;
+        if algorithm.routes() {
+            return Err(Error::Input(format!(
+                "--algorithm {}: it routes requests its own way, and a Redis cluster serves every \
+                 key at its slot's owner; choose an algorithm that moves slots",
+                algorithm.name()
+            )));
+        }
+        // Built once now, so that a bad parameter is an error before anything is observed.
+        options.build(&[1.0])?;
         Ok(Controller {
             options,
             balancer: None,
@@ -457,16 +469,7 @@ impl Controller {
     }
 
     fn make_balancer(&self, weights: &[f64]) -> Result<Box<dyn Balancer>, Error> {
-        Ok(match self.options.algorithm {
-            Algorithm::Ach => Box::new(
-                live::ach(self.options.ach.clone())
-                    .map_err(|e| Error::Input(format!("ACH configuration: {e}")))?,
-            ),
-            Algorithm::StaticW => Box::new(StaticW),
-            Algorithm::StaticWt => Box::new(StaticWt::new(weights.to_vec())),
-            Algorithm::DynamicR => Box::new(DynamicR::paper()),
-            Algorithm::BoundedLoads => Box::new(BoundedLoads::paper()),
-        })
+        Ok(self.options.build(weights)?)
     }
 
     /// Plans one step on an observation (nothing moves).

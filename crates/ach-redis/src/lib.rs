@@ -15,6 +15,8 @@
 //! crate's cluster pipelines are not used, since they misbehave while a slot migrates.
 //!
 //! [`local`] starts throwaway local servers and clusters for the tests and measurements.
+//! [`cli`] is the `ach-redis` command line over a catalogue of algorithms
+//! (`ach_baselines::catalogue`): a user's binary runs it with its own algorithms added.
 //!
 //! # Example
 //!
@@ -29,6 +31,7 @@
 //! ```
 
 pub mod backend;
+pub mod cli;
 pub mod cluster;
 pub mod control;
 mod error;

@@ -215,6 +215,14 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
     check(&["--steps", "0"], "--steps");
     check(&["--beta", "0"], "beta");
     check(&["--m-max=-1"], "M_max");
+    check(&["--algorithm", "magic"], "unknown algorithm \"magic\"");
+    check(&["--algorithm", "CH-BL"], "routes requests its own way");
+    check(
+        &["--algorithm", "ach-f", "--param", "ach_f.window=0"],
+        "ach_f.window = 0 must be >= 1",
+    );
+    check(&["--param", "nope=1"], "unknown parameter \"nope\"");
+    check(&["--param", "nope"], "is not NAME=VALUE");
     assert_exit_2(
         &["status", "--cluster", &seed, "--sample-ms", "0"],
         "--sample-ms",

@@ -13,11 +13,13 @@
 pub mod algorithms;
 pub mod config;
 pub mod matrix;
+pub mod point;
 pub mod record;
 pub mod run;
 pub mod streams;
 pub mod summary;
 pub mod sweep;
+pub mod validate;
 pub mod workload;
 
 pub use algorithms::{AlgorithmInfo, Registry};

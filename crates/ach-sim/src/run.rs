@@ -61,6 +61,24 @@ pub enum SimError {
     },
 }
 
+/// Why an arm could not be set up or could not take a step; a run reports it as
+/// [`SimError::Internal`], in these words.
+#[derive(Debug, thiserror::Error)]
+enum ArmError {
+    /// The telemetry refused its configuration or a step's readings.
+    #[error(transparent)]
+    Telemetry(#[from] ach_telemetry::TelemetryError),
+    /// The algorithm could not be built for the series.
+    #[error(transparent)]
+    Build(#[from] ach_baselines::catalogue::BuildError),
+    /// A plan could not be committed to the ring.
+    #[error(transparent)]
+    Ring(#[from] ach_ring::RingError),
+    /// A committed plan could not be confirmed.
+    #[error("confirm: {0}")]
+    Confirm(#[from] ach_control::ConfirmError),
+}
+
 /// The cluster as the scenario changes it.
 struct Cluster {
     capacity: Vec<f64>,
@@ -133,33 +151,29 @@ struct Arm {
 
 impl Arm {
     /// A fresh arm for `algorithm` on `ring`, with the series' telemetry.
-    fn new(algorithm: &Algorithm, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, String> {
+    fn new(algorithm: &Algorithm, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, ArmError> {
         let n0 = config.cluster.classes.len();
         let steps = config.steps as usize;
         let distortion = config.noise.distortion();
         let telemetry_config = config.telemetry.config();
         let noisy = !distortion.is_none();
-        let telemetry =
-            TelemetryPipeline::new(n0, telemetry_config, distortion).map_err(|e| e.to_string())?;
+        let telemetry = TelemetryPipeline::new(n0, telemetry_config, distortion)?;
         let truth = if noisy {
-            Some(TelemetryPipeline::noise_free(n0, telemetry_config).map_err(|e| e.to_string())?)
+            Some(TelemetryPipeline::noise_free(n0, telemetry_config)?)
         } else {
             None
         };
-        let name = &algorithm.info.name;
         let forwarding = match algorithm.router(config) {
             None => None,
             Some(router) => Some(Forwarding {
-                router: router.map_err(|e| format!("algorithm {name}: {e}"))?,
+                router: router?,
                 served: Served::default(),
                 forwarded: Vec::with_capacity(steps),
                 requests: Vec::with_capacity(steps),
             }),
         };
         Ok(Arm {
-            balancer: algorithm
-                .balancer(config)
-                .map_err(|e| format!("algorithm {name}: {e}"))?,
+            balancer: algorithm.balancer(config)?,
             forwarding,
             ring,
             telemetry,
@@ -365,7 +379,8 @@ fn simulate_members(
                 internal(spec, 0, format!("algorithm {name:?} is not registered"))
             })?;
             arms.push(
-                Arm::new(algorithm, c, initial_ring.clone()).map_err(|e| internal(spec, 0, e))?,
+                Arm::new(algorithm, c, initial_ring.clone())
+                    .map_err(|e| internal(spec, 0, e.to_string()))?,
             );
         }
         let distortion = c.noise.distortion();
@@ -424,7 +439,7 @@ fn simulate_members(
             };
             for arm in &mut member.arms {
                 arm.step(t, &cluster, &requests, &draws, v_min, &mut scratch)
-                    .map_err(|e| internal(member.spec, t, e))?;
+                    .map_err(|e| internal(member.spec, t, e.to_string()))?;
             }
         }
     }
@@ -552,7 +567,7 @@ impl Arm {
         draws: &StepDraws<'_>,
         v_min: usize,
         scratch: &mut Vec<f64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), ArmError> {
         let n = cluster.capacity.len();
         if let Some(forwarding) = &mut self.forwarding {
             // An algorithm's own routing, over the cluster's capacities as the scenario has set
@@ -586,12 +601,9 @@ impl Arm {
             &self.writes,
             &cluster.service_rate,
             &mut self.raw,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         if let Some(truth) = &mut self.truth {
-            let loads = truth
-                .observe(&self.raw, &StepDraws::none())
-                .map_err(|e| e.to_string())?;
+            let loads = truth.observe(&self.raw, &StepDraws::none())?;
             self.d_true
                 .push(imbalance(loads.loads, &cluster.usable, scratch));
             if let Some(cv) = &mut self.cv_true {
@@ -602,10 +614,7 @@ impl Arm {
                 ));
             }
         }
-        let observed = self
-            .telemetry
-            .observe(&self.raw, draws)
-            .map_err(|e| e.to_string())?;
+        let observed = self.telemetry.observe(&self.raw, draws)?;
         if self.truth.is_none()
             && let Some(cv) = &mut self.cv_true
         {
@@ -626,11 +635,9 @@ impl Arm {
             token_loads: None,
         };
         let plan = self.balancer.plan(&self.ring, &observation);
-        commit(&mut self.ring, &plan).map_err(|e| e.to_string())?;
+        commit(&mut self.ring, &plan)?;
         // A simulated switch is instantaneous: the plan is confirmed as soon as it is committed.
-        self.balancer
-            .confirm(&plan)
-            .map_err(|e| format!("confirm: {e}"))?;
+        self.balancer.confirm(&plan)?;
         self.m.push(plan.m_keys);
         if !plan.within_budget() {
             let bound = plan.budget_bound.unwrap_or(f64::INFINITY);

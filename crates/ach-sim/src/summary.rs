@@ -1,6 +1,7 @@
 //! Statistics over the runs of a series: mean and CI95 of every aggregate, and ACH against
 //! every baseline (paired Wilcoxon on D-bar, Holm-adjusted; Cliff's delta with its CI).
 
+use ach_baselines::catalogue::names::ACH;
 use ach_stats::{
     CliffCiOptions, Summary as Describe, WilcoxonOptions, cliffs_delta_ci, holm, wilcoxon,
 };
@@ -108,7 +109,7 @@ pub struct Comparison {
 impl Comparison {
     /// The algorithm tested against the baseline: the one named, or ACH.
     pub fn algorithm_name(&self) -> &str {
-        self.algorithm.as_deref().unwrap_or("ACH")
+        self.algorithm.as_deref().unwrap_or(ACH)
     }
 }
 
@@ -343,9 +344,9 @@ fn summarize_algorithms(
             .collect()
     };
     let mut comparisons = Vec::new();
-    if config.algorithms.iter().any(|a| a == "ACH") {
-        let ach = d_bars("ACH");
-        for name in config.algorithms.iter().filter(|a| *a != "ACH") {
+    if config.algorithms.iter().any(|a| a == ACH) {
+        let ach = d_bars(ACH);
+        for name in config.algorithms.iter().filter(|a| *a != ACH) {
             comparisons.push(compare(&ach, &d_bars(name), name));
         }
         holm_adjust(&mut comparisons);
@@ -413,7 +414,7 @@ pub fn summarize(
                 .copied()
                 .filter(|r| r.point.as_ref() == Some(&point))
                 .collect();
-            let runs_ach = config.algorithms.iter().any(|a| a == "ACH");
+            let runs_ach = config.algorithms.iter().any(|a| a == ACH);
             let runs_only_ach = runs_ach && config.algorithms.len() == 1;
             let all = (!runs_only_ach).then(|| {
                 let (algorithms, comparisons, against_a0) = summarize_algorithms(config, &at);
@@ -425,7 +426,7 @@ pub fn summarize(
             });
             out.sensitivity.push(SensitivityPoint {
                 series: config.name.clone(),
-                ach: runs_ach.then(|| summarize_algorithm("ACH", &aggregates_of(&at, "ACH"))),
+                ach: runs_ach.then(|| summarize_algorithm(ACH, &aggregates_of(&at, ACH))),
                 point,
                 all,
             });

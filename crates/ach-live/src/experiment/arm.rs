@@ -41,10 +41,10 @@ pub(super) fn run_arm(
         &loaded.weights,
         cpu_per_weight,
     )?;
-    let running = start_workload(config, arm, &loaded, &workload, hot, cpu_per_weight)?;
+    let running = start_workload(config, &arm, &loaded, &workload, hot, cpu_per_weight)?;
     let mut measured = measure(
         config,
-        arm,
+        &arm,
         &mut loaded,
         &mut observer,
         &running.shared,
@@ -197,7 +197,7 @@ struct Running {
 /// Starts the rebalancer, then the client threads.
 fn start_workload(
     config: &LiveConfig,
-    arm: Arm,
+    arm: &Arm,
     loaded: &LoadedCluster,
     workload: &WorkloadConfig,
     hot: Vec<usize>,
@@ -264,7 +264,7 @@ struct Measured {
 /// changing are counted as moved keys and passed on to the clients.
 fn measure(
     config: &LiveConfig,
-    arm: Arm,
+    arm: &Arm,
     loaded: &mut LoadedCluster,
     observer: &mut Observer,
     shared: &Shared,

@@ -2,9 +2,10 @@
 //! reading rules as the rebalancers.
 
 use ach_redis::cluster::{Cluster, Snapshot};
-use ach_redis::control::{Algorithm, ControlOptions, Controller, live_ach_config};
+use ach_redis::control::{ControlOptions, Controller, live_ach_config};
 use ach_redis::migrate::MigrationOptions;
 use ach_redis::telemetry::{NodeSample, ReadingRules, reading};
+use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
 use crate::error::ExperimentError;
@@ -12,12 +13,13 @@ use crate::error::ExperimentError;
 /// The controller options of `algorithm` in the experiment (the observer uses Static-W's: it
 /// only samples).
 pub(super) fn control_options(
-    algorithm: Algorithm,
+    algorithm: Entry,
     weights: Vec<(String, f64)>,
     cpu_per_weight: f64,
 ) -> ControlOptions {
     ControlOptions {
         algorithm,
+        parameters: Vec::new(),
         weights,
         rules: reading_rules(cpu_per_weight),
         telemetry: TelemetryConfig::paper(),
@@ -57,7 +59,12 @@ impl Observer {
         weights: &[(String, f64)],
         cpu_per_weight: f64,
     ) -> Result<Observer, ExperimentError> {
-        let options = control_options(Algorithm::StaticW, weights.to_vec(), cpu_per_weight);
+        // The observer only samples: A0's balancer, which never moves a token.
+        let observer = Catalogue::built_in()
+            .get(names::STATIC_W)
+            .cloned()
+            .expect("a built-in");
+        let options = control_options(observer, weights.to_vec(), cpu_per_weight);
         let telemetry = options.telemetry;
         let mut sampler = Controller::new(options)?;
         let relative_weights = sampler.relative_weights(snapshot)?;

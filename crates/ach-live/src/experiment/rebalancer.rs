@@ -54,7 +54,7 @@ pub(super) struct RebalancerSetup<'a> {
 
 /// Starts the arm's rebalancer; `stop` ends the rebalance loop.
 pub(super) fn start_rebalancer(
-    arm: Arm,
+    arm: &Arm,
     setup: &RebalancerSetup<'_>,
     stop: Arc<AtomicBool>,
 ) -> Result<Rebalancer, ExperimentError> {
@@ -66,7 +66,7 @@ pub(super) fn start_rebalancer(
         interval,
         cpu_per_weight,
     } = *setup;
-    if arm == Arm::RedisCli {
+    if *arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary()?);
         command.args(["--cluster", "rebalance", seed, "--cluster-weight"]);
         for (address, weight) in weights {

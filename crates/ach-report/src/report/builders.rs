@@ -618,7 +618,7 @@ fn is_base(config: Option<&SeriesConfig>, path: &str, value: f64) -> bool {
     };
     let mut at_value = config.clone();
     let path = ach_sim::sweep::resolve_path(path);
-    ach_sim::sweep::set_field(&mut at_value, path, value).is_ok() && at_value == *config
+    ach_sim::point::set_field(&mut at_value, path, value).is_ok() && at_value == *config
 }
 
 fn sensitivity_table(results: &Results) -> Table {

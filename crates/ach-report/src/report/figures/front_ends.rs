@@ -68,7 +68,7 @@ pub fn time_series_figure_styled(
             looks
                 .registry
                 .info(name)
-                .map_err(FigureError::UnknownAlgorithm)?;
+                .map_err(|e| FigureError::UnknownAlgorithm(e.to_string()))?;
             if !names.contains(&name.as_str()) {
                 names.push(name);
             }
