@@ -8,6 +8,7 @@ use rand_distr::{Distribution, Normal};
 
 use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::phases::{NoProbe, Phase, PhaseProbe};
 use crate::record::{
     Aggregates, AlgorithmRecord, RunRecord, ViolationRecord, coefficient_of_variation,
     forwarded_fraction, mean_after_warmup,
@@ -213,6 +214,18 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
         .expect("one result per spec")
 }
 
+/// [`simulate`], telling `probe` each time the run enters a phase (see [`crate::phases`]):
+/// the same record, for a caller that times where a run's time goes.
+pub fn simulate_probed<P: PhaseProbe>(
+    spec: &RunSpec<'_>,
+    probe: &mut P,
+) -> Result<RunRecord, SimError> {
+    let registry = Registry::built_in();
+    spec.config.validate_with(spec.profile, &registry)?;
+    let mut records = simulate_members(&[spec], &registry, probe)?;
+    Ok(records.pop().expect("one record per spec"))
+}
+
 /// The part of a configuration that fixes a run's requests and cluster events. Runs that agree
 /// on it, on the seed and on the profile draw exactly the same requests.
 #[derive(serde::Serialize)]
@@ -294,7 +307,7 @@ pub fn simulate_group_with(
     }
     if !members.is_empty() {
         let group: Vec<&RunSpec<'_>> = members.iter().map(|&k| &specs[k]).collect();
-        match simulate_members(&group, registry) {
+        match simulate_members(&group, registry, &mut NoProbe) {
             Ok(records) => {
                 for (&k, record) in members.iter().zip(records) {
                     results[k] = Some(Ok(record));
@@ -314,10 +327,12 @@ pub fn simulate_group_with(
 }
 
 /// The shared pass of [`simulate_group`] over validated specs with one workload key.
-fn simulate_members(
+fn simulate_members<P: PhaseProbe>(
     specs: &[&RunSpec<'_>],
     registry: &Registry,
+    probe: &mut P,
 ) -> Result<Vec<RunRecord>, SimError> {
+    probe.enter(Phase::Setup);
     let lead = specs[0];
     let config = lead.config;
     let seed = config.seed(lead.run_index);
@@ -394,6 +409,7 @@ fn simulate_members(
     let v_min = config.ach.v_min;
 
     for t in 0..config.steps {
+        probe.enter(Phase::Events);
         let mut all_arms: Vec<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
         if apply_events(config, t, &mut cluster, &mut all_arms) {
             for arm in &mut all_arms {
@@ -401,12 +417,14 @@ fn simulate_members(
             }
         }
         let n = cluster.capacity.len();
+        probe.enter(Phase::Draw);
         workload.draw(
             config.load.rate(t),
             &mut request_rng,
             &mut token_requests,
             &mut token_writes,
         );
+        probe.enter(Phase::Route);
         for ((p, &r), &w) in packed.iter_mut().zip(&token_requests).zip(&token_writes) {
             *p = pack(r, w);
         }
@@ -417,18 +435,29 @@ fn simulate_members(
         };
         for member in &mut members {
             // One set of telemetry draws per step, shared by every algorithm of the run.
+            probe.enter(Phase::Telemetry);
             member.draw_noise(n);
             let draws = StepDraws {
                 gauss: member.gauss.as_ref().map(|_| member.gauss_draws.as_slice()),
                 missing: member.p_miss.map(|_| member.missing_draws.as_slice()),
             };
-            for arm in &mut member.arms {
-                arm.step(t, &cluster, &requests, &draws, v_min, &mut scratch)
-                    .map_err(|e| internal(member.spec, t, e))?;
+            for (index, arm) in member.arms.iter_mut().enumerate() {
+                arm.step(
+                    t,
+                    &cluster,
+                    &requests,
+                    &draws,
+                    v_min,
+                    &mut scratch,
+                    probe,
+                    index,
+                )
+                .map_err(|e| internal(member.spec, t, e))?;
             }
         }
     }
 
+    probe.enter(Phase::Records);
     Ok(members.into_iter().map(Member::into_record).collect())
 }
 
@@ -543,8 +572,9 @@ impl Member<'_> {
 
 impl Arm {
     /// One step of this arm once its requests are routed ([`route`]): telemetry, plan, commit,
-    /// metrics, invariants.
-    fn step(
+    /// metrics, invariants; `probe` is told each phase, `index` is the arm's algorithm's.
+    #[allow(clippy::too_many_arguments)] // The step's inputs, one each; a struct would only wrap them.
+    fn step<P: PhaseProbe>(
         &mut self,
         t: u32,
         cluster: &Cluster,
@@ -552,9 +582,13 @@ impl Arm {
         draws: &StepDraws<'_>,
         v_min: usize,
         scratch: &mut Vec<f64>,
+        probe: &mut P,
+        index: usize,
     ) -> Result<(), String> {
         let n = cluster.capacity.len();
+        probe.enter(Phase::Telemetry);
         if let Some(forwarding) = &mut self.forwarding {
+            probe.enter(Phase::Route);
             // An algorithm's own routing, over the cluster's capacities as the scenario has set
             // them (degradations applied, 0 for a removed node) and its members.
             let load = StepLoad {
@@ -573,6 +607,7 @@ impl Arm {
             self.requests.resize(n, 0);
             self.writes.clone_from(&forwarding.served.writes);
             self.writes.resize(n, 0);
+            probe.enter(Phase::Telemetry);
         } else {
             // The model's routing, summed by `route`: every request to its token's owner.
             self.requests.clear();
@@ -625,7 +660,9 @@ impl Arm {
             live: &cluster.usable,
             token_loads: None,
         };
+        probe.enter(Phase::Plan { arm: index });
         let plan = self.balancer.plan(&self.ring, &observation);
+        probe.enter(Phase::Commit);
         commit(&mut self.ring, &plan).map_err(|e| e.to_string())?;
         // A simulated switch is instantaneous: the plan is confirmed as soon as it is committed.
         self.balancer
@@ -645,6 +682,7 @@ impl Arm {
         }
         // The five invariants are a function of the ring and the membership only: a step that
         // changed neither has exactly the violations of the last check.
+        probe.enter(Phase::Invariants);
         if self.needs_check {
             let check = InvariantCheck {
                 n_nodes: n,
