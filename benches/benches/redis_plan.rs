@@ -1,7 +1,7 @@
 //! One control step of `ach-redis plan` on a synthetic observation: 16384 slots over 100
 //! masters, no servers. A step is what `ach_redis::control::Controller::plan` computes for an
-//! observation: the key-weighted slot ring (`ach_redis::live::key_weighted_ring`), then the
-//! algorithm's plan on it. ACH runs with its live configuration (`AchConfig::live()`); the
+//! observation: the key-weighted slot ring (`ach_redis::key_weighted_ring`), then the
+//! algorithm's plan on it. ACH runs with its live configuration (`AchConfig::live()`, what `ach_redis` runs); the
 //! baselines Dynamic-R and Bounded-Loads with their paper parameters, for comparison.
 //!
 //! Every iteration plans from the same state (a fresh copy of the balancer), as the first
@@ -14,8 +14,8 @@
 
 use ach_baselines::{BoundedLoads, DynamicR};
 use ach_benches::uniform_values;
-use ach_control::{Balancer, Observation};
-use ach_redis::live::{ach, ach_config, key_weighted_ring};
+use ach_control::{Ach, AchConfig, Balancer, Observation};
+use ach_redis::key_weighted_ring;
 use ach_ring::NodeId;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
@@ -81,7 +81,9 @@ const BALANCERS: [&str; 3] = ["ach_live", "dynamic_r", "bounded_loads"];
 /// A fresh balancer for `label` (one of [`BALANCERS`]).
 fn fresh(label: &str) -> Box<dyn Balancer> {
     match label {
-        "ach_live" => Box::new(ach(ach_config()).expect("the live configuration is valid")),
+        "ach_live" => {
+            Box::new(Ach::new(AchConfig::live()).expect("the live configuration is valid"))
+        }
         "dynamic_r" => Box::new(DynamicR::paper()),
         _ => Box::new(BoundedLoads::paper()),
     }
