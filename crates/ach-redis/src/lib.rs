@@ -46,4 +46,4 @@ pub mod telemetry;
 pub mod topology;
 
 pub use error::Error;
-pub use live::EMPTY_SLOT_SHARE;
+pub use live::{EMPTY_SLOT_SHARE, key_weighted_ring};

@@ -13,6 +13,7 @@
 pub mod algorithms;
 pub mod config;
 pub mod matrix;
+pub mod phases;
 pub mod point;
 pub mod record;
 pub mod run;
@@ -26,4 +27,4 @@ pub use algorithms::{AlgorithmInfo, Registry};
 pub use config::{AchFilter, ChBlConfig, Profile, SeriesConfig, SweepPoint, built_in_series};
 pub use matrix::run_jobs_with;
 pub use record::{Aggregates, AlgorithmRecord, RunRecord};
-pub use run::{RunSpec, SimError, simulate};
+pub use run::{RunSpec, SimError, simulate, simulate_probed};
