@@ -18,7 +18,8 @@ pub struct Observation<'a> {
     /// `k` carries, in the units of `loads` (what the owner's load would lose if the token
     /// left), one entry per token of the ring. `None` when the telemetry has no per-token
     /// figures (the paper's model, `INFO`-only clusters); algorithms that do not use it ignore
-    /// it, and an algorithm that can use it falls back to its rules without it.
+    /// it, and an algorithm that can use it falls back to its rules without it. (For an
+    /// algorithm that asks for [`TokenLoadNeed::ExpectedWork`], each token's expected work.)
     pub token_loads: Option<&'a [f64]>,
 }
 
@@ -104,6 +105,24 @@ impl Plan {
 /// Slack of the budget invariant, for floating-point rounding.
 pub const BUDGET_SLACK: f64 = 1e-9;
 
+/// Which per-token figures an algorithm wants in [`Observation::token_loads`]. A caller that
+/// has none passes `None` whatever the answer; computing them costs the caller work, so it may
+/// skip it for algorithms that answer [`TokenLoadNeed::None`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TokenLoadNeed {
+    /// No per-token figures (the paper's algorithms).
+    #[default]
+    None,
+    /// Per-token loads as the telemetry measures them: each token's part of its owner's
+    /// observed load, with the same smoothing, lag, noise and missing samples as the node loads
+    /// (what per-slot statistics of a live cluster give).
+    Observed,
+    /// Full knowledge, which only a simulator has: each token's *expected work of the next
+    /// step* (requests plus the extra cost of writes, in requests per step). Not in the units of
+    /// `loads`; for oracles that bound what any algorithm could reach.
+    ExpectedWork,
+}
+
 /// A load-balancing algorithm over a [`TokenRing`].
 pub trait Balancer {
     /// Short name, as used in the paper's tables (for example `ACH`, `Static-W`).
@@ -123,6 +142,11 @@ pub trait Balancer {
     /// algorithm's budget is never charged.
     fn confirm(&mut self, plan: &Plan) -> Result<f64, ConfirmError> {
         Ok(plan.m_keys)
+    }
+
+    /// Which per-token figures this algorithm wants in its observations (none by default).
+    fn token_load_need(&self) -> TokenLoadNeed {
+        TokenLoadNeed::None
     }
 }
 

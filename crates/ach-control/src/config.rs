@@ -53,6 +53,34 @@ pub struct AchConfig {
     /// by token count by default.
     #[serde(skip_serializing_if = "AssignRule::is_paper")]
     pub assign_rule: AssignRule,
+    /// How sources choose the tokens they give ([`SelectRule`]); the paper's longest arcs first
+    /// by default. [`SelectRule::ByTokenLoad`] needs per-token loads in the observation and
+    /// falls back to the paper's rule without them.
+    #[serde(skip_serializing_if = "SelectRule::is_paper")]
+    pub select_rule: SelectRule,
+}
+
+/// How the sources choose the tokens they give, and to whom.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectRule {
+    /// The paper's rule (phases 1-3): each source gives its longest tokens up to its share of
+    /// the budget, and the pool is split among the receivers by [`AssignRule`].
+    #[default]
+    Paper,
+    /// With per-token loads (`Observation::token_loads`): tokens are taken in decreasing order
+    /// of load relieved per key space moved, each source within the same share of the budget
+    /// (and the same step rule) as under the paper's rule, and each token goes to the receiver
+    /// with the most need left among those it would not make the hottest node; a token no
+    /// receiver can take stays (see `planner::plan_by_token_load`). Without per-token loads,
+    /// the paper's rule.
+    ByTokenLoad,
+}
+
+impl SelectRule {
+    fn is_paper(&self) -> bool {
+        *self == SelectRule::Paper
+    }
 }
 
 /// How the pooled tokens are split among the receivers.
@@ -162,6 +190,7 @@ impl AchConfig {
             cooldown: 0,
             target: TargetRule::Fixed,
             assign_rule: AssignRule::Paper,
+            select_rule: SelectRule::Paper,
         }
     }
 
