@@ -28,9 +28,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use ach_baselines::{
-    BoundedLoads, BoundedLoadsRouting, DynamicR, MedianFiltered, RoutingOnly, StaticW, StaticWt,
+    Adaptive, AdaptiveRules, BoundedLoads, BoundedLoadsRouting, DynamicR, MedianFiltered, Oracle,
+    RoutingOnly, StaticW, StaticWt,
 };
-use ach_control::{Ach, Balancer, Router};
+use ach_control::{Ach, AchConfig, Balancer, Router, SelectRule};
 
 use crate::config::{AchFilter, ChBlConfig, SeriesConfig};
 
@@ -51,6 +52,14 @@ pub enum Marker {
     Cross,
     /// A plus sign (an upright cross).
     Plus,
+    /// A triangle, point down.
+    TriangleDown,
+    /// A regular pentagon, point up.
+    Pentagon,
+    /// A regular hexagon.
+    Hexagon,
+    /// A wide bar (a dash).
+    Dash,
 }
 
 /// How an algorithm is named and drawn.
@@ -144,6 +153,51 @@ pub enum RegistryError {
     BadName(String),
 }
 
+/// The paper's future work (issue 20, docs/future-work.md), opt-in like ACH-F: ACH-H (ACH
+/// whose planner sees per-token loads), ACH-A (hysteresis that adapts online), ACH-HA (both)
+/// and the Oracle (the best balance with full knowledge and no budget; the limit, not a
+/// contender).
+fn add_future_work(add: &mut impl FnMut(AlgorithmInfo, BalancerFactory)) {
+    add(
+        AlgorithmInfo::new("ACH-H", "ACH-H", [0x99, 0x00, 0x99], Marker::TriangleDown),
+        Arc::new(|config| Ok(Box::new(ach_h(config)?))),
+    );
+    add(
+        AlgorithmInfo::new("ACH-A", "ACH-A", [0x66, 0x99, 0x00], Marker::Pentagon),
+        Arc::new(|config| Ok(Box::new(ach_a(config, config.ach.clone())?))),
+    );
+    add(
+        AlgorithmInfo::new("ACH-HA", "ACH-HA", [0x33, 0x66, 0xCC], Marker::Hexagon),
+        Arc::new(|config| Ok(Box::new(ach_a(config, per_token(config))?))),
+    );
+    add(
+        AlgorithmInfo::new("Oracle", "Oracle", [0x80, 0x80, 0x80], Marker::Dash),
+        Arc::new(|config| {
+            let schedule = crate::token_loads::service_rate_schedule(config);
+            Ok(Box::new(Oracle::new(schedule, config.ach.v_min)))
+        }),
+    );
+}
+
+/// The series' ACH parameters with the per-token planner.
+fn per_token(config: &SeriesConfig) -> AchConfig {
+    AchConfig {
+        select_rule: SelectRule::ByTokenLoad,
+        ..config.ach.clone()
+    }
+}
+
+/// ACH-H: ACH with the per-token planner ([`SelectRule::ByTokenLoad`]).
+pub fn ach_h(config: &SeriesConfig) -> Result<Ach, String> {
+    Ach::new(per_token(config)).map_err(|e| e.to_string())
+}
+
+/// ACH-A over `base` (the floor of its adapted parameters), with the series' smoothing factor.
+pub fn ach_a(config: &SeriesConfig, base: AchConfig) -> Result<Adaptive, String> {
+    let beta = config.telemetry.config().beta;
+    Adaptive::new(base, beta, AdaptiveRules::DEFAULT).map_err(|e| e.to_string())
+}
+
 /// The algorithms series may name, in registration order (the order of tables and legends).
 #[derive(Clone, Debug)]
 pub struct Registry {
@@ -222,6 +276,11 @@ impl Registry {
                 },
             )
             .expect("the built-in names are distinct and valid");
+        add_future_work(&mut |info, factory| {
+            registry
+                .register_factory(info, factory)
+                .expect("the built-in names are distinct and valid");
+        });
         registry
     }
 
@@ -326,7 +385,10 @@ mod tests {
         let registry = Registry::built_in();
         let names: Vec<&str> = registry.iter().map(|a| a.info.name.as_str()).collect();
         assert_eq!(names[..5], ALGORITHMS);
-        assert_eq!(names[5..], ["ACH-F", "CH-BL"]);
+        assert_eq!(
+            names[5..],
+            ["ACH-F", "CH-BL", "ACH-H", "ACH-A", "ACH-HA", "Oracle"]
+        );
         let config = &built_in_series()[0];
         for algorithm in registry.iter() {
             assert!(algorithm.balancer(config).is_ok(), "{:?}", algorithm.info);

@@ -18,6 +18,7 @@ pub mod run;
 pub mod streams;
 pub mod summary;
 pub mod sweep;
+pub mod token_loads;
 pub mod workload;
 
 pub use algorithms::{AlgorithmInfo, Registry};

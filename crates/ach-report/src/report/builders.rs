@@ -67,6 +67,9 @@ pub struct ReportTables {
     /// The same, every other algorithm against Static-W (A0), when some series asks for it
     /// (`against_a0 = true`).
     pub statistics_a0: Option<Table>,
+    /// Every algorithm's share of the A0-to-Oracle gap closed, when some series runs the
+    /// Oracle beside Static-W (A0).
+    pub oracle_gap: Option<Table>,
     /// Table 4 against ours.
     pub table_4: Table,
     /// Every C5 point of ours.
@@ -96,6 +99,7 @@ impl ReportTables {
             &self.statistics,
         ];
         all.extend(&self.statistics_a0);
+        all.extend(&self.oracle_gap);
         all.extend([
             &self.table_4,
             &self.sensitivity,
@@ -134,6 +138,7 @@ pub fn build_tables(results: &Results) -> ReportTables {
         ),
         statistics: statistics_table(&results.registry, summary),
         statistics_a0: statistics_a0_table(&results.registry, summary),
+        oracle_gap: oracle_gap_table(&results.registry, summary),
         table_4: check_table(
             &results.registry,
             "table4_c5_sensitivity",
@@ -523,6 +528,54 @@ fn statistics_a0_table(registry: &Registry, summary: &MatrixSummary) -> Option<T
             [Column::key("Series", "series"), Column::key("Algorithm", "algorithm")],
             rows,
         )
+    })
+}
+
+/// Every algorithm's share of the A0-to-Oracle gap closed (on the true D-bar), in every series
+/// and sweep point that runs both; `None` when none does.
+fn oracle_gap_table(registry: &Registry, summary: &MatrixSummary) -> Option<Table> {
+    let series = summary
+        .series
+        .iter()
+        .map(|s| (s.name.clone(), &s.algorithms, &s.oracle_gap));
+    let points = summary.sensitivity.iter().filter_map(|p| {
+        let all = p.all.as_ref()?;
+        Some((
+            format!("{} {}", p.series, p.point.label()),
+            &all.algorithms,
+            &all.oracle_gap,
+        ))
+    });
+    let mut rows = Vec::new();
+    for (name, algorithms, gaps) in series.chain(points) {
+        for gap in gaps {
+            let Some(a) = algorithms.iter().find(|a| a.name == gap.algorithm) else {
+                continue;
+            };
+            rows.push(vec![
+                Cell::text(&name),
+                algorithm_cell(registry, &gap.algorithm),
+                estimate(a.d_true_mean),
+                estimate(a.m_cum),
+                Cell::number(gap.share_closed.map(|s| 100.0 * s), 1),
+            ]);
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        name: "oracle_gap".to_string(),
+        title: "Share of the gap between Static-W (A0) and the Oracle closed, on the true D-bar: (D(A0) - D) / (D(A0) - D(Oracle))".to_string(),
+        columns: vec![
+            Column::key("Series", "series"),
+            Column::key("Algorithm", "algorithm"),
+            Column::value("D-bar (true)", "d_true_mean"),
+            Column::value("M_cum", "m_cum"),
+            Column::value("Gap closed %", "gap_closed_percent"),
+        ],
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
     })
 }
 

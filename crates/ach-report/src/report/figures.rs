@@ -121,7 +121,24 @@ fn marker_outline(marker: Marker, r: i32) -> Vec<(i32, i32)> {
             .into_iter()
             .map(|(x, y)| (x.round() as i32, y.round() as i32))
             .collect(),
+        Marker::TriangleDown => vec![(0, r), (r, -r * 4 / 5), (-r, -r * 4 / 5)],
+        Marker::Pentagon => regular_polygon(5, r, -std::f64::consts::FRAC_PI_2),
+        Marker::Hexagon => regular_polygon(6, r, 0.0),
+        Marker::Dash => vec![(-r, -r / 3), (r, -r / 3), (r, r / 3), (-r, r / 3)],
     }
+}
+
+/// The corners of a regular polygon of `k` sides and radius `r`, the first at `start` radians.
+fn regular_polygon(k: u32, r: i32, start: f64) -> Vec<(i32, i32)> {
+    (0..k)
+        .map(|j| {
+            let angle = start + std::f64::consts::TAU * f64::from(j) / f64::from(k);
+            (
+                (f64::from(r) * angle.cos()).round() as i32,
+                (f64::from(r) * angle.sin()).round() as i32,
+            )
+        })
+        .collect()
 }
 
 /// The outline of an upright plus sign of half-size `r` and arm half-width `r / 3`.
