@@ -151,7 +151,11 @@ pub fn build_tables(results: &Results) -> ReportTables {
         sweeps: summary
             .general_sweeps()
             .into_iter()
-            .map(|(series, points)| sweep_table(&results.registry, series, &points))
+            .flat_map(|(series, points)| {
+                let mut tables = vec![sweep_table(&results.registry, series, &points)];
+                tables.extend(gain_threshold_table(&results.registry, series, &points));
+                tables
+            })
             .collect(),
         sweep_statistics: summary
             .general_sweeps()
@@ -238,6 +242,73 @@ fn cv_table(
             "{series}: D-bar beside the coefficient of variation of the true loads (mean ± CI95 over the runs)"
         ),
         columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    })
+}
+
+/// Below this gain over Static-W (A0), in percent of A0's true D-bar, an algorithm is said to
+/// have stopped beating A0 (issue 20's `noise` target).
+const GAIN_FLOOR_PERCENT: f64 = 5.0;
+
+/// For a sweep of one field that runs Static-W (A0): every other algorithm's gain over A0 on
+/// the true D-bar at the first point, and the first value of the field at which the gain falls
+/// below 5 % ("—" when it never does). `None` for grids or without A0.
+fn gain_threshold_table(
+    registry: &Registry,
+    series: &str,
+    points: &[&ach_sim::summary::SensitivityPoint],
+) -> Option<Table> {
+    let coordinates: Vec<_> = points
+        .iter()
+        .map(|p| p.point.only())
+        .collect::<Option<_>>()?;
+    let parameter = coordinates.first()?.parameter.clone();
+    let gain = |p: &ach_sim::summary::SensitivityPoint, name: &str| {
+        let algorithms = p.algorithms();
+        let d = |n: &str| {
+            algorithms
+                .iter()
+                .find(|a| a.name == n)
+                .map(|a| a.d_true_mean.mean)
+        };
+        let a0 = d(ach_sim::config::A0)?;
+        Some(100.0 * (a0 - d(name)?) / a0)
+    };
+    let first = points.first()?;
+    gain(first, ach_sim::config::A0)?;
+    let rows = first
+        .algorithms()
+        .iter()
+        .filter(|a| a.name != ach_sim::config::A0)
+        .map(|a| {
+            let below = points
+                .iter()
+                .zip(&coordinates)
+                .find(|(p, _)| gain(p, &a.name).is_some_and(|g| g < GAIN_FLOOR_PERCENT))
+                .map(|(_, c)| c.value);
+            vec![
+                Cell::text(series),
+                algorithm_cell(registry, &a.name),
+                Cell::number(gain(first, &a.name), 1),
+                Cell::number(below, 3),
+            ]
+        })
+        .collect();
+    Some(Table {
+        name: format!("gain_threshold_{series}"),
+        title: format!(
+            "Sweep {series}: gain over Static-W (A0) on the true D-bar at the first point, and the first {parameter} at which it falls below {GAIN_FLOOR_PERCENT} %"
+        ),
+        columns: vec![
+            Column::key("Series", "series"),
+            Column::key("Algorithm", "algorithm"),
+            Column::value("Gain at first point %", "gain_first_percent"),
+            Column::value(&format!("{parameter} where gain < 5 %"), "threshold"),
+        ],
         rows,
         csv_shape: CsvShape::Melt {
             variable: "metric",
