@@ -42,17 +42,21 @@
 //! assert_eq!(ring.counts(2), vec![18, 22]);
 //! ```
 
+mod adaptive;
 mod bounded_loads;
 mod bounded_loads_routing;
 pub mod catalogue;
 mod dynamic_r;
 mod filtered;
+mod oracle;
 mod static_w;
 
+pub use adaptive::{Adaptive, AdaptiveRules};
 pub use bounded_loads::BoundedLoads;
 pub use bounded_loads_routing::{BoundedLoadsRouting, RoutingOnly};
 pub use dynamic_r::DynamicR;
 pub use filtered::{MedianFiltered, median};
+pub use oracle::Oracle;
 pub use static_w::{StaticW, StaticWt};
 
 /// Minimum tokens per node kept by every mover (spec section 5).

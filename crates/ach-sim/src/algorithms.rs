@@ -30,7 +30,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use ach_baselines::catalogue::{BuildError, CatalogueError, Context, Parameter};
-use ach_control::{Balancer, Router};
+use ach_baselines::{Adaptive, AdaptiveRules, Oracle};
+use ach_control::{Ach, AchConfig, Balancer, Router, SelectRule};
 
 use crate::config::SeriesConfig;
 
@@ -193,6 +194,52 @@ pub struct UnknownAlgorithm {
     pub known: String,
 }
 
+/// The paper's future work (issue 20, docs/future-work.md), opt-in like ACH-F: ACH-H (ACH
+/// whose planner sees per-token loads), ACH-A (hysteresis that adapts online), ACH-HA (both)
+/// and the Oracle (the best balance with full knowledge and no budget; the limit, not a
+/// contender).
+fn add_future_work(add: &mut impl FnMut(AlgorithmInfo, BalancerFactory)) {
+    add(
+        AlgorithmInfo::new("ACH-H", "ACH-H"),
+        Arc::new(|config| Ok(Box::new(ach_h(config)?))),
+    );
+    add(
+        AlgorithmInfo::new("ACH-A", "ACH-A"),
+        Arc::new(|config| Ok(Box::new(ach_a(config, config.ach.clone())?))),
+    );
+    add(
+        AlgorithmInfo::new("ACH-HA", "ACH-HA"),
+        Arc::new(|config| Ok(Box::new(ach_a(config, per_token(config))?))),
+    );
+    add(
+        AlgorithmInfo::new("Oracle", "Oracle"),
+        Arc::new(|config| {
+            let schedule = crate::token_loads::service_rate_schedule(config);
+            Ok(Box::new(Oracle::new(schedule, config.ach.v_min)))
+        }),
+    );
+}
+
+/// The series' ACH parameters with the per-token planner.
+fn per_token(config: &SeriesConfig) -> AchConfig {
+    AchConfig {
+        select_rule: SelectRule::ByTokenLoad,
+        ..config.ach.clone()
+    }
+}
+
+/// ACH-H: ACH with the per-token planner ([`SelectRule::ByTokenLoad`]).
+pub fn ach_h(config: &SeriesConfig) -> Result<Ach, BuildError> {
+    Ach::new(per_token(config)).map_err(|e| BuildError::refused(e.to_string()))
+}
+
+/// ACH-A over `base` (the floor of its adapted parameters), with the series' smoothing factor.
+pub fn ach_a(config: &SeriesConfig, base: AchConfig) -> Result<Adaptive, BuildError> {
+    let beta = config.telemetry.config().beta;
+    Adaptive::new(base, beta, AdaptiveRules::DEFAULT)
+        .map_err(|e| BuildError::refused(e.to_string()))
+}
+
 /// The algorithms series may name, in registration order (the order of tables and legends).
 #[derive(Clone, Debug)]
 pub struct Registry {
@@ -218,8 +265,20 @@ impl Registry {
     /// `ach_baselines::MedianFiltered`) and CH-BL (consistent hashing with bounded loads as
     /// published, `c = 1 + [ch_bl] eps`: it forwards requests past full nodes and never moves a
     /// token, see `ach_baselines::BoundedLoadsRouting`).
+    ///
+    /// The simulator-only algorithms of the paper's future work follow, also opt-in: ACH-H
+    /// (ACH's per-token planner over per-token telemetry), ACH-A (hysteresis adapted online),
+    /// ACH-HA (both) and Oracle (the best assignment with full knowledge and no budget, the
+    /// limit rather than a contender). They are not catalogue entries: ACH-A reads the series'
+    /// smoothing factor and Oracle the scenario's service-rate schedule (docs/future-work.md).
     pub fn built_in() -> Registry {
-        Registry::from_catalogue(&Catalogue::built_in())
+        let mut registry = Registry::from_catalogue(&Catalogue::built_in());
+        add_future_work(&mut |info, factory| {
+            registry
+                .register_factory(info, factory)
+                .expect("the built-in names are distinct and valid");
+        });
+        registry
     }
 
     /// Every entry of `catalogue`, in its order.
@@ -355,7 +414,17 @@ mod tests {
         let registry = Registry::built_in();
         let names: Vec<&str> = registry.iter().map(|a| a.info.name.as_str()).collect();
         assert_eq!(names[..5], ALGORITHMS);
-        assert_eq!(names[5..], [names::ACH_F, names::CH_BL]);
+        assert_eq!(
+            names[5..],
+            [
+                names::ACH_F,
+                names::CH_BL,
+                "ACH-H",
+                "ACH-A",
+                "ACH-HA",
+                "Oracle"
+            ]
+        );
         let config = &built_in_series()[0];
         for algorithm in registry.iter() {
             assert!(algorithm.balancer(config).is_ok(), "{:?}", algorithm.info);

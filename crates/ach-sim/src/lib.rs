@@ -20,6 +20,7 @@ pub mod run;
 pub mod streams;
 pub mod summary;
 pub mod sweep;
+pub mod token_loads;
 pub mod validate;
 pub mod workload;
 

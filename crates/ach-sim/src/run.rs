@@ -1,6 +1,6 @@
 //! One run: a scenario driven step by step through every algorithm (spec sections 2, 5, 6).
 
-use ach_control::{Balancer, Observation, Router, Served, StepLoad, commit};
+use ach_control::{Balancer, Observation, Router, Served, StepLoad, TokenLoadNeed, commit};
 use ach_ring::{InvariantCheck, InvariantViolation, JoinRule, LeaveRule, NodeId, TokenRing};
 use ach_telemetry::{Metrics, StepDraws, TelemetryPipeline, numpy_sum, raw_metrics_for_cluster};
 use rand::Rng;
@@ -14,6 +14,7 @@ use crate::record::{
     forwarded_fraction, mean_after_warmup,
 };
 use crate::streams::{Stream, stream};
+use crate::token_loads::{TokenTelemetry, expected_work};
 use crate::workload::{Workload, packed_requests, packed_writes};
 
 /// At most this many violations are kept in detail per algorithm and run (all are counted).
@@ -129,6 +130,10 @@ struct Arm {
     balancer: Box<dyn Balancer + Send>,
     /// `None` for the model's routing (every request to its token's owner).
     forwarding: Option<Forwarding>,
+    /// Which per-token figures the balancer asked for (once, when the arm was built).
+    token_load_need: TokenLoadNeed,
+    /// Per-token telemetry, for an algorithm that asks for observed per-token loads.
+    token_telemetry: Option<TokenTelemetry>,
     ring: TokenRing,
     telemetry: TelemetryPipeline,
     truth: Option<TelemetryPipeline>,
@@ -173,9 +178,15 @@ impl Arm {
                 requests: Vec::with_capacity(steps),
             }),
         };
+        let balancer = algorithm.balancer(config)?;
+        let token_load_need = balancer.token_load_need();
+        let token_telemetry = (token_load_need == TokenLoadNeed::Observed)
+            .then(|| TokenTelemetry::new(ring.len(), config));
         Ok(Arm {
-            balancer: algorithm.balancer(config)?,
+            balancer,
             forwarding,
+            token_load_need,
+            token_telemetry,
             ring,
             telemetry,
             truth,
@@ -426,6 +437,12 @@ fn simulate_members<P: PhaseProbe>(
     let mut packed = vec![0u64; config.tokens];
     let mut scratch = Vec::new();
     let v_min = config.ach.v_min;
+    // The Oracle's full knowledge, computed only when some arm asks for it.
+    let wants_expected = members
+        .iter()
+        .flat_map(|m| &m.arms)
+        .any(|arm| arm.token_load_need == TokenLoadNeed::ExpectedWork);
+    let mut expected = Vec::new();
 
     for t in 0..config.steps {
         probe.enter(Phase::Events);
@@ -451,9 +468,13 @@ fn simulate_members<P: PhaseProbe>(
             }
         }
         route(&mut all_arms, &packed, n);
+        if wants_expected {
+            expected_work(config, t, workload.token_probability(), &mut expected);
+        }
         let requests = StepRequests {
             requests_per_token: &token_requests,
             writes_per_token: &token_writes,
+            expected_work: &expected,
         };
         for member in &mut members {
             // One set of telemetry draws per step, shared by every algorithm of the run.
@@ -536,6 +557,8 @@ struct StepRequests<'a> {
     requests_per_token: &'a [u64],
     /// Writes per token.
     writes_per_token: &'a [u64],
+    /// Every token's expected work of the next step, when some arm asks for it (else empty).
+    expected_work: &'a [f64],
 }
 
 impl Member<'_> {
@@ -679,12 +702,25 @@ impl Arm {
         }
         self.d
             .push(imbalance(observed.loads, &cluster.usable, scratch));
+        let token_loads = match self.token_load_need {
+            TokenLoadNeed::None => None,
+            TokenLoadNeed::Observed => self.token_telemetry.as_mut().map(|tokens| {
+                tokens.observe(
+                    &self.ring,
+                    requests.requests_per_token,
+                    requests.writes_per_token,
+                    draws.missing,
+                    observed.loads,
+                )
+            }),
+            TokenLoadNeed::ExpectedWork => Some(requests.expected_work),
+        };
         let observation = Observation {
             step: u64::from(t),
             loads: observed.loads,
             total_load: observed.total_load,
             live: &cluster.usable,
-            token_loads: None,
+            token_loads,
         };
         probe.enter(Phase::Plan { arm: index });
         let plan = self.balancer.plan(&self.ring, &observation);

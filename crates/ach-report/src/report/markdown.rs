@@ -240,6 +240,16 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         );
     }
 
+    if let Some(table) = &tables.oracle_gap {
+        let _ = writeln!(out, "## How far from the Oracle\n");
+        table_section(
+            &mut out,
+            "Share of the A0-to-Oracle gap closed",
+            table,
+            "The Oracle plans, every step and without a budget, the assignment of tokens to serving nodes that minimises the peak expected utilisation with full knowledge (a heuristic limit, not a contender: it is in no comparison). 100 % is the Oracle's true D-bar, 0 % Static-W's; above 100 % an algorithm did better than the Oracle.",
+        );
+    }
+
     // C5.
     let _ = writeln!(out, "## C5: sensitivity of ACH\n");
     table_section(

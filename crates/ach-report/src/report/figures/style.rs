@@ -50,6 +50,14 @@ pub enum Marker {
     Cross,
     /// A plus sign (an upright cross).
     Plus,
+    /// A triangle, point down.
+    TriangleDown,
+    /// A regular pentagon, point up.
+    Pentagon,
+    /// A regular hexagon.
+    Hexagon,
+    /// A wide bar (a dash).
+    Dash,
 }
 
 /// How an algorithm is drawn: its colour (RGB) and its marker.
@@ -75,7 +83,7 @@ impl Style {
 }
 
 /// The styles of the built-in algorithms (Okabe-Ito colours).
-const BUILT_IN: [(&str, Style); 7] = [
+const BUILT_IN: [(&str, Style); 11] = [
     ("Static-W", Style::new([0x00, 0x72, 0xB2], Marker::Circle)),
     ("Static-Wt", Style::new([0xE6, 0x9F, 0x00], Marker::Square)),
     (
@@ -89,6 +97,13 @@ const BUILT_IN: [(&str, Style); 7] = [
     ("ACH", Style::new([0xD5, 0x5E, 0x00], Marker::Star)),
     ("ACH-F", Style::new([0x00, 0x00, 0x00], Marker::Cross)),
     ("CH-BL", Style::new([0x8C, 0x56, 0x4B], Marker::Plus)),
+    (
+        "ACH-H",
+        Style::new([0x99, 0x00, 0x99], Marker::TriangleDown),
+    ),
+    ("ACH-A", Style::new([0x66, 0x99, 0x00], Marker::Pentagon)),
+    ("ACH-HA", Style::new([0x33, 0x66, 0xCC], Marker::Hexagon)),
+    ("Oracle", Style::new([0x80, 0x80, 0x80], Marker::Dash)),
 ];
 
 /// Styles for algorithms the table does not list, in order: the two Okabe-Ito colours the
@@ -294,7 +309,24 @@ pub fn marker_outline(marker: Marker, r: i32) -> Vec<(i32, i32)> {
             })
             .collect(),
         Marker::Plus => plus_outline(r).into_iter().map(rounded).collect(),
+        Marker::TriangleDown => vec![(0, r), (r, -r * 4 / 5), (-r, -r * 4 / 5)],
+        Marker::Pentagon => regular_polygon(5, r, -std::f64::consts::FRAC_PI_2),
+        Marker::Hexagon => regular_polygon(6, r, 0.0),
+        Marker::Dash => vec![(-r, -r / 3), (r, -r / 3), (r, r / 3), (-r, r / 3)],
     }
+}
+
+/// The corners of a regular polygon of `k` sides and radius `r`, the first at `start` radians.
+fn regular_polygon(k: u32, r: i32, start: f64) -> Vec<(i32, i32)> {
+    (0..k)
+        .map(|j| {
+            let angle = start + std::f64::consts::TAU * f64::from(j) / f64::from(k);
+            (
+                (f64::from(r) * angle.cos()).round() as i32,
+                (f64::from(r) * angle.sin()).round() as i32,
+            )
+        })
+        .collect()
 }
 
 /// The outline of an upright plus sign of half-size `r` and arm half-width `r / 3`.
@@ -459,6 +491,10 @@ mod tests {
             Marker::Star,
             Marker::Cross,
             Marker::Plus,
+            Marker::TriangleDown,
+            Marker::Pentagon,
+            Marker::Hexagon,
+            Marker::Dash,
         ] {
             let outline = marker_outline(marker, 6);
             assert!(outline.len() >= 3, "{marker:?}");
