@@ -130,7 +130,7 @@ fn find_binary(
     name: &str,
     fallback: Option<PathBuf>,
 ) -> Result<PathBuf, &'static str> {
-    if let Some(path) = std::env::var_os(variable) {
+    if let Some(path) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
         return Ok(PathBuf::from(path));
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
