@@ -68,29 +68,27 @@ fn sampling_step(c: &mut Criterion) {
     for (label, rate) in [("lambda", C1_RATE), ("lambda_x100", 100.0 * C1_RATE)] {
         let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
         let mut rng = stream(42, Stream::Requests);
-        let mut requests = vec![0_u64; config.tokens];
-        let mut writes = vec![0_u64; config.tokens];
-        workload.draw(rate, &mut rng, &mut requests, &mut writes);
+        let mut packed = vec![0_u64; config.tokens];
+        workload.draw_packed(rate, &mut rng, &mut packed);
         group.bench_function(label, |b| {
             b.iter(|| {
-                workload.draw(black_box(rate), &mut rng, &mut requests, &mut writes);
-                black_box(&requests);
+                workload.draw_packed(black_box(rate), &mut rng, &mut packed);
+                black_box(&packed);
             })
         });
     }
     // The rebuild path: the rate changes every step, as in series C2 after t = 350.
     let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
     let mut rng = stream(42, Stream::Requests);
-    let mut requests = vec![0_u64; config.tokens];
-    let mut writes = vec![0_u64; config.tokens];
+    let mut packed = vec![0_u64; config.tokens];
     let mut step = 0_u32;
     group.bench_function("changing_rate", |b| {
         b.iter(|| {
             step = step.wrapping_add(1);
             let phase = f64::from(step % 50) / 50.0;
             let rate = 3200.0 * (1.0 + 0.25 * (2.0 * std::f64::consts::PI * phase).sin());
-            workload.draw(black_box(rate), &mut rng, &mut requests, &mut writes);
-            black_box(&requests);
+            workload.draw_packed(black_box(rate), &mut rng, &mut packed);
+            black_box(&packed);
         })
     });
     group.finish();

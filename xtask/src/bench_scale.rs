@@ -6,6 +6,7 @@
 use std::process::{Command, ExitCode};
 
 use ach_report::bench::{BenchPoint, Measurement, measure_in_this_process, table};
+use ach_report::profile::load_average;
 
 /// Arguments of `cargo xtask bench-scale`.
 #[derive(clap::Args, Debug)]
@@ -79,6 +80,7 @@ pub fn run(args: Args) -> ExitCode {
         let point = |m: &Measurement| (m.token_steps(), m.best());
         let curve: Vec<(f64, f64)> = scale.iter().map(point).collect();
         let written = ach_report::report::bench_curve_svg(&curve, point(c1))
+            .map_err(|e| e.to_string())
             .and_then(|svg| std::fs::write(path, svg).map_err(|e| e.to_string()));
         if let Err(error) = written {
             eprintln!("error: {}: {error}", path.display());
@@ -107,12 +109,4 @@ fn measure_in_child(point: BenchPoint, repeats: u32) -> Result<Measurement, Stri
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
     Measurement::parse(stdout.trim())
-}
-
-/// The first three fields of `/proc/loadavg`, or `n/a`.
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| "n/a".to_string())
 }

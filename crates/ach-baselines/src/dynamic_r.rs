@@ -42,7 +42,7 @@ impl DynamicR {
 
 impl Balancer for DynamicR {
     fn name(&self) -> &'static str {
-        "Dynamic-R"
+        crate::catalogue::names::DYNAMIC_R
     }
 
     fn plan(&mut self, ring: &TokenRing, obs: &Observation<'_>) -> Plan {
@@ -72,7 +72,7 @@ impl Balancer for DynamicR {
         // many tokens share it: with hundreds of sources and receivers the step's rounding costs
         // O(distinct n x receivers) instead of O(sources x receivers), with the same result.
         let mut quota_of: Vec<Option<Vec<i64>>> = Vec::new();
-        let mut moves = Vec::new();
+        let mut moves = Vec::with_capacity(taken_by_source.iter().map(Vec::len).sum());
         for (&i, taken) in sources.iter().zip(&taken_by_source) {
             let node = NodeId(i as u32);
             // Each source's tokens are split among the receivers on their own (this is what the

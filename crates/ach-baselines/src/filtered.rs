@@ -59,7 +59,7 @@ fn push_window(samples: &mut Vec<f64>, value: f64, window: usize) {
 
 impl<B: Balancer> Balancer for MedianFiltered<B> {
     fn name(&self) -> &'static str {
-        "ACH-F"
+        crate::catalogue::names::ACH_F
     }
 
     fn plan(&mut self, ring: &TokenRing, observation: &Observation<'_>) -> Plan {

@@ -16,6 +16,10 @@
 //! | CH-BL | [`BoundedLoadsRouting`] + [`RoutingOnly`] | consistent hashing with bounded loads as published (Mirrokni, Thorup, Zadimoghaddam, SODA 2018), capacity-weighted: routes requests past full nodes, never moves a token (not in the paper) |
 //! | ACH-F | [`MedianFiltered`] | any balancer (ACH in the matrix) behind a per-node median filter of its loads (not in the paper) |
 //!
+//! [`catalogue`] lists them all by name (with ACH), with the factories that build each from
+//! the node capacities, ACH's configuration and named parameters: the one place an algorithm
+//! is registered and found, for the simulator and the live rebalancer alike.
+//!
 //! The crate depends on `ach-ring` and `ach-control` only. It does no I/O, reads no clock and
 //! draws no random numbers.
 //!
@@ -38,16 +42,21 @@
 //! assert_eq!(ring.counts(2), vec![18, 22]);
 //! ```
 
+mod adaptive;
 mod bounded_loads;
 mod bounded_loads_routing;
+pub mod catalogue;
 mod dynamic_r;
 mod filtered;
+mod oracle;
 mod static_w;
 
+pub use adaptive::{Adaptive, AdaptiveRules};
 pub use bounded_loads::BoundedLoads;
 pub use bounded_loads_routing::{BoundedLoadsRouting, RoutingOnly};
 pub use dynamic_r::DynamicR;
 pub use filtered::{MedianFiltered, median};
+pub use oracle::Oracle;
 pub use static_w::{StaticW, StaticWt};
 
 /// Minimum tokens per node kept by every mover (spec section 5).

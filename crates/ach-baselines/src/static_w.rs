@@ -10,7 +10,7 @@ pub struct StaticW;
 
 impl Balancer for StaticW {
     fn name(&self) -> &'static str {
-        "Static-W"
+        crate::catalogue::names::STATIC_W
     }
 
     fn plan(&mut self, _ring: &TokenRing, _observation: &Observation<'_>) -> Plan {
@@ -50,7 +50,7 @@ impl StaticWt {
 
 impl Balancer for StaticWt {
     fn name(&self) -> &'static str {
-        "Static-Wt"
+        crate::catalogue::names::STATIC_WT
     }
 
     fn plan(&mut self, ring: &TokenRing, _observation: &Observation<'_>) -> Plan {

@@ -3,12 +3,16 @@
 use ach_ring::{TokenMove, TokenRing};
 use serde::{Deserialize, Serialize};
 
+use crate::balancer::TokenLoadNeed;
 use crate::balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan};
 use crate::budget::Budget;
-use crate::config::{AchConfig, AssignRule, ConfigError, StepRule, TargetRule};
+use crate::config::{AchConfig, AssignRule, ConfigError, SelectRule, StepRule, TargetRule};
 use crate::hysteresis::{Hysteresis, HysteresisState, Thresholds};
 use crate::intensity::{Intensity, IntensityParams, intensity};
-use crate::planner::{SelectRules, assign_tokens, assign_tokens_by_arc, select_tokens_under};
+use crate::planner::{
+    SelectRules, TokenLoadInputs, assign_tokens, assign_tokens_by_arc, plan_by_token_load,
+    select_tokens_under,
+};
 
 /// Below this, a sum of gains or needs counts as zero (spec section 4, step 5).
 const NEGLIGIBLE: f64 = 1e-12;
@@ -152,21 +156,29 @@ impl Ach {
         let c = &self.config;
         let loads = obs.loads;
         let target = self.target(loads, obs.live);
+        // The hysteresis and the intensity see the loads in the unit of the threshold rule
+        // (load units under the paper's rule, where nothing is divided).
+        let scale = c.threshold_rule.scale(target);
+        let scaled: std::borrow::Cow<'_, [f64]> = if scale == 1.0 {
+            std::borrow::Cow::Borrowed(loads)
+        } else {
+            std::borrow::Cow::Owned(loads.iter().map(|l| l / scale).collect())
+        };
         self.hysteresis.update(
-            loads,
+            &scaled,
             obs.live,
             Thresholds {
-                target,
+                target: target / scale,
                 eps_on: c.eps_on,
                 eps_off: c.eps_off,
             },
         );
         let intensity = intensity(
-            loads,
+            &scaled,
             obs.live,
             obs.total_load,
             IntensityParams {
-                target,
+                target: target / scale,
                 tau: c.tau,
                 tau_min: c.tau_min,
                 kappa: c.kappa,
@@ -216,13 +228,36 @@ impl Ach {
             step_rule: c.step_rule,
             movable: &movable,
         };
-        let pool = select_tokens_under(ring, &sources, budget, &counts, rules);
-        if pool.is_empty() {
-            return Plan::none();
-        }
-        let moves = match c.assign_rule {
-            AssignRule::Paper => assign_tokens(&pool, &receivers, loads, &counts, c.v_max),
-            AssignRule::ByArc => assign_tokens_by_arc(ring, &pool, &receivers, &counts, c.v_max),
+        let token_loads = obs
+            .token_loads
+            .filter(|t| c.select_rule == SelectRule::ByTokenLoad && t.len() == ring.len());
+        let moves = if let Some(token_loads) = token_loads {
+            let inputs = TokenLoadInputs {
+                sources: &sources,
+                receivers: &receivers,
+                loads,
+                live: obs.live,
+                token_loads,
+                budget,
+                counts: &counts,
+                v_max: c.v_max,
+            };
+            let moves = plan_by_token_load(ring, &inputs, rules);
+            if moves.is_empty() {
+                return Plan::none();
+            }
+            moves
+        } else {
+            let pool = select_tokens_under(ring, &sources, budget, &counts, rules);
+            if pool.is_empty() {
+                return Plan::none();
+            }
+            match c.assign_rule {
+                AssignRule::Paper => assign_tokens(&pool, &receivers, loads, &counts, c.v_max),
+                AssignRule::ByArc => {
+                    assign_tokens_by_arc(ring, &pool, &receivers, &counts, c.v_max)
+                }
+            }
         };
         let mut plan = Plan::from_moves(ring, moves);
         let bound = match c.step_rule {
@@ -390,6 +425,13 @@ impl Balancer for Ach {
             .collect();
         self.steps += 1;
         plan
+    }
+
+    fn token_load_need(&self) -> TokenLoadNeed {
+        match self.config.select_rule {
+            SelectRule::Paper => TokenLoadNeed::None,
+            SelectRule::ByTokenLoad => TokenLoadNeed::Observed,
+        }
     }
 
     fn confirm(&mut self, plan: &Plan) -> Result<f64, ConfirmError> {

@@ -53,6 +53,72 @@ pub struct AchConfig {
     /// by token count by default.
     #[serde(skip_serializing_if = "AssignRule::is_paper")]
     pub assign_rule: AssignRule,
+    /// What the hysteresis thresholds and `kappa` are measured in ([`ThresholdRule`]); the
+    /// paper's absolute load units by default.
+    #[serde(skip_serializing_if = "ThresholdRule::is_paper")]
+    pub threshold_rule: ThresholdRule,
+    /// How sources choose the tokens they give ([`SelectRule`]); the paper's longest arcs first
+    /// by default. [`SelectRule::ByTokenLoad`] needs per-token loads in the observation and
+    /// falls back to the paper's rule without them.
+    #[serde(skip_serializing_if = "SelectRule::is_paper")]
+    pub select_rule: SelectRule,
+}
+
+/// What the hysteresis thresholds `eps_on`, `eps_off` and the intensity's `kappa` are
+/// measured in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThresholdRule {
+    /// The paper's rule: absolute load units, the deviation of node `i` is `l_i - l*`.
+    #[default]
+    Absolute,
+    /// Relative to the target: the deviation is `(l_i - l*) / max(l*, idle_floor)`, so with the
+    /// live mean as target `eps_on = 0.1` switches on a node 10 % above the mean load, however
+    /// lightly loaded the cluster. Below a mean of `idle_floor` the deviations are measured
+    /// against `idle_floor` instead: a node must be at least `eps_on * idle_floor` above the
+    /// mean (in load units) to switch on, so an idle cluster's noise moves nothing (the
+    /// absolute minimum of CockroachDB's store rebalancer for lightly loaded clusters).
+    Relative {
+        /// The smallest scale of the deviations, in load units (`> 0`).
+        idle_floor: f64,
+    },
+}
+
+impl ThresholdRule {
+    fn is_paper(&self) -> bool {
+        *self == ThresholdRule::Absolute
+    }
+
+    /// The unit the deviations from `target` are measured in: 1 under the paper's rule.
+    pub fn scale(&self, target: f64) -> f64 {
+        match *self {
+            ThresholdRule::Absolute => 1.0,
+            ThresholdRule::Relative { idle_floor } => target.max(idle_floor),
+        }
+    }
+}
+
+/// How the sources choose the tokens they give, and to whom.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SelectRule {
+    /// The paper's rule (phases 1-3): each source gives its longest tokens up to its share of
+    /// the budget, and the pool is split among the receivers by [`AssignRule`].
+    #[default]
+    Paper,
+    /// With per-token loads (`Observation::token_loads`): tokens are taken in decreasing order
+    /// of load relieved per key space moved, each source within the same share of the budget
+    /// (and the same step rule) as under the paper's rule, and each token goes to the receiver
+    /// with the most need left among those it would not make the hottest node; a token no
+    /// receiver can take stays (see `planner::plan_by_token_load`). Without per-token loads,
+    /// the paper's rule.
+    ByTokenLoad,
+}
+
+impl SelectRule {
+    fn is_paper(&self) -> bool {
+        *self == SelectRule::Paper
+    }
 }
 
 /// How the pooled tokens are split among the receivers.
@@ -162,6 +228,8 @@ impl AchConfig {
             cooldown: 0,
             target: TargetRule::Fixed,
             assign_rule: AssignRule::Paper,
+            threshold_rule: ThresholdRule::Absolute,
+            select_rule: SelectRule::Paper,
         }
     }
 
@@ -180,6 +248,15 @@ impl AchConfig {
     ///   node is a source and none a receiver);
     /// * [`AssignRule::ByArc`]: receivers share the moved key space by need, not the number of
     ///   tokens, which matters on rings whose arcs differ widely (key-weighted slots);
+    /// * [`ThresholdRule::Relative`] with `idle_floor = 0.05`: `eps_on`, `eps_off` and `kappa`
+    ///   are fractions of the mean load, so a cluster far below saturation (loads near 0.01 to
+    ///   0.1, where the paper's absolute `eps_on = 0.1` is never crossed) is balanced as soon as
+    ///   a node runs 10 % above the mean, while a node less than `0.1 * 0.05 = 0.005` load
+    ///   units above the mean of a nearly idle cluster is left alone (an idle Valkey or Redis
+    ///   node reads 0.002 to 0.01 cores of cpu for its own timers and cluster bus);
+    /// * [`SelectRule::ByTokenLoad`]: with per-token loads (Valkey's per-slot statistics), the
+    ///   tokens that relieve the most load per key copied, never to a receiver they would make
+    ///   the hottest node (no ping-pong of a hot slot); without them, the paper's rule;
     ///
     /// and `tau = 1.2`, `tau_min = 0.6`: the paper stops correcting when the total load reaches
     /// `tau = 0.85`, which in a live cluster is when balancing matters most; the budget, not the
@@ -199,6 +276,8 @@ impl AchConfig {
             cooldown: 50,
             target: TargetRule::LiveMean,
             assign_rule: AssignRule::ByArc,
+            threshold_rule: ThresholdRule::Relative { idle_floor: 0.05 },
+            select_rule: SelectRule::ByTokenLoad,
             ..AchConfig::paper()
         }
     }
@@ -255,6 +334,15 @@ impl AchConfig {
         }
         if self.horizon == 0 {
             return Err(ConfigError::new("H", 0.0, "must be >= 1"));
+        }
+        if let ThresholdRule::Relative { idle_floor } = self.threshold_rule
+            && !(idle_floor.is_finite() && idle_floor > 0.0)
+        {
+            return Err(ConfigError::new(
+                "idle_floor",
+                idle_floor,
+                "must be a finite number > 0",
+            ));
         }
         if let Some(v_max) = self.v_max
             && v_max < self.v_min
@@ -317,6 +405,10 @@ mod tests {
         let live = serde_json::to_string(&AchConfig::live()).unwrap();
         assert!(live.contains(r#""horizon_rule":"sliding""#), "{live}");
         assert!(live.contains(r#""target":"live-mean""#), "{live}");
+        assert!(
+            live.contains(r#""threshold_rule":{"relative":{"idle_floor":0.05}}"#),
+            "{live}"
+        );
         let back: AchConfig = serde_json::from_str(&live).unwrap();
         assert_eq!(back, AchConfig::live());
     }
@@ -344,5 +436,8 @@ mod tests {
         let mut c = AchConfig::paper();
         c.kappa = f64::NAN;
         assert_eq!(c.validate().unwrap_err().rule, "must be a finite number");
+        let mut c = AchConfig::live();
+        c.threshold_rule = ThresholdRule::Relative { idle_floor: 0.0 };
+        assert_eq!(c.validate().unwrap_err().field, "idle_floor");
     }
 }

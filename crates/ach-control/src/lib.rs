@@ -79,6 +79,11 @@ pub mod planner;
 mod routing;
 
 pub use ach::{ACH_STATE_VERSION, Ach, AchState, AchStep, StateError};
-pub use balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, commit};
-pub use config::{AchConfig, AssignRule, ConfigError, HorizonRule, StepRule, TargetRule};
+pub use balancer::{
+    BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, TokenLoadNeed, commit,
+};
+pub use config::{
+    AchConfig, AssignRule, ConfigError, HorizonRule, SelectRule, StepRule, TargetRule,
+    ThresholdRule,
+};
 pub use routing::{OwnerRouting, Router, Served, StepLoad};

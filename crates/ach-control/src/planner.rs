@@ -317,6 +317,165 @@ pub fn assign_tokens_by_arc(
     moves
 }
 
+/// The inputs of [`plan_by_token_load`] beside the ring.
+#[derive(Clone, Copy)]
+pub struct TokenLoadInputs<'a> {
+    /// Sources `(node, gain g_i = l_i - l*)`, increasing id.
+    pub sources: &'a [(usize, f64)],
+    /// Receivers `(node, need r_j = l* - l_j)`, increasing id.
+    pub receivers: &'a [(usize, f64)],
+    /// Every node's load `l_i`.
+    pub loads: &'a [f64],
+    /// Which nodes count (the hottest node is the hottest live node).
+    pub live: &'a [bool],
+    /// Every token's load, in the units of `loads` (`Observation::token_loads`).
+    pub token_loads: &'a [f64],
+    /// The step budget `m`.
+    pub budget: f64,
+    /// Tokens each node owns.
+    pub counts: &'a [usize],
+    /// Optional maximum tokens per node.
+    pub v_max: Option<usize>,
+}
+
+/// The per-token planner ([`crate::SelectRule::ByTokenLoad`]): which tokens to move when each
+/// token's load is known, within exactly the budget of the paper's planner.
+///
+/// 1. Every source `i` gets the paper's share of the budget, `share_i = m * g_i / sum g`.
+/// 2. The sources' movable tokens with a positive finite load are ranked by *load relieved per
+///    key space moved*, `token_load / arc`, highest first (ties: lower token index).
+/// 3. In that order a token is taken if its source may still give (under [`StepRule::Paper`]:
+///    what it gave is below `share_i` and it keeps more than `v_min` tokens, so it overshoots by
+///    at most one arc, as in phase 1; under [`StepRule::Strict`] the token must also fit in
+///    `share_i`), its source has not yet been relieved of its whole gain `g_i`, and some
+///    receiver can take it: a receiver with need left (`r_j` minus the load it was given) and
+///    room under `v_max`, whose load plus the token's would stay *below* the hottest of the
+///    other live nodes after the move (so a hot token is never handed to a node it would make
+///    the hottest: no ping-pong of a hot token). Of those, the one with the most need left
+///    (ties: lower id). A token no receiver can take stays; a lighter one may still go.
+///
+/// Loads are projected as the plan grows: a source loses, a receiver gains, each moved
+/// token's load. Tokens stay whole. The key space taken from each source obeys the same rule
+/// as [`select_tokens_under`], so the plan keeps the paper's budget invariant
+/// `M_keys <= m + |O| * max_s L[s]` (and `M_keys <= m` under the strict rule).
+pub fn plan_by_token_load(
+    ring: &TokenRing,
+    inputs: &TokenLoadInputs<'_>,
+    rules: SelectRules<'_>,
+) -> Vec<TokenMove> {
+    let TokenLoadInputs {
+        sources,
+        receivers,
+        loads,
+        live,
+        token_loads,
+        budget,
+        counts,
+        v_max,
+    } = *inputs;
+    let arcs = ring.arcs();
+    let n = loads.len();
+    let gain_sum: f64 = sources.iter().map(|&(_, g)| g).sum();
+    let positive = |x: f64| x > 0.0;
+    if sources.is_empty() || receivers.is_empty() || !positive(gain_sum) || !positive(budget) {
+        return Vec::new();
+    }
+    const NONE: usize = usize::MAX;
+    let mut source_slot = vec![NONE; n];
+    for (k, &(i, _)) in sources.iter().enumerate() {
+        if i < n {
+            source_slot[i] = k;
+        }
+    }
+    let share: Vec<f64> = sources
+        .iter()
+        .map(|&(_, g)| budget * g / gain_sum)
+        .collect();
+    let mut candidates: Vec<(usize, f64)> = ring
+        .owners()
+        .iter()
+        .enumerate()
+        .filter(|&(token, owner)| {
+            source_slot.get(owner.index()).is_some_and(|&k| k != NONE) && (rules.movable)(token)
+        })
+        .filter_map(|(token, _)| {
+            let load = token_loads.get(token).copied().unwrap_or(0.0);
+            let arc = arcs[token];
+            (load.is_finite() && load > 0.0 && arc > 0.0).then_some((token, load / arc))
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+
+    let is_live = |i: usize| live.get(i).copied().unwrap_or(true);
+    let mut projected: Vec<f64> = loads.to_vec();
+    let mut taken_arc = vec![0.0; sources.len()];
+    let mut relieved = vec![0.0; sources.len()];
+    let mut kept: Vec<usize> = sources
+        .iter()
+        .map(|&(i, _)| counts.get(i).copied().unwrap_or(0))
+        .collect();
+    let mut need_left: Vec<f64> = receivers.iter().map(|&(_, r)| r).collect();
+    let mut room: Vec<usize> = receivers
+        .iter()
+        .map(|&(j, _)| match v_max {
+            None => usize::MAX,
+            Some(v_max) => v_max.saturating_sub(counts.get(j).copied().unwrap_or(0)),
+        })
+        .collect();
+    let mut moves = Vec::new();
+    for (token, _) in candidates {
+        let from = ring.owners()[token];
+        let k = source_slot[from.index()];
+        let (source, gain) = sources[k];
+        let arc = arcs[token];
+        if !(taken_arc[k] < share[k] && kept[k] > rules.v_min) || relieved[k] >= gain {
+            continue;
+        }
+        if rules.step_rule == StepRule::Strict && taken_arc[k] + arc > share[k] {
+            continue;
+        }
+        let load = token_loads[token];
+        // The hottest live node other than `j` once the token has left its source.
+        let hottest_except = |j: usize| {
+            (0..n)
+                .filter(|&x| x != j && is_live(x))
+                .map(|x| {
+                    if x == source {
+                        projected[x] - load
+                    } else {
+                        projected[x]
+                    }
+                })
+                .filter(|l| l.is_finite())
+                .fold(f64::NEG_INFINITY, f64::max)
+        };
+        let receiver = (0..receivers.len())
+            .filter(|&r| room[r] > 0 && need_left[r] > 0.0 && receivers[r].0 < n)
+            .filter(|&r| {
+                let j = receivers[r].0;
+                j != source && projected[j] + load < hottest_except(j)
+            })
+            .max_by(|&a, &b| need_left[a].total_cmp(&need_left[b]).then(b.cmp(&a)));
+        let Some(r) = receiver else {
+            continue;
+        };
+        let to = receivers[r].0;
+        taken_arc[k] += arc;
+        kept[k] -= 1;
+        relieved[k] += load;
+        projected[source] -= load;
+        projected[to] += load;
+        need_left[r] -= load;
+        room[r] -= 1;
+        moves.push(TokenMove {
+            token,
+            from,
+            to: NodeId(to as u32),
+        });
+    }
+    moves
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,5 +586,54 @@ mod tests {
         let roomy = assign_tokens(&pool, &[(1, 0.3), (2, 0.1)], &loads, &[5, 3, 3], Some(5));
         let to: Vec<u32> = roomy.iter().map(|m| m.to.0).collect();
         assert_eq!(to, vec![1, 1, 2, 2]);
+    }
+}
+
+#[cfg(test)]
+mod token_load_tests {
+    use super::*;
+
+    fn ring() -> TokenRing {
+        // Arcs: token 0 = 0.3, 1 = 0.1, 2 = 0.2, 3 = 0.15, 4 = 0.25; owners 0,0,0,0,1.
+        let pos = vec![0.05, 0.15, 0.35, 0.5, 0.75];
+        let owners = [0, 0, 0, 0, 1].map(NodeId).to_vec();
+        TokenRing::new(pos, owners).unwrap()
+    }
+
+    fn plan(token_loads: &[f64], loads: &[f64], budget: f64) -> Vec<(usize, u32)> {
+        let r = ring();
+        let counts = r.counts(loads.len());
+        let inputs = TokenLoadInputs {
+            sources: &[(0, loads[0] - 0.5)],
+            receivers: &[(2, 0.5 - loads[2])],
+            loads,
+            live: &[true; 3],
+            token_loads,
+            budget,
+            counts: &counts,
+            v_max: None,
+        };
+        plan_by_token_load(&r, &inputs, SelectRules::paper(1))
+            .iter()
+            .map(|m| (m.token, m.to.0))
+            .collect()
+    }
+
+    #[test]
+    fn the_most_load_per_key_space_goes_first() {
+        // Token 1 (arc 0.1, load 0.2) relieves 2 per unit of key space; token 0 (arc 0.3,
+        // load 0.3) only 1. A budget of one short arc takes token 1 alone.
+        let moves = plan(&[0.3, 0.2, 0.05, 0.05, 0.1], &[0.9, 0.6, 0.1], 0.05);
+        assert_eq!(moves, vec![(1, 2)]);
+    }
+
+    #[test]
+    fn a_token_that_would_make_its_receiver_the_hottest_stays() {
+        // Token 1 carries 0.6: node 2 would end at 0.7 > the others' 0.6 (node 1) and 0.3
+        // (node 0). The lighter token 2 goes instead.
+        let moves = plan(&[0.05, 0.6, 0.2, 0.05, 0.1], &[0.9, 0.6, 0.1], 0.15);
+        assert_eq!(moves, vec![(2, 2)]);
+        // Nothing fits: no move at all.
+        assert!(plan(&[0.0, 0.6, 0.0, 0.0, 0.1], &[0.9, 0.6, 0.1], 0.15).is_empty());
     }
 }

@@ -209,6 +209,67 @@ proptest! {
         prop_assert_eq!(spending.cooldown_breaks, 0);
         prop_assert_eq!(spending.invariant_violations, 0);
     }
+
+    /// The same promises in a cluster far below saturation (utilisation 0.2 % to 10 %), where
+    /// the live thresholds, relative to the mean load, are crossed and tokens move.
+    #[test]
+    fn the_live_budget_holds_on_a_lightly_loaded_cluster(
+        tokens in 64usize..2048,
+        nodes in 3usize..10,
+        hashed in any::<bool>(),
+        seed in any::<u64>(),
+        hot_tokens in 0usize..8,
+        utilisation in 0.002f64..0.1,
+    ) {
+        let config = AchConfig::live();
+        let mut ring = make_ring(tokens, nodes, hashed);
+        prop_assume!(ring.len() >= nodes * config.v_min);
+        let mut cluster = Cluster::new(&ring, nodes, seed, hot_tokens, utilisation * 0.05);
+        cluster.utilisation = utilisation;
+        let spending = drive(&config, &mut ring, &mut cluster, 300);
+        let worst_window = spending.worst_window(config.horizon);
+        prop_assert!(worst_window <= config.m_horizon + 1e-12, "a window moved {worst_window}");
+        prop_assert_eq!(spending.steps_over_m, 0);
+        prop_assert_eq!(spending.cooldown_breaks, 0);
+        prop_assert_eq!(spending.invariant_violations, 0);
+    }
+}
+
+/// The case of issue 21: a real cluster far below saturation, one master doing most of the
+/// work (loads 0.080 against 0.011). Under the paper's absolute thresholds `D = 0.050 <
+/// eps_on` and nothing moves; the live thresholds, relative to the mean, act on it. A cluster
+/// whose loads differ by less than the idle floor's share is left alone.
+#[test]
+fn live_thresholds_act_on_a_lightly_loaded_skew_and_leave_an_idle_cluster_alone() {
+    let ring = TokenRing::evenly_spaced(400, 4).unwrap();
+    let plan_with = |config: AchConfig, loads: &[f64]| {
+        let mut ach = Ach::new(config).unwrap();
+        let mean = loads.iter().sum::<f64>() / loads.len() as f64;
+        let max = loads.iter().copied().fold(0.0, f64::max);
+        ach.plan(
+            &ring,
+            &Observation {
+                step: 0,
+                loads,
+                total_load: 0.5 * mean + 0.5 * max,
+                live: &[true; 4],
+                token_loads: None,
+            },
+        )
+    };
+    let skewed = [0.080, 0.011, 0.011, 0.011];
+    let mut paper_target = AchConfig::live();
+    paper_target.threshold_rule = ach_control::ThresholdRule::Absolute;
+    assert!(plan_with(paper_target, &skewed).moves.is_empty());
+    let plan = plan_with(AchConfig::live(), &skewed);
+    assert!(
+        !plan.moves.is_empty(),
+        "the live thresholds act on the skew"
+    );
+    assert!(plan.moves.iter().all(|mv| mv.from == NodeId(0)));
+    // Nearly idle: 0.00375 above a mean of 0.00225, less than eps_on * idle_floor = 0.005.
+    let idle = [0.006, 0.001, 0.001, 0.001];
+    assert!(plan_with(AchConfig::live(), &idle).moves.is_empty());
 }
 
 /// The case a new user hit: 256 hashed tokens, 5 nodes. Over the first 50 steps and over 400

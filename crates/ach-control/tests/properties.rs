@@ -2,9 +2,13 @@
 //! ones: the budget bound holds (recomputed here from the spec, not read from the controller),
 //! the paper's horizon closes the budget once `H` steps spent `M_H`, the live horizon holds over
 //! every window, no node that starts with at least `v_min` tokens is left below it, and no node
-//! that starts at or below `v_max` is pushed above it.
+//! that starts at or below `v_max` is pushed above it. The same hold for the per-token planner
+//! (`SelectRule::ByTokenLoad`) with random per-token loads, which also never makes a receiver
+//! as hot as the hottest node was before the plan.
 
-use ach_control::{Ach, AchConfig, Balancer, HorizonRule, Observation, StepRule, commit};
+use ach_control::{
+    Ach, AchConfig, Balancer, HorizonRule, Observation, SelectRule, StepRule, commit,
+};
 use ach_ring::{NodeId, TokenRing};
 use proptest::prelude::*;
 
@@ -86,8 +90,25 @@ proptest! {
         owner_seed in any::<u64>(),
         config in config_strategy(),
         steps in prop::collection::vec((prop::collection::vec(0.0f64..1.0, 8), 0.0f64..1.0), 1..12),
+        per_token in any::<bool>(),
+        token_load_seed in any::<u64>(),
     ) {
         let mut ring = ring_from(&gaps, n, owner_seed);
+        let config = AchConfig {
+            select_rule: if per_token { SelectRule::ByTokenLoad } else { SelectRule::Paper },
+            ..config
+        };
+        // Random per-token loads, some of them hot (up to half a node's load).
+        let mut state = token_load_seed | 1;
+        let token_loads: Vec<f64> = (0..ring.len())
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+                if u > 0.95 { 0.5 * u } else { 0.02 * u }
+            })
+            .collect();
         let mut ach = Ach::new(config.clone()).expect("valid by construction");
         let live = vec![true; n];
         let v_min = config.v_min;
@@ -96,8 +117,26 @@ proptest! {
         let mut spent: Vec<f64> = Vec::new();
         for (t, (loads, total)) in steps.iter().enumerate() {
             let loads = &loads[..n];
-            let observation = Observation { step: t as u64, loads, total_load: *total, live: &live, token_loads: None };
+            let observation = Observation {
+                step: t as u64,
+                loads,
+                total_load: *total,
+                live: &live,
+                token_loads: per_token.then_some(token_loads.as_slice()),
+            };
             let plan = ach.plan(&ring, &observation);
+            if per_token {
+                // Project the plan's token loads: no receiver reaches the hottest load before it.
+                let mut projected = loads.to_vec();
+                for mv in &plan.moves {
+                    projected[mv.from.index()] -= token_loads[mv.token];
+                    projected[mv.to.index()] += token_loads[mv.token];
+                }
+                let hottest = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                for mv in &plan.moves {
+                    prop_assert!(projected[mv.to.index()] < hottest, "step {t}: receiver {} ends at {} >= {hottest}", mv.to, projected[mv.to.index()]);
+                }
+            }
             prop_assert!(plan.within_budget(), "budget broken at step {t}: {plan:?}");
             // The spec's bound, from the parameters alone: C < 1, so m < the step cap, and each
             // source that gave tokens may overshoot by one arc under the paper's step rule.

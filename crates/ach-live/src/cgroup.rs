@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::error::CgroupError;
+
 /// The period of every quota, in microseconds: short, so that a quota shapes latency at the
 /// scale of milliseconds rather than in 100 ms bursts, and long enough that the kernel's
 /// smallest quota (1 ms) is a twentieth of a CPU.
@@ -62,7 +64,7 @@ impl CpuLimiter {
 
     /// Puts process `pid` into a new cgroup `name` limited to `cpus` CPUs (0.25: a quarter of
     /// one core). The guard removes the cgroup when dropped.
-    pub fn limit(&self, name: &str, pid: u32, cpus: f64) -> Result<CpuQuota, String> {
+    pub fn limit(&self, name: &str, pid: u32, cpus: f64) -> Result<CpuQuota, CgroupError> {
         let quota = ((cpus * PERIOD_US as f64).round() as u64).max(MIN_QUOTA_US);
         let (root, files): (&Path, Vec<(&str, String)>) = match self {
             CpuLimiter::V1(root) => (
@@ -73,11 +75,15 @@ impl CpuLimiter {
                 ],
             ),
             CpuLimiter::V2(root) => (root, vec![("cpu.max", format!("{quota} {PERIOD_US}"))]),
-            CpuLimiter::Unavailable(reason) => return Err(reason.clone()),
+            CpuLimiter::Unavailable(reason) => {
+                return Err(CgroupError::Unavailable(reason.clone()));
+            }
         };
         let path = root.join(name);
-        std::fs::create_dir(&path)
-            .map_err(|e| format!("{}: cannot create: {e}", path.display()))?;
+        std::fs::create_dir(&path).map_err(|source| CgroupError::Create {
+            path: path.clone(),
+            source,
+        })?;
         let guard = CpuQuota {
             path: path.clone(),
             root: root.to_path_buf(),
@@ -92,9 +98,12 @@ impl CpuLimiter {
     }
 }
 
-fn write(path: &Path, value: &str) -> Result<(), String> {
-    std::fs::write(path, value)
-        .map_err(|e| format!("{}: cannot write {value:?}: {e}", path.display()))
+fn write(path: &Path, value: &str) -> Result<(), CgroupError> {
+    std::fs::write(path, value).map_err(|source| CgroupError::Write {
+        path: path.to_path_buf(),
+        value: value.to_string(),
+        source,
+    })
 }
 
 /// Makes and removes a throwaway cgroup, to learn whether quotas can be set at all.
@@ -172,6 +181,7 @@ mod tests {
     fn an_unavailable_limiter_says_why() {
         let limiter = CpuLimiter::Unavailable("no controller".into());
         assert_eq!(limiter.name(), "none");
-        assert_eq!(limiter.limit("x", 1, 0.5).unwrap_err(), "no controller");
+        let error = limiter.limit("x", 1, 0.5).unwrap_err();
+        assert_eq!(error.to_string(), "no controller");
     }
 }

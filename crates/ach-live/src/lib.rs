@@ -7,7 +7,7 @@
 //! and Dynamic-R, Bounded-Loads and ACH through `ach-redis`'s rebalance loop), measures every
 //! step from the nodes' own telemetry, checks every key at the end, runs the same scenario
 //! through the simulator ([`simulator`]) and writes `summary.json`, `REPORT.md` and SVG figures
-//! ([`output`]).
+//! ([`output`]). Every fallible function returns an error enum of [`error`].
 //!
 //! This is an edge crate: it starts processes, writes cgroup files, does network and file I/O
 //! and reads clocks. It must not put any of that into the model crates, which it only calls, and
@@ -15,9 +15,13 @@
 //! cgroups removed when their guards drop, also on failure.
 
 pub mod cgroup;
+pub mod error;
 pub mod experiment;
 pub mod output;
 pub mod simulator;
 pub mod workload;
 
+pub use error::{
+    CgroupError, ConfigError, ExperimentError, LiveError, OutputError, SimulatorError,
+};
 pub use experiment::{Arm, LiveConfig, run};

@@ -8,8 +8,10 @@ use std::path::Path;
 use ach_report::report::{
     Cell, Column, CsvShape, Table, TimeSeriesPanel, TimeSeriesSpec, time_series_figure, to_markdown,
 };
+use ach_sim::algorithms::names;
 use ach_stats::{Summary, WilcoxonOptions, cliffs_delta, wilcoxon};
 
+use crate::error::OutputError;
 use crate::experiment::{ArmRun, LiveResults};
 use crate::simulator::{self, SimArm};
 
@@ -97,14 +99,14 @@ pub fn summarise(results: &LiveResults, sim: &[SimArm]) -> Vec<ArmSummary> {
 
 /// ACH against every other arm, paired by repeat; empty with fewer than 2 repeats or no ACH.
 pub fn paired(arms: &[ArmSummary]) -> Vec<PairedRow> {
-    let Some(ach) = arms.iter().find(|a| a.algorithm == "ACH") else {
+    let Some(ach) = arms.iter().find(|a| a.algorithm == names::ACH) else {
         return Vec::new();
     };
     if ach.d_bar_per_repeat.len() < 2 {
         return Vec::new();
     }
     arms.iter()
-        .filter(|a| a.algorithm != "ACH")
+        .filter(|a| a.algorithm != names::ACH)
         .map(|other| PairedRow {
             against: other.algorithm.clone(),
             mean_difference: mean(
@@ -127,12 +129,26 @@ pub fn paired(arms: &[ArmSummary]) -> Vec<PairedRow> {
         .collect()
 }
 
-fn write(path: &Path, text: &str) -> Result<(), String> {
+fn write(path: &Path, text: &str) -> Result<(), OutputError> {
     if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| format!("{}: cannot create: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|source| OutputError::Create {
+            path: parent.to_path_buf(),
+            source,
+        })?;
     }
-    std::fs::write(path, text).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+    std::fs::write(path, text).map_err(|source| OutputError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The error of a figure that could not be drawn.
+fn figure_error<E: std::fmt::Display>(name: &str) -> impl FnOnce(E) -> OutputError {
+    let name = name.to_string();
+    move |error| OutputError::Figure {
+        name,
+        message: error.to_string(),
+    }
 }
 
 fn json<T: serde::Serialize>(value: &T) -> String {
@@ -221,7 +237,7 @@ fn paired_table(rows: &[PairedRow]) -> Table {
 }
 
 /// Writes every file into `results.config.out`; returns the arms' summaries.
-pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary>, String> {
+pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary>, OutputError> {
     let out = &results.config.out;
     let arms = summarise(results, sim);
     let pairs = paired(&arms);
@@ -298,7 +314,8 @@ pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary
                 },
             ],
         },
-    )?;
+    )
+    .map_err(figure_error("live_d_and_keys_moved"))?;
     let sim_first: Vec<&SimArm> = sim.iter().filter(|s| s.repeat == 0).collect();
     let sim_figure = time_series_figure(
         &registry,
@@ -340,7 +357,8 @@ pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary
                 },
             ],
         },
-    )?;
+    )
+    .map_err(figure_error("simulator_d_and_keys_moved"))?;
     for figure in [&live_figure, &sim_figure] {
         write(
             &out.join("figures").join(format!("{}.svg", figure.name)),

@@ -5,23 +5,24 @@
 
 use ach_baselines::StaticWt;
 use ach_redis::control::live_ach_config;
-use ach_sim::algorithms::{AlgorithmInfo, Marker};
+use ach_sim::algorithms::AlgorithmInfo;
 use ach_sim::config::{ClusterConfig, LoadProfile};
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
-use crate::experiment::LiveConfig;
+use crate::error::SimulatorError;
+use crate::experiment::{LiveConfig, REDIS_CLI};
 
 /// Mean utilisation of the simulated cluster before the load step: the paper's C1 level
 /// (1437.5 requests per step over 10 nodes of total capacity 5.95 at 350 requests each).
 pub const BASE_UTILISATION: f64 = 1437.5 / (350.0 * 5.95);
 
-/// The algorithm registry of the live experiment: the built-in algorithms and `redis-cli`
-/// (grey, a cross), which the simulator runs as Static-Wt.
+/// The algorithm registry of the live experiment: the built-in algorithms and `redis-cli`,
+/// which the simulator runs as Static-Wt (the report draws it grey, with a cross).
 pub fn registry() -> Registry {
     let mut registry = Registry::built_in();
     registry
         .register(
-            AlgorithmInfo::new("redis-cli", "redis-cli", [0x66, 0x66, 0x66], Marker::Cross),
+            AlgorithmInfo::new(REDIS_CLI, REDIS_CLI),
             |config: &SeriesConfig| {
                 let capacities = config.cluster.classes.iter().map(|c| c.capacity());
                 Ok(Box::new(StaticWt::new(capacities.collect())) as _)
@@ -86,12 +87,12 @@ pub struct SimArm {
 }
 
 /// Runs the series once per repeat.
-pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, String> {
+pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, SimulatorError> {
     let series = series(config);
     let registry = registry();
     series
         .validate_with(Profile::Paper, &registry)
-        .map_err(|e| format!("simulator: {e}"))?;
+        .map_err(|e| SimulatorError(e.to_string()))?;
     let specs: Vec<RunSpec<'_>> = (0..config.repeats)
         .map(|run_index| RunSpec {
             config: &series,
@@ -105,7 +106,7 @@ pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, String> {
         .into_iter()
         .enumerate()
     {
-        let record = record.map_err(|e| format!("simulator: {e}"))?;
+        let record = record.map_err(|e| SimulatorError(e.to_string()))?;
         for algorithm in record.algorithms {
             let mut total = 0.0;
             let keys_moved_trace: Vec<f64> = algorithm

@@ -24,7 +24,7 @@ fn a_short_live_experiment_runs_every_arm_without_losing_a_key() {
         nodes: 3,
         keys: 2000,
         duration_s: 4,
-        arms: Arm::ALL.to_vec(),
+        arms: Arm::defaults(),
         seed: 7,
         repeats: 1,
         out: out.path().to_path_buf(),

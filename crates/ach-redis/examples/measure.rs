@@ -15,8 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use ach_baselines::catalogue::{Catalogue, names};
 use ach_redis::cluster::Cluster;
-use ach_redis::control::{Algorithm, ControlOptions, Controller, live_ach_config, observe_once};
+use ach_redis::control::{ControlOptions, Controller, live_ach_config, observe_once};
 use ach_redis::migrate::MigrationOptions;
 use ach_redis::rebalance::{LoopOptions, run};
 use ach_redis::report::status_text;
@@ -30,7 +31,11 @@ fn options(capacity_mb: f64, beta: f64, min_slot_keys: u64) -> ControlOptions {
     ach.m_horizon = 0.3;
     ach.horizon = 10;
     ControlOptions {
-        algorithm: Algorithm::Ach,
+        algorithm: Catalogue::built_in()
+            .get(names::ACH)
+            .cloned()
+            .expect("a built-in"),
+        parameters: Vec::new(),
         weights: Vec::new(),
         rules: ReadingRules {
             memory_capacity: Some(capacity_mb * 1024.0 * 1024.0),

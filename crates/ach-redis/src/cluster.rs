@@ -11,15 +11,28 @@ use std::time::Duration;
 
 use redis::{Cmd, Connection, FromRedisValue};
 
+use crate::backend::{Backend, BackendChoice, BackendKind, ServerVersion, choose};
 use crate::error::Error;
 use crate::slot::SLOT_COUNT;
 use crate::topology::{NodeLine, format_slot_ranges, parse_cluster_nodes, slot_owners};
 
-/// Connections to the nodes of one cluster, opened on demand and kept.
+/// Connections to the nodes of one cluster, opened on demand and kept, and the backend that
+/// drives them. Every connection the crate opens is opened here.
 pub struct Cluster {
     seed: String,
     timeout: Duration,
     connections: BTreeMap<String, Connection>,
+    backend: &'static dyn Backend,
+    servers: Vec<(String, ServerVersion)>,
+}
+
+/// How to connect.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectOptions {
+    /// The longest wait for a connection or a reply.
+    pub timeout: Duration,
+    /// The backend: detected from `INFO server`, or forced.
+    pub backend: BackendChoice,
 }
 
 /// A master of the cluster as the snapshot saw it.
@@ -83,14 +96,29 @@ impl Snapshot {
 }
 
 impl Cluster {
-    /// Connects to `seed` (`host:port`) and checks that it is a cluster node. Every command
-    /// waits at most `timeout` for its reply.
+    /// Connects to `seed` (`host:port`), checks that it is a cluster node and detects the
+    /// backend. Every command waits at most `timeout` for its reply.
     pub fn connect(seed: &str, timeout: Duration) -> Result<Cluster, Error> {
+        Cluster::connect_with(
+            seed,
+            ConnectOptions {
+                timeout,
+                backend: BackendChoice::Auto,
+            },
+        )
+    }
+
+    /// Connects to `seed`, checks that it is a cluster node, reads `INFO server` of every
+    /// master it can reach and picks the backend ([`choose`]): a mixed cluster, or
+    /// `--backend valkey` on a server without atomic migration, is an input error.
+    pub fn connect_with(seed: &str, options: ConnectOptions) -> Result<Cluster, Error> {
         validate_address(seed)?;
         let mut cluster = Cluster {
             seed: seed.to_string(),
-            timeout,
+            timeout: options.timeout,
             connections: BTreeMap::new(),
+            backend: BackendKind::Redis.backend(),
+            servers: Vec::new(),
         };
         let info: String = cluster.query(seed, redis::cmd("INFO").arg("cluster"))?;
         if !info.contains("cluster_enabled:1") {
@@ -98,7 +126,33 @@ impl Cluster {
                 address: seed.to_string(),
             });
         }
+        let mut masters: Vec<String> = cluster
+            .nodes_of(seed)?
+            .into_iter()
+            .filter(|line| line.is_master() && line.trouble().is_none())
+            .map(|line| line.address)
+            .collect();
+        masters.sort_by_key(|address| address_key(address));
+        for address in masters {
+            // A master that cannot be reached now shows up as a problem of the snapshot.
+            if let Ok(info) = cluster.query::<String>(&address, redis::cmd("INFO").arg("server")) {
+                cluster
+                    .servers
+                    .push((address, ServerVersion::from_info(&info)));
+            }
+        }
+        cluster.backend = choose(options.backend, &cluster.servers)?.backend();
         Ok(cluster)
+    }
+
+    /// The backend that drives the cluster.
+    pub fn backend(&self) -> &'static dyn Backend {
+        self.backend
+    }
+
+    /// What every master reachable at connection time runs, by address.
+    pub fn servers(&self) -> &[(String, ServerVersion)] {
+        &self.servers
     }
 
     /// The address the cluster was reached through.

@@ -5,38 +5,32 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_baselines::catalogue::{Context, Entry};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenRing};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
+use crate::backend::{BackendKind, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::error::Error;
 use crate::live;
-use crate::migrate::{MigrationOptions, SlotMigration, migrate_slot};
-use crate::telemetry::{NodeSample, ReadingRules, reading, sample_from_info};
-
-/// The balancing algorithms the rebalancer can run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Algorithm {
-    /// ACH with its live configuration (budgeted, confirmed moves only).
-    Ach,
-    /// A0: never moves anything (the cluster as it is).
-    StaticW,
-    /// A1: slots proportional to the node weights, once.
-    StaticWt,
-    /// A2: dynamic reweighting, unbudgeted.
-    DynamicR,
-    /// A3: the bounded-loads heuristic.
-    BoundedLoads,
-}
+use crate::migrate::{MigrationOptions, SlotMigration};
+use crate::slot::SLOT_COUNT;
+use crate::telemetry::{
+    NodeSample, ReadingRules, SlotCpuSample, interval_p99, parse_latency_histogram, reading,
+    sample_from_info, slot_cpu_rates,
+};
 
 /// Everything the controller needs to know besides the cluster.
 #[derive(Clone, Debug)]
 pub struct ControlOptions {
-    /// The algorithm.
-    pub algorithm: Algorithm,
+    /// The algorithm: an entry of the catalogue (`ach_baselines::catalogue`), built with the
+    /// masters' relative weights as capacities, [`ControlOptions::ach`] and
+    /// [`ControlOptions::parameters`]. An algorithm that routes requests its own way (CH-BL)
+    /// cannot run: a Redis cluster serves every key at its slot's owner.
+    pub algorithm: Entry,
+    /// The algorithm's parameters by name (`ach_f.window`); the others keep their defaults.
+    pub parameters: Vec<(String, f64)>,
     /// `--weight NODE=W` as given (NODE: address, node id or a unique id prefix).
     pub weights: Vec<(String, f64)>,
     /// How INFO samples become readings.
@@ -51,6 +45,19 @@ pub struct ControlOptions {
     /// not charged). The default 1 skips empty slots: under the model moving one changes no
     /// load, and every move costs a protocol round and a configuration epoch bump.
     pub min_slot_keys: u64,
+}
+
+impl ControlOptions {
+    /// The algorithm's balancer for masters of these relative weights.
+    fn build(&self, weights: &[f64]) -> Result<Box<dyn Balancer + Send>, Error> {
+        let mut context = Context::new(weights, &self.ach);
+        for (name, value) in &self.parameters {
+            context = context.with_parameter(name, *value);
+        }
+        self.algorithm
+            .balancer(&context)
+            .map_err(|e| Error::Input(e.to_string()))
+    }
 }
 
 /// One observation of the cluster.
@@ -68,6 +75,78 @@ pub struct Observed {
     pub total_load: f64,
     /// Imbalance `D = max l - mean l`.
     pub imbalance: f64,
+    /// Which signals the loads come from.
+    pub signals: Signals,
+    /// The slots that used the most cpu over the interval (per-slot statistics only).
+    pub hot_slots: Vec<HotSlot>,
+    /// Each slot's part of its owner's load, from its share of the owner's per-slot cpu
+    /// (`None` without per-slot statistics; not serialised).
+    #[serde(skip)]
+    pub token_loads: Option<Vec<f64>>,
+}
+
+/// Which signals an observation's loads come from, as `status` reports them.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Signals {
+    /// The backend.
+    pub backend: BackendKind,
+    /// True when the slots' loads come from `CLUSTER SLOT-STATS`.
+    pub slot_stats: bool,
+    /// Where the cpu reading comes from.
+    pub cpu: &'static str,
+    /// Where the latency reading comes from.
+    pub latency: &'static str,
+    /// How slots are weighted when planning.
+    pub slots: &'static str,
+    /// What is missing and how to get it, if anything.
+    pub note: Option<String>,
+}
+
+impl Signals {
+    fn of(backend: BackendKind, figures: &SlotFigures) -> Signals {
+        let slot_stats = figures.cpu_usec.is_some();
+        let note = match backend {
+            BackendKind::Valkey if !slot_stats => Some(format!(
+                "slot statistics are off on {} (cluster-slot-stats-enabled no): no per-slot \
+                 load, slots weighted by keys; --enable-slot-stats turns them on (CONFIG SET)",
+                figures.stats_off.join(", ")
+            )),
+            BackendKind::Redis => Some(
+                "no per-slot load on this backend (CLUSTER SLOT-STATS needs Valkey): a slot \
+                 hot with few keys is not seen"
+                    .into(),
+            ),
+            BackendKind::Valkey => None,
+        };
+        Signals {
+            backend,
+            slot_stats,
+            cpu: "used_cpu_sys + used_cpu_user growth over the interval (INFO cpu)",
+            latency: "p99 of the data commands over the interval (LATENCY HISTOGRAM deltas)",
+            slots: if slot_stats {
+                "cost by keys; each slot's load its share of its node's cpu-usec growth over \
+                 the interval (CLUSTER SLOT-STATS)"
+            } else {
+                "cost by keys; load assumed in proportion to keys"
+            },
+            note,
+        }
+    }
+}
+
+/// A slot that used much cpu over the interval.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct HotSlot {
+    /// The slot.
+    pub slot: u16,
+    /// Its owner's address.
+    pub owner: String,
+    /// Keys in it.
+    pub keys: u64,
+    /// Cpu it used, in cores (1.0 = one core busy the whole interval).
+    pub cpu: f64,
+    /// Its share of the cluster's per-slot cpu.
+    pub share: f64,
 }
 
 /// One master in an observation.
@@ -88,6 +167,8 @@ pub struct NodeView {
     pub reading: [f64; 3],
     /// The raw INFO figures.
     pub sample: Option<NodeSample>,
+    /// The p99 of the data commands over the interval, in microseconds (NaN: no reading).
+    pub p99_usec: f64,
     /// Composite load after smoothing.
     pub load: f64,
 }
@@ -155,6 +236,9 @@ pub struct Controller {
     tracker: Option<LoadTracker>,
     master_ids: Vec<String>,
     previous: BTreeMap<String, NodeSample>,
+    previous_slots: Option<SlotCpuSample>,
+    /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
+    slot_rates: Vec<f64>,
     step: u64,
 }
 
@@ -169,12 +253,24 @@ impl Controller {
             .ach
             .validate()
             .map_err(|e| Error::Input(format!("ACH configuration: {e}")))?;
+        let algorithm = &options.algorithm;
+        if algorithm.routes() {
+            return Err(Error::Input(format!(
+                "--algorithm {}: it routes requests its own way, and a Redis cluster serves every \
+                 key at its slot's owner; choose an algorithm that moves slots",
+                algorithm.name()
+            )));
+        }
+        // Built once now, so that a bad parameter is an error before anything is observed.
+        options.build(&[1.0])?;
         Ok(Controller {
             options,
             balancer: None,
             tracker: None,
             master_ids: Vec::new(),
             previous: BTreeMap::new(),
+            previous_slots: None,
+            slot_rates: vec![f64::NAN; SLOT_COUNT],
             step: 0,
         })
     }
@@ -216,7 +312,8 @@ impl Controller {
         Ok(weights.iter().map(|w| w / mean).collect())
     }
 
-    /// Takes an INFO sample of every master; a node that does not answer gets `None`.
+    /// Takes an INFO and `LATENCY HISTOGRAM` sample of every master; a node that does not
+    /// answer gets `None`.
     pub fn sample(
         &mut self,
         cluster: &mut Cluster,
@@ -224,6 +321,10 @@ impl Controller {
     ) -> Vec<Option<NodeSample>> {
         let mut samples = Vec::with_capacity(snapshot.masters.len());
         for master in &snapshot.masters {
+            let histogram = cluster
+                .query::<redis::Value>(&master.address, redis::cmd("LATENCY").arg("HISTOGRAM"))
+                .ok()
+                .and_then(|reply| parse_latency_histogram(&reply).ok());
             let info = cluster.query::<String>(
                 &master.address,
                 redis::cmd("INFO")
@@ -234,12 +335,44 @@ impl Controller {
                     .arg("commandstats")
                     .arg("latencystats"),
             );
-            samples.push(
-                info.ok()
-                    .map(|text| sample_from_info(&text, Instant::now())),
-            );
+            samples.push(info.ok().map(|text| NodeSample {
+                latency_buckets: histogram,
+                ..sample_from_info(&text, Instant::now())
+            }));
         }
         samples
+    }
+
+    /// Takes the first samples (INFO, latency histograms and per-slot cpu) as the base of the
+    /// next observation's readings: call once, an interval before the first
+    /// [`observe`](Self::observe).
+    pub fn prime(&mut self, cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(), Error> {
+        let figures = cluster.backend().slot_figures(cluster, snapshot)?;
+        self.slot_cpu(snapshot, &figures);
+        let samples = self.sample(cluster, snapshot);
+        self.remember(snapshot, &samples);
+        Ok(())
+    }
+
+    /// The cpu of every slot over the interval since the last per-slot sample (missing samples
+    /// keep their earlier rate), or `None` without per-slot statistics.
+    fn slot_cpu(&mut self, snapshot: &Snapshot, figures: &SlotFigures) -> Option<Vec<f64>> {
+        let Some(usec) = &figures.cpu_usec else {
+            self.previous_slots = None;
+            return None;
+        };
+        let now = SlotCpuSample {
+            owners: snapshot
+                .owners
+                .iter()
+                .map(|owner| owner.map(|i| snapshot.masters[i].id.clone()))
+                .collect(),
+            usec: usec.clone(),
+            taken: Instant::now(),
+        };
+        slot_cpu_rates(self.previous_slots.as_ref(), &now, &mut self.slot_rates);
+        self.previous_slots = Some(now);
+        Some(self.slot_rates.clone())
     }
 
     /// Remembers samples as the base of the next cpu reading (call once before the first
@@ -269,17 +402,29 @@ impl Controller {
             self.balancer = Some(self.make_balancer(&weights)?);
             self.master_ids = ids;
         }
-        let slot_keys = cluster.key_counts(&snapshot)?;
+        let backend = cluster.backend().kind();
+        let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
+        let slot_cpu = self.slot_cpu(&snapshot, &figures);
         let samples = self.sample(cluster, &snapshot);
         let mut nodes = Vec::with_capacity(snapshot.masters.len());
         let tracker = self.tracker.as_mut().expect("created above");
         let slots = snapshot.slots_of();
+        let slot_keys = figures.keys.clone();
         for (index, master) in snapshot.masters.iter().enumerate() {
             let sample = samples[index].clone();
+            let previous = self.previous.get(&master.id);
+            // The cpu reading stays INFO's even with per-slot statistics: `cpu-usec` counts
+            // only the time commands execute, measured at 5 to 7 % of the process's cpu under
+            // a GET/SET workload (docs/redis.md), so it splits a node's load among its slots
+            // but does not measure it.
             let raw = match &sample {
-                Some(now) => reading(self.previous.get(&master.id), now, &self.options.rules),
+                Some(now) => reading(previous, now, &self.options.rules),
                 None => [f64::NAN; 3],
             };
+            let p99_usec = sample
+                .as_ref()
+                .and_then(|now| interval_p99(previous, now))
+                .unwrap_or(f64::NAN);
             let weighted = raw.map(|value| value / weights[index]);
             if let Some(sample) = &sample {
                 self.previous.insert(master.id.clone(), sample.clone());
@@ -298,6 +443,7 @@ impl Controller {
                 weight: weights[index],
                 reading: weighted,
                 sample,
+                p99_usec,
                 load: 0.0,
             });
         }
@@ -306,9 +452,16 @@ impl Controller {
             node.load = *load;
         }
         let loads: Vec<f64> = nodes.iter().map(|n| n.load).collect();
+        let hot_slots = slot_cpu
+            .as_deref()
+            .map(|rates| hot_slots(&snapshot, &slot_keys, rates, 5))
+            .unwrap_or_default();
         Ok(Observed {
             imbalance: imbalance(&loads),
             total_load: step.total_load,
+            signals: Signals::of(backend, &figures),
+            hot_slots,
+            token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
             snapshot,
             slot_keys,
             nodes,
@@ -316,16 +469,7 @@ impl Controller {
     }
 
     fn make_balancer(&self, weights: &[f64]) -> Result<Box<dyn Balancer>, Error> {
-        Ok(match self.options.algorithm {
-            Algorithm::Ach => Box::new(
-                live::ach(self.options.ach.clone())
-                    .map_err(|e| Error::Input(format!("ACH configuration: {e}")))?,
-            ),
-            Algorithm::StaticW => Box::new(StaticW),
-            Algorithm::StaticWt => Box::new(StaticWt::new(weights.to_vec())),
-            Algorithm::DynamicR => Box::new(DynamicR::paper()),
-            Algorithm::BoundedLoads => Box::new(BoundedLoads::paper()),
-        })
+        Ok(self.options.build(weights)?)
     }
 
     /// Plans one step on an observation (nothing moves).
@@ -348,7 +492,7 @@ impl Controller {
             loads: &loads,
             total_load: observed.total_load,
             live: &live_nodes,
-            token_loads: None,
+            token_loads: observed.token_loads.as_deref(),
         };
         let balancer = self.balancer.as_mut().expect("created by observe");
         let plan = balancer.plan(&ring, &observation);
@@ -404,8 +548,9 @@ impl Controller {
         })
     }
 
-    /// Migrates every planned slot in slot order, then confirms the moves that were switched.
-    /// Stops before the next slot when `stop` is set, and at the first failed migration.
+    /// Migrates every planned slot, one group per (source, target) in the order of their first
+    /// slot, through the cluster's backend, then confirms the moves whose slot was switched.
+    /// Stops when `stop` is set (a running atomic job is cancelled) and at the first error.
     pub fn execute(
         &mut self,
         cluster: &mut Cluster,
@@ -416,32 +561,59 @@ impl Controller {
     ) -> StepOutcome {
         let mut outcome = StepOutcome::default();
         let mut done = Vec::new();
-        let executable = step_plan.plan.moves.iter().filter(|mv| {
-            mv.from != mv.to && observed.slot_keys[mv.token] >= self.options.min_slot_keys
-        });
-        for mv in executable {
+        let executable: Vec<_> = step_plan
+            .plan
+            .moves
+            .iter()
+            .filter(|mv| {
+                mv.from != mv.to && observed.slot_keys[mv.token] >= self.options.min_slot_keys
+            })
+            .collect();
+        let mut groups: Vec<MoveGroup> = Vec::new();
+        for mv in &executable {
+            let (from, to) = (mv.from.index(), mv.to.index());
+            match groups.iter_mut().find(|g| g.from == from && g.to == to) {
+                Some(group) => group.slots.push(mv.token as u16),
+                None => groups.push(MoveGroup {
+                    from,
+                    to,
+                    slots: vec![mv.token as u16],
+                }),
+            }
+        }
+        let backend = cluster.backend();
+        for group in &groups {
             if stop.load(Ordering::SeqCst) {
                 outcome.interrupted = true;
                 break;
             }
-            match migrate_slot(
+            let result = backend.migrate(
                 cluster,
                 &observed.snapshot,
-                mv.token as u16,
-                mv.from.index(),
-                mv.to.index(),
+                group,
                 &self.options.migration,
-            ) {
-                Ok(migration) => {
-                    outcome.keys_moved += migration.keys;
-                    progress(&migration);
-                    outcome.migrations.push(migration);
-                    done.push(*mv);
-                }
-                Err(error) => {
-                    outcome.errors.push(error.to_string());
-                    break;
-                }
+                stop,
+                progress,
+            );
+            outcome.keys_moved += result
+                .migrations
+                .iter()
+                .filter(|m| m.succeeded())
+                .map(|m| m.keys)
+                .sum::<u64>();
+            outcome.migrations.extend(result.migrations);
+            done.extend(
+                executable
+                    .iter()
+                    .filter(|mv| result.switched.contains(&(mv.token as u16)))
+                    .map(|mv| **mv),
+            );
+            outcome.errors.extend(result.errors);
+            if result.interrupted {
+                outcome.interrupted = true;
+            }
+            if outcome.interrupted || !outcome.errors.is_empty() {
+                break;
             }
         }
         if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref())
@@ -467,8 +639,7 @@ pub fn observe_once(
         return Err(Error::Degraded(snapshot.problems));
     }
     controller.relative_weights(&snapshot)?;
-    let samples = controller.sample(cluster, &snapshot);
-    controller.remember(&snapshot, &samples);
+    controller.prime(cluster, &snapshot)?;
     std::thread::sleep(sample);
     let observed = controller.observe(cluster)?;
     Ok((controller, observed))
@@ -477,6 +648,50 @@ pub fn observe_once(
 /// ACH's configuration for a live cluster (`AchConfig::live()`).
 pub fn live_ach_config() -> AchConfig {
     live::ach_config()
+}
+
+/// Every slot's part of its owner's load: the owner's load times the slot's share of the
+/// owner's per-slot cpu (0 for a slot never sampled, and for all slots of a node whose slots
+/// used no cpu).
+fn token_loads(slots_of: &[Vec<u16>], rates: &[f64], loads: &[f64]) -> Vec<f64> {
+    let mut out = vec![0.0; SLOT_COUNT];
+    for (node, slots) in slots_of.iter().enumerate() {
+        let rate = |s: u16| {
+            let r = rates[usize::from(s)];
+            if r.is_finite() { r.max(0.0) } else { 0.0 }
+        };
+        let total: f64 = slots.iter().map(|&s| rate(s)).sum();
+        if total > 0.0 && loads[node].is_finite() {
+            for &slot in slots {
+                out[usize::from(slot)] = loads[node] * rate(slot) / total;
+            }
+        }
+    }
+    out
+}
+
+/// The `count` slots with the most cpu over the interval.
+fn hot_slots(snapshot: &Snapshot, keys: &[u64], rates: &[f64], count: usize) -> Vec<HotSlot> {
+    let total: f64 = rates.iter().filter(|r| r.is_finite()).sum();
+    let mut slots: Vec<usize> = (0..rates.len()).filter(|&s| rates[s] > 0.0).collect();
+    slots.sort_by(|&a, &b| rates[b].total_cmp(&rates[a]).then(a.cmp(&b)));
+    slots
+        .into_iter()
+        .take(count)
+        .map(|slot| HotSlot {
+            slot: slot as u16,
+            owner: snapshot.owners[slot]
+                .map(|o| snapshot.masters[o].address.clone())
+                .unwrap_or_default(),
+            keys: keys[slot],
+            cpu: rates[slot],
+            share: if total > 0.0 {
+                rates[slot] / total
+            } else {
+                0.0
+            },
+        })
+        .collect()
 }
 
 /// `D = max l - mean l` (0 for no nodes).

@@ -15,6 +15,8 @@
 //! crate's cluster pipelines are not used, since they misbehave while a slot migrates.
 //!
 //! [`local`] starts throwaway local servers and clusters for the tests and measurements.
+//! [`cli`] is the `ach-redis` command line over a catalogue of algorithms
+//! (`ach_baselines::catalogue`): a user's binary runs it with its own algorithms added.
 //!
 //! # Example
 //!
@@ -28,6 +30,8 @@
 //! # Ok::<(), ach_redis::Error>(())
 //! ```
 
+pub mod backend;
+pub mod cli;
 pub mod cluster;
 pub mod control;
 mod error;
@@ -40,9 +44,10 @@ pub mod prometheus_api;
 pub mod prometheus_telemetry;
 pub mod rebalance;
 pub mod report;
+mod resp;
 pub mod slot;
 pub mod telemetry;
 pub mod topology;
 
 pub use error::Error;
-pub use live::EMPTY_SLOT_SHARE;
+pub use live::{EMPTY_SLOT_SHARE, key_weighted_ring};

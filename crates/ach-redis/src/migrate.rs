@@ -36,6 +36,9 @@ pub enum ProtocolPoint {
     TargetNode,
     /// After `SETSLOT NODE` on the source.
     SourceNode,
+    /// After `CLUSTER MIGRATESLOTS` was sent (the valkey backend's atomic migration): the job
+    /// runs on the server while the rebalancer waits.
+    AtomicStarted,
 }
 
 /// How slots are migrated.
@@ -47,34 +50,62 @@ pub struct MigrationOptions {
     pub migrate_timeout_ms: u64,
     /// When set, wait forever at this point of the first migration (for tests).
     pub pause_at: Option<ProtocolPoint>,
+    /// How long an atomic migration job may run before it is cancelled, in milliseconds.
+    pub job_timeout_ms: u64,
 }
 
 impl Default for MigrationOptions {
-    /// Batches of 100 keys, `MIGRATE` timeout 5000 ms, no pause.
+    /// Batches of 100 keys, `MIGRATE` timeout 5000 ms, no pause, atomic jobs cancelled after
+    /// 10 minutes.
     fn default() -> MigrationOptions {
         MigrationOptions {
             batch: 100,
             migrate_timeout_ms: 5000,
             pause_at: None,
+            job_timeout_ms: 600_000,
         }
     }
 }
 
-/// What one slot migration did.
+/// How a migration moved its slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MigrationMethod {
+    /// One `CLUSTER MIGRATESLOTS` job (Valkey >= 9).
+    Atomic,
+    /// The standard protocol, key by key (`SETSLOT` + `MIGRATE`).
+    Keys,
+}
+
+/// What one migration (one slot key by key, or one atomic job of several slots) did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SlotMigration {
-    /// The slot.
-    pub slot: u16,
+    /// `atomic` or `keys`.
+    pub method: MigrationMethod,
+    /// The slots, ascending.
+    pub slots: Vec<u16>,
     /// Source address.
     pub from: String,
     /// Target address.
     pub to: String,
-    /// Keys copied by `MIGRATE`.
+    /// Keys copied (for an atomic job: the keys the target holds in its slots afterwards).
     pub keys: u64,
     /// Keys sent again with `REPLACE` after `BUSYKEY`.
     pub busy_keys: u64,
-    /// Wall time of the whole protocol, in milliseconds.
+    /// Wall time of the whole migration, in milliseconds.
     pub millis: f64,
+    /// `success` (the slots changed owner), `failed` or `cancelled`.
+    pub outcome: &'static str,
+    /// The server's message for a job that did not succeed (empty otherwise).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub message: String,
+}
+
+impl SlotMigration {
+    /// True when the slots changed owner.
+    pub fn succeeded(&self) -> bool {
+        self.outcome == "success"
+    }
 }
 
 /// Moves `slot` from master `from` to master `to` (indices into `snapshot.masters`).
@@ -96,12 +127,15 @@ pub fn migrate_slot(
     let (keys, busy_keys) = move_keys(cluster, &source.address, &target.address, slot, options)?;
     finish_slot(cluster, snapshot, slot, to, Some(options))?;
     Ok(SlotMigration {
-        slot,
+        method: MigrationMethod::Keys,
+        slots: vec![slot],
         from: source.address.clone(),
         to: target.address.clone(),
         keys,
         busy_keys,
         millis: started.elapsed().as_secs_f64() * 1000.0,
+        outcome: "success",
+        message: String::new(),
     })
 }
 
@@ -209,7 +243,8 @@ fn move_keys(
     }
 }
 
-fn pause_if(options: &MigrationOptions, point: ProtocolPoint, slot: u16) {
+/// Waits forever when `options` asks to pause at `point` (the test hook `--pause-at`).
+pub(crate) fn pause_if(options: &MigrationOptions, point: ProtocolPoint, slot: u16) {
     if options.pause_at == Some(point) {
         eprintln!("ach-redis: paused at {point:?} of slot {slot} (test hook)");
         let _ = std::io::stderr().flush();
@@ -225,7 +260,9 @@ pub struct FixAction {
     /// The slot.
     pub slot: u16,
     /// `completed` (keys moved to the target, which now owns the slot) or `rolled back`
-    /// (`SETSLOT STABLE`: the slot stays with its owner).
+    /// (`SETSLOT STABLE`: the slot stays with its owner); for an atomic job the rebalancer
+    /// left running, how it ended: `atomic job succeeded`, `atomic job failed` or
+    /// `atomic job cancelled`.
     pub action: &'static str,
     /// The node that owns the slot afterwards.
     pub owner: String,

@@ -5,10 +5,12 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::backend::BackendKind;
 use crate::cluster::Cluster;
 use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
-use crate::migrate::{FixAction, MigrationOptions, fix};
+use crate::migrate::{FixAction, MigrationMethod, MigrationOptions};
+use crate::topology::format_slot_ranges;
 
 /// How long and how often the loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +26,10 @@ pub struct LoopOptions {
 pub struct StepRecord<'a> {
     /// Step index from 0.
     pub step: u64,
+    /// The backend (`redis` or `valkey`).
+    pub backend: BackendKind,
+    /// True when the step's loads came from per-slot statistics.
+    pub slot_stats: bool,
     /// Wall clock, milliseconds since the Unix epoch.
     pub unix_ms: u128,
     /// False when the step migrated nothing because the cluster was degraded.
@@ -53,10 +59,9 @@ pub fn run(
     log: &mut dyn Write,
     progress: &mut dyn Write,
 ) -> Result<u64, Error> {
-    report_fix(&fix(cluster, migration)?, progress);
+    report_fix(&cluster.backend().fix(cluster, migration)?, progress);
     let snapshot = cluster.snapshot()?;
-    let samples = controller.sample(cluster, &snapshot);
-    controller.remember(&snapshot, &samples);
+    controller.prime(cluster, &snapshot)?;
     let mut moved = 0u64;
     let mut pending_fix = Vec::new();
     for step in 0..options.steps {
@@ -66,6 +71,8 @@ pub fn run(
         }
         let mut record = StepRecord {
             step,
+            backend: cluster.backend().kind(),
+            slot_stats: false,
             unix_ms: SystemTime::now()
                 .duration_since(UNIX_EPOCH)
                 .map(|d| d.as_millis())
@@ -92,7 +99,7 @@ pub fn run(
         };
         if !observed.snapshot.open.is_empty() {
             // A migration of an earlier step failed half-way: close it before planning.
-            match fix(cluster, migration) {
+            match cluster.backend().fix(cluster, migration) {
                 Ok(actions) => record.fixed.extend(actions),
                 Err(error) => {
                     degraded(&mut record, vec![error.to_string()], log, progress)?;
@@ -106,13 +113,28 @@ pub fn run(
             );
             continue;
         }
+        record.slot_stats = observed.signals.slot_stats;
         let plan = controller.plan(&observed)?;
         let started = Instant::now();
         let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
             let _ = writeln!(
                 progress,
-                "  slot {} {} -> {}: {} keys in {:.1} ms",
-                migration.slot, migration.from, migration.to, migration.keys, migration.millis
+                "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}",
+                match migration.method {
+                    MigrationMethod::Atomic => "atomic",
+                    MigrationMethod::Keys => "keys",
+                },
+                format_slot_ranges(&migration.slots),
+                migration.from,
+                migration.to,
+                migration.keys,
+                migration.millis,
+                migration.outcome,
+                if migration.message.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", migration.message)
+                }
             );
         });
         moved += outcome.keys_moved;
@@ -154,7 +176,7 @@ pub fn run(
     }
     // A migration that failed (a node slow to answer, a signal interrupting a reply) may have
     // left its slot open: close it before leaving.
-    if let Ok(actions) = fix(cluster, migration) {
+    if let Ok(actions) = cluster.backend().fix(cluster, migration) {
         report_fix(&actions, progress);
     }
     Ok(moved)

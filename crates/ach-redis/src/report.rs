@@ -17,6 +17,21 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
     let _ = writeln!(out, "cluster: {} masters, {health}", snapshot.masters.len());
     if let Some(observed) = observed {
         let total: u64 = observed.nodes.iter().map(|n| n.keys).sum();
+        let signals = &observed.signals;
+        let _ = writeln!(
+            out,
+            "backend: {}; per-slot statistics: {}",
+            signals.backend.name(),
+            if signals.slot_stats { "on" } else { "off" }
+        );
+        let _ = writeln!(
+            out,
+            "signals: cpu from {}; latency from {}; memory from INFO memory; slots: {}",
+            signals.cpu, signals.latency, signals.slots
+        );
+        if let Some(note) = &signals.note {
+            let _ = writeln!(out, "note: {note}");
+        }
         let _ = writeln!(
             out,
             "keys: {total}; total load {:.3}; imbalance D = max - mean = {:.3}",
@@ -38,10 +53,8 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
             "load"
         );
         for node in &observed.nodes {
-            let (p99, ops) = node
-                .sample
-                .as_ref()
-                .map_or((f64::NAN, f64::NAN), |s| (s.p99_usec, s.ops_per_sec));
+            let p99 = node.p99_usec;
+            let ops = node.sample.as_ref().map_or(f64::NAN, |s| s.ops_per_sec);
             let _ = writeln!(
                 out,
                 "{:<21} {:<8} {:>5} {:>8} {:>6.2} {:>6.3} {:>6.3} {:>7.3} {:>8.1} {:>9.0} {:>6.3}",
@@ -57,6 +70,23 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
                 ops,
                 node.load
             );
+        }
+        if !observed.hot_slots.is_empty() {
+            let hot: Vec<String> = observed
+                .hot_slots
+                .iter()
+                .map(|h| {
+                    format!(
+                        "{} on {} ({} keys, cpu {:.3}, {:.1} %)",
+                        h.slot,
+                        h.owner,
+                        h.keys,
+                        h.cpu,
+                        h.share * 100.0
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "hottest slots: {}", hot.join("; "));
         }
     } else {
         for master in &snapshot.masters {

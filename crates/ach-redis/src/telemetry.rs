@@ -6,11 +6,17 @@
 //!   Redis can use.
 //! - **memory**: `used_memory` over `maxmemory` when the node sets one, otherwise over the
 //!   configured capacity (`--memory-capacity`), otherwise over `total_system_memory`.
-//! - **latency**: the 99th percentile of the node's commands (`INFO latencystats`, Redis 7.0+,
-//!   averaged over the commands weighted by their calls) over a target latency
-//!   (`--latency-target-us`), capped at 1; 0 for a node that served no data command yet. Redis keeps these histograms since its start (or
-//!   `CONFIG RESETSTAT`); the rebalancer does not reset them, so the reading follows changes
-//!   slowly.
+//!   With per-slot statistics (the valkey backend, `cluster-slot-stats-enabled yes`), each
+//!   slot's part of its node's load is its share of the growth of the node's `cpu-usec`
+//!   counters ([`slot_cpu_rates`]); the node's own reading stays INFO's, since `cpu-usec`
+//!   counts only the time commands execute (5 to 7 % of the process's cpu under GET/SET,
+//!   measured), not the I/O around them.
+//! - **latency**: the 99th percentile of the node's data commands over the control interval,
+//!   from the growth of their `LATENCY HISTOGRAM` buckets (Redis 7.0+ and Valkey; powers of
+//!   two in microseconds) between two samples ([`interval_p99`]), over a target latency
+//!   (`--latency-target-us`), capped at 1; 0 for an interval without data commands, a missing
+//!   sample (NaN) for the first one or after a reset. A server without `LATENCY HISTOGRAM`
+//!   falls back to the calls-weighted p99 of `INFO latencystats`, kept since start.
 //! - **ops/s**: `instantaneous_ops_per_sec`, reported but not part of the load.
 //!
 //! A node's readings are divided by its relative weight (`--weight`, the weight over the mean
@@ -22,6 +28,10 @@
 
 use std::collections::BTreeMap;
 use std::time::Instant;
+
+use redis::Value;
+
+use crate::resp::{integer, pairs, text};
 
 /// The fields of one `INFO` reply, by name.
 pub fn parse_info(reply: &str) -> BTreeMap<String, String> {
@@ -51,6 +61,11 @@ pub struct NodeSample {
     pub ops_per_sec: f64,
     /// `total_commands_processed`.
     pub total_commands: f64,
+    /// Calls of the node's data commands since start per `LATENCY HISTOGRAM` bucket (its upper
+    /// bound in microseconds), merged over the commands; `None` when not read (not
+    /// serialised).
+    #[serde(skip)]
+    pub latency_buckets: Option<BTreeMap<u64, u64>>,
     /// When the sample was taken (not serialised).
     #[serde(skip)]
     pub taken: Option<Instant>,
@@ -73,6 +88,7 @@ pub fn sample_from_info(reply: &str, taken: Instant) -> NodeSample {
         p99_usec: weighted_p99(&fields),
         ops_per_sec: number("instantaneous_ops_per_sec"),
         total_commands: number("total_commands_processed"),
+        latency_buckets: None,
         taken: Some(taken),
     }
 }
@@ -88,11 +104,7 @@ fn weighted_p99(fields: &BTreeMap<String, String>) -> f64 {
         let Some(command) = name.strip_prefix("latency_percentiles_usec_") else {
             continue;
         };
-        let base = command.split('|').next().unwrap_or(command);
-        if matches!(
-            base,
-            "cluster" | "info" | "config" | "migrate" | "ping" | "restore-asking" | "asking"
-        ) {
+        if is_admin_command(command) {
             continue;
         }
         let p99 = value
@@ -120,6 +132,127 @@ fn weighted_p99(fields: &BTreeMap<String, String>) -> f64 {
     } else {
         f64::NAN
     }
+}
+
+/// True for the commands of the rebalancer and of operators (cluster, info, config, ...),
+/// which latency readings leave out. `command` may be `name|subcommand`.
+fn is_admin_command(command: &str) -> bool {
+    let base = command.split('|').next().unwrap_or(command);
+    matches!(
+        base,
+        "cluster"
+            | "info"
+            | "config"
+            | "migrate"
+            | "ping"
+            | "restore-asking"
+            | "asking"
+            | "latency"
+            | "command"
+            | "hello"
+            | "client"
+            | "syncslots"
+    )
+}
+
+/// The calls per bucket of a `LATENCY HISTOGRAM` reply, merged over the data commands: each
+/// command lists its buckets (upper bounds in microseconds) with cumulative counts.
+pub fn parse_latency_histogram(reply: &Value) -> Result<BTreeMap<u64, u64>, String> {
+    let mut merged = BTreeMap::new();
+    for (command, details) in pairs(reply)? {
+        if is_admin_command(&command.to_ascii_lowercase()) {
+            continue;
+        }
+        let Some((_, histogram)) = pairs(details)?
+            .into_iter()
+            .find(|(field, _)| field == "histogram_usec")
+        else {
+            return Err(format!("{command}: no histogram_usec"));
+        };
+        let mut below = 0u64;
+        for (bucket, cumulative) in pairs(histogram)? {
+            let bucket: u64 = bucket
+                .parse()
+                .map_err(|_| format!("{command}: bucket {bucket:?} is not a number"))?;
+            let cumulative = integer(cumulative)
+                .and_then(|c| u64::try_from(c).ok())
+                .ok_or_else(|| {
+                    format!("{command}: count {:?} is not a number", text(cumulative))
+                })?;
+            *merged.entry(bucket).or_insert(0) += cumulative.saturating_sub(below);
+            below = below.max(cumulative);
+        }
+    }
+    Ok(merged)
+}
+
+/// The p99 of the data commands served between two samples, in microseconds (the upper bound
+/// of the bucket that holds it): `Some(0)` for an interval without data commands, `None`
+/// without two histograms or when a bucket went down (`CONFIG RESETSTAT`, a restart).
+pub fn interval_p99(previous: Option<&NodeSample>, now: &NodeSample) -> Option<f64> {
+    let before = previous?.latency_buckets.as_ref()?;
+    let after = now.latency_buckets.as_ref()?;
+    if before
+        .iter()
+        .any(|(bucket, &count)| after.get(bucket).copied().unwrap_or(0) < count)
+    {
+        return None;
+    }
+    let delta: Vec<(u64, u64)> = after
+        .iter()
+        .map(|(&bucket, &count)| (bucket, count - before.get(&bucket).copied().unwrap_or(0)))
+        .collect();
+    let total: u64 = delta.iter().map(|(_, count)| count).sum();
+    if total == 0 {
+        return Some(0.0);
+    }
+    let wanted = (total as f64 * 0.99).ceil() as u64;
+    let mut seen = 0;
+    for (bucket, count) in &delta {
+        seen += count;
+        if seen >= wanted {
+            return Some(*bucket as f64);
+        }
+    }
+    delta.last().map(|(bucket, _)| *bucket as f64)
+}
+
+/// The cumulative `cpu-usec` of every slot at one observation, with each slot's owner then.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlotCpuSample {
+    /// The node id owning each slot (`None`: unassigned).
+    pub owners: Vec<Option<String>>,
+    /// `cpu-usec` of each slot on its owner.
+    pub usec: Vec<u64>,
+    /// When the sample was taken.
+    pub taken: Instant,
+}
+
+/// Updates `rates` (cores each slot used, one entry per slot) with the growth of every slot's
+/// `cpu-usec` between two samples, and returns how many slots were missing samples. A slot
+/// whose owner changed or whose counter went down (its owner changed, `CONFIG RESETSTAT`) is
+/// a missing sample: it keeps its earlier rate, never a negative or a zero load; a slot never
+/// sampled stays NaN (unknown).
+pub fn slot_cpu_rates(
+    previous: Option<&SlotCpuSample>,
+    now: &SlotCpuSample,
+    rates: &mut [f64],
+) -> usize {
+    let Some(before) = previous.filter(|b| now.taken > b.taken) else {
+        return now.usec.len();
+    };
+    let elapsed_usec = (now.taken - before.taken).as_secs_f64() * 1e6;
+    let mut missing = 0;
+    for (slot, rate) in rates.iter_mut().enumerate() {
+        let same_owner = before.owners.get(slot) == now.owners.get(slot);
+        match (before.usec.get(slot), now.usec.get(slot)) {
+            (Some(&then), Some(&usec)) if same_owner && usec >= then => {
+                *rate = (usec - then) as f64 / elapsed_usec;
+            }
+            _ => missing += 1,
+        }
+    }
+    missing
 }
 
 /// How samples become readings.
@@ -157,13 +290,15 @@ pub fn reading(previous: Option<&NodeSample>, now: &NodeSample, rules: &ReadingR
         rules.memory_capacity.unwrap_or(now.total_system_memory)
     };
     let memory = now.used_memory / capacity;
-    // A node that served no data command yet (`p99_usec` NaN) made no client wait.
-    let p99 = if now.p99_usec.is_nan() {
-        0.0
-    } else {
-        now.p99_usec
+    let latency = match interval_p99(previous, now) {
+        Some(p99) => (p99 / rules.latency_target_usec).min(1.0),
+        // The first sample, or histograms that were reset: a missing sample.
+        None if now.latency_buckets.is_some() => f64::NAN,
+        // No LATENCY HISTOGRAM: INFO latencystats since start. A node that served no data
+        // command yet (`p99_usec` NaN) made no client wait.
+        None if now.p99_usec.is_nan() => 0.0,
+        None => (now.p99_usec / rules.latency_target_usec).min(1.0),
     };
-    let latency = (p99 / rules.latency_target_usec).min(1.0);
     [cpu, memory, latency]
 }
 
@@ -223,5 +358,97 @@ latency_percentiles_usec_cluster|nodes:p50=2.0,p99=9000.0,p99.9=9000.0\r\n";
             ..now.clone()
         };
         assert_eq!(reading(None, &idle, &rules)[2], 0.0);
+    }
+
+    fn bulk(text: &str) -> Value {
+        Value::BulkString(text.as_bytes().to_vec())
+    }
+
+    /// A `LATENCY HISTOGRAM` reply (RESP2) of `(command, [(bucket, cumulative)])`.
+    fn histogram(commands: &[(&str, &[(u64, i64)])]) -> Value {
+        Value::Array(
+            commands
+                .iter()
+                .flat_map(|(name, buckets)| {
+                    let calls = buckets.last().map_or(0, |b| b.1);
+                    let pairs = buckets
+                        .iter()
+                        .flat_map(|&(b, c)| [bulk(&b.to_string()), Value::Int(c)])
+                        .collect();
+                    [
+                        bulk(name),
+                        Value::Array(vec![
+                            bulk("calls"),
+                            Value::Int(calls),
+                            bulk("histogram_usec"),
+                            Value::Array(pairs),
+                        ]),
+                    ]
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn latency_is_the_p99_of_the_interval_from_histogram_deltas() {
+        // Since start: 1000 fast GETs (<= 2 us); cluster commands are left out.
+        let before = histogram(&[
+            ("get", &[(1, 500), (2, 1000)]),
+            ("cluster|nodes", &[(1024, 40)]),
+        ]);
+        // In the interval: 100 more GETs, 2 of them slow (<= 4096 us), and 100 SETs <= 8 us.
+        let after = histogram(&[
+            ("get", &[(1, 550), (2, 1098), (4096, 1100)]),
+            ("set", &[(8, 100)]),
+            ("cluster|nodes", &[(1024, 90)]),
+        ]);
+        let merged = parse_latency_histogram(&after).unwrap();
+        assert_eq!(merged.get(&1024), None);
+        assert_eq!(merged[&4096], 2);
+        let start = Instant::now();
+        let mut first = sample_from_info(INFO, start);
+        first.latency_buckets = Some(parse_latency_histogram(&before).unwrap());
+        let mut second = sample_from_info(INFO, start + Duration::from_secs(1));
+        second.latency_buckets = Some(merged);
+        // 200 calls in the interval: the 198th is a SET (8 us); the 2 slow GETs are its p99.5+.
+        assert_eq!(interval_p99(Some(&first), &second), Some(8.0));
+        assert_eq!(interval_p99(Some(&second), &second), Some(0.0));
+        assert_eq!(interval_p99(Some(&second), &first), None, "a reset");
+        let rules = ReadingRules {
+            memory_capacity: None,
+            latency_target_usec: 16.0,
+            cpu_per_weight: 1.0,
+        };
+        assert_eq!(reading(Some(&first), &second, &rules)[2], 0.5);
+        assert!(reading(None, &second, &rules)[2].is_nan());
+    }
+
+    #[test]
+    fn a_slot_that_moved_is_a_missing_sample_that_keeps_its_rate() {
+        let start = Instant::now();
+        let owners = |o: &[&str]| o.iter().map(|id| Some(id.to_string())).collect::<Vec<_>>();
+        let first = SlotCpuSample {
+            owners: owners(&["a", "a", "b"]),
+            usec: vec![0, 100, 50],
+            taken: start,
+        };
+        let second = SlotCpuSample {
+            owners: owners(&["a", "a", "b"]),
+            usec: vec![500_000, 100, 250_050],
+            taken: start + Duration::from_secs(1),
+        };
+        let mut rates = vec![f64::NAN; 3];
+        assert_eq!(slot_cpu_rates(None, &first, &mut rates), 3);
+        assert!(rates.iter().all(|r| r.is_nan()));
+        assert_eq!(slot_cpu_rates(Some(&first), &second, &mut rates), 0);
+        assert_eq!(rates, vec![0.5, 0.0, 0.25]);
+        // Slot 0 moves to b (its counter restarts on b), slot 2's counter is reset.
+        let third = SlotCpuSample {
+            owners: owners(&["b", "a", "b"]),
+            usec: vec![1_000, 100_100, 10],
+            taken: start + Duration::from_secs(2),
+        };
+        assert_eq!(slot_cpu_rates(Some(&second), &third, &mut rates), 2);
+        assert_eq!(rates, vec![0.5, 0.1, 0.25]);
     }
 }

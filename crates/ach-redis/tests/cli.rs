@@ -1,11 +1,19 @@
 //! The `ach-redis` command against real local servers: status, plan (a dry run), fix on a
 //! clean cluster, the slot function against Redis, and bad input (exit 2, clear message).
 
+#[macro_use]
 mod common;
 
-use ach_redis::local::{LocalCluster, LocalServer, ServerMode};
+use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 use ach_redis::slot::key_slot;
-use common::{DataSet, ach_redis, serial, start_cluster};
+use common::{DataSet, ach_redis, serial, start_cluster_of};
+
+on_every_backend!(
+    key_slot_agrees_with_cluster_keyslot,
+    status_and_plan_report_the_cluster_and_move_nothing,
+    bad_input_gets_a_clear_error_and_exit_2,
+    fix_completes_a_slot_whose_target_holds_a_stale_copy,
+);
 
 fn stderr(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stderr).to_string()
@@ -15,10 +23,9 @@ fn stdout(output: &std::process::Output) -> String {
     String::from_utf8_lossy(&output.stdout).to_string()
 }
 
-#[test]
-fn key_slot_agrees_with_cluster_keyslot() {
+fn key_slot_agrees_with_cluster_keyslot(kind: ServerKind) {
     let _serial = serial();
-    let cluster = start_cluster(1);
+    let cluster = start_cluster_of(kind, 1);
     let mut connection = cluster.servers()[0].connection().unwrap();
     let keys = [
         "",
@@ -41,10 +48,9 @@ fn key_slot_agrees_with_cluster_keyslot() {
     }
 }
 
-#[test]
-fn status_and_plan_report_the_cluster_and_move_nothing() {
+fn status_and_plan_report_the_cluster_and_move_nothing(kind: ServerKind) {
     let _serial = serial();
-    let cluster = start_cluster(4);
+    let cluster = start_cluster_of(kind, 4);
     let data = DataSet::new(4000, 4, 500, (0, 4095));
     data.load(&cluster, 1);
     let seed = cluster.seed();
@@ -147,8 +153,7 @@ fn assert_exit_2(args: &[&str], message: &str) {
     );
 }
 
-#[test]
-fn bad_input_gets_a_clear_error_and_exit_2() {
+fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
     let _serial = serial();
     // An address where nothing listens: a port just released.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -163,14 +168,15 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
     );
     assert_exit_2(&["status", "--cluster", "localhost"], "expected HOST:PORT");
 
-    let plain = LocalServer::start(ServerMode::Standalone).unwrap_or_else(|e| panic!("{e}"));
+    let plain =
+        LocalServer::start_of(kind, ServerMode::Standalone).unwrap_or_else(|e| panic!("{e}"));
     assert_exit_2(
         &["plan", "--cluster", &plain.address()],
         "is not in cluster mode",
     );
 
     // Slots 12000-16383 have no owner: cluster_state:fail.
-    let failing = LocalCluster::start_with_slots(&[vec![(0, 5999)], vec![(6000, 11999)]])
+    let failing = LocalCluster::start_with_slots_of(kind, &[vec![(0, 5999)], vec![(6000, 11999)]])
         .unwrap_or_else(|e| panic!("{e}"));
     let seed = failing.seed();
     let args = [
@@ -186,7 +192,7 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
     assert_exit_2(&["plan", "--cluster", &seed], "the cluster is degraded");
     assert_exit_2(&["fix", "--cluster", &seed], "slots have no owner");
 
-    let cluster = start_cluster(3);
+    let cluster = start_cluster_of(kind, 3);
     let seed = cluster.seed();
     // `rebalance --cluster SEED` with `--steps 1 --interval-ms 10` unless `extra` sets them.
     let check = |extra: &[&str], message: &str| {
@@ -209,16 +215,46 @@ fn bad_input_gets_a_clear_error_and_exit_2() {
     check(&["--steps", "0"], "--steps");
     check(&["--beta", "0"], "beta");
     check(&["--m-max=-1"], "M_max");
+    check(&["--algorithm", "magic"], "unknown algorithm \"magic\"");
+    check(&["--algorithm", "CH-BL"], "routes requests its own way");
+    check(
+        &["--algorithm", "ach-f", "--param", "ach_f.window=0"],
+        "ach_f.window = 0 must be >= 1",
+    );
+    check(&["--param", "nope=1"], "unknown parameter \"nope\"");
+    check(&["--param", "nope"], "is not NAME=VALUE");
     assert_exit_2(
         &["status", "--cluster", &seed, "--sample-ms", "0"],
         "--sample-ms",
     );
+    match kind {
+        // The valkey backend on Redis, and Redis's lack of per-slot counters.
+        ServerKind::Redis => {
+            assert_exit_2(
+                &["status", "--cluster", &seed, "--backend", "valkey"],
+                "the valkey backend needs Valkey >= 9.0",
+            );
+            assert_exit_2(
+                &["status", "--cluster", &seed, "--enable-slot-stats"],
+                "no per-slot load counters",
+            );
+        }
+        // The standard protocol drives Valkey too, without per-slot load.
+        ServerKind::Valkey => {
+            let status = ach_redis(&["status", "--cluster", &seed, "--backend", "redis"]);
+            assert!(status.status.success(), "{}", stderr(&status));
+            assert!(
+                stdout(&status).contains("backend: redis"),
+                "{}",
+                stdout(&status)
+            );
+        }
+    }
 }
 
-#[test]
-fn fix_completes_a_slot_whose_target_holds_a_stale_copy() {
+fn fix_completes_a_slot_whose_target_holds_a_stale_copy(kind: ServerKind) {
     let _serial = serial();
-    let cluster = start_cluster(2);
+    let cluster = start_cluster_of(kind, 2);
     let key = "busy-key";
     let slot = key_slot(key.as_bytes());
     let (source, target) = if slot < 8192 { (0, 1) } else { (1, 0) };

@@ -1,6 +1,9 @@
 //! `ach-redis rebalance` on a real 4-node cluster under continuous reads and writes, and
 //! `fix` after the rebalancer is killed (SIGKILL) at every point of the migration protocol.
+//! Every test runs once per backend (`redis_backend::*` on redis-server 7.0,
+//! `valkey_backend::*` on valkey-server 9 with atomic migration).
 
+#[macro_use]
 mod common;
 
 use std::io::{BufRead, BufReader};
@@ -9,11 +12,27 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use ach_redis::local::LocalCluster;
+use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
     DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, data_calls, read_log,
-    serial, share_between, start_cluster, used_memory_mb,
+    serial, share_between, start_cluster_of, used_memory_mb,
 };
+
+on_every_backend!(
+    ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing,
+    sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster,
+    degraded_cluster_migrates_nothing_and_resumes_when_healthy,
+    ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly,
+    unreachable_node_stops_migrations_until_it_is_back,
+);
+
+/// The migration method every migration of `kind`'s backend uses.
+fn method_of(kind: ServerKind) -> &'static str {
+    match kind {
+        ServerKind::Redis => "keys",
+        ServerKind::Valkey => "atomic",
+    }
+}
 
 /// The hot server's slot range (server 0 of a 4-node cluster).
 const HOT_RANGE: (u16, u16) = (0, 4095);
@@ -22,23 +41,23 @@ const HOT_RANGE: (u16, u16) = (0, 4095);
 /// `uniform` keys spread over all slots, with the `--memory-capacity-mb` that puts server 0's
 /// memory reading at about 0.95.
 fn hot_cluster(
+    kind: ServerKind,
     uniform: usize,
     hot_slots: usize,
     per_hot_slot: usize,
 ) -> (LocalCluster, Arc<DataSet>, String) {
-    let cluster = start_cluster(4);
+    let cluster = start_cluster_of(kind, 4);
     let data = Arc::new(DataSet::new(uniform, hot_slots, per_hot_slot, HOT_RANGE));
     data.load(&cluster, 2);
     let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
     (cluster, data, capacity)
 }
 
-#[test]
-fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing() {
+fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing(kind: ServerKind) {
     let _serial = serial();
     // 12000 keys over all slots, 24000 more in 60 hot slots of server 0: it holds 75 % of the
     // keys and, as clients touch every key alike, 75 % of the operations.
-    let (cluster, data, capacity) = hot_cluster(12_000, 60, 400);
+    let (cluster, data, capacity) = hot_cluster(kind, 12_000, 60, 400);
     let hot = cluster.servers()[0].address();
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
 
@@ -93,6 +112,21 @@ fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing()
 
     let steps = read_log(log.path());
     assert_eq!(steps.len(), 20, "one line per step:\n{progress}");
+    for step in &steps {
+        assert_eq!(step["backend"], kind_backend(kind), "{step}");
+        assert_eq!(
+            step["slot_stats"], false,
+            "slot statistics stay off unless asked"
+        );
+        for migration in step["outcome"]["migrations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            assert_eq!(migration["method"], method_of(kind), "{migration}");
+            assert_eq!(migration["outcome"], "success", "{migration}");
+        }
+    }
     let moved: Vec<f64> = steps
         .iter()
         .map(|s| s["moved_fraction"].as_f64().unwrap())
@@ -121,6 +155,14 @@ fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing()
         share_after < share_before - 0.1,
         "hot node's share of operations: {share_before:.3} before, {share_after:.3} after\n{progress}"
     );
+}
+
+/// The `backend` field of the step log for `kind`'s servers (detected).
+fn kind_backend(kind: ServerKind) -> &'static str {
+    match kind {
+        ServerKind::Redis => "redis",
+        ServerKind::Valkey => "valkey",
+    }
 }
 
 /// Runs `rebalance` paused at `point`, kills it with SIGKILL there, then runs `fix` and checks
@@ -168,20 +210,26 @@ fn kill_at_point_then_fix(seed: &str, capacity: &str, point: &str, expected: &st
     );
 }
 
-#[test]
-fn sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster() {
+fn sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster(kind: ServerKind) {
     let _serial = serial();
-    let (cluster, data, capacity) = hot_cluster(4000, 30, 300);
+    let (cluster, data, capacity) = hot_cluster(kind, 4000, 30, 300);
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(180));
     let seed = cluster.seed();
-    let points = [
+    let key_by_key = [
         ("importing", "rolled back"),
         ("migrating", "completed"),
         ("first-batch", "completed"),
         ("target-node", "completed"),
         ("source-node", "no open slot"),
     ];
-    for (point, expected) in points {
+    // The server runs an atomic job on its own: killed right after MIGRATESLOTS, the job ends
+    // by itself (fix waits for a job still running) and leaves no open slot.
+    let atomic = [("atomic-started", "no open slot")];
+    let points: &[(&str, &str)] = match kind {
+        ServerKind::Redis => &key_by_key,
+        ServerKind::Valkey => &atomic,
+    };
+    for &(point, expected) in points {
         kill_at_point_then_fix(&seed, &capacity, point, expected);
         assert_check_clean(&cluster);
     }
@@ -256,10 +304,9 @@ fn wait_for_line(receiver: &mpsc::Receiver<String>, text: &str) -> Vec<String> {
     panic!("no line with {text:?} within 60 s:\n{}", seen.join("\n"));
 }
 
-#[test]
-fn degraded_cluster_migrates_nothing_and_resumes_when_healthy() {
+fn degraded_cluster_migrates_nothing_and_resumes_when_healthy(kind: ServerKind) {
     let _serial = serial();
-    let (cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    let (cluster, _data, capacity) = hot_cluster(kind, 4000, 30, 300);
     // An empty slot of the seed (server 0), which it will stop serving.
     let mut seed_connection = cluster.servers()[0].connection().unwrap();
     let empty_slot = (HOT_RANGE.0..=HOT_RANGE.1)
@@ -317,10 +364,9 @@ fn degraded_cluster_migrates_nothing_and_resumes_when_healthy() {
     assert_check_clean(&cluster);
 }
 
-#[test]
-fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
+fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly(kind: ServerKind) {
     let _serial = serial();
-    let (cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    let (cluster, _data, capacity) = hot_cluster(kind, 4000, 30, 300);
     let seed = cluster.seed();
     let (mut child, lines) = spawn_rebalance(
         &seed,
@@ -338,7 +384,7 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
             "10",
         ],
     );
-    wait_for_line(&lines, "  slot ");
+    wait_for_line(&lines, &format!("  {} slot ", method_of(kind)));
     // SIGINT by PID, as Ctrl-C in a terminal sends it (bash's builtin `kill`).
     let interrupted = Command::new("bash")
         .args(["-c", &format!("kill -INT {}", child.id())])
@@ -365,10 +411,9 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly() {
     assert_check_clean(&cluster);
 }
 
-#[test]
-fn unreachable_node_stops_migrations_until_it_is_back() {
+fn unreachable_node_stops_migrations_until_it_is_back(kind: ServerKind) {
     let _serial = serial();
-    let (mut cluster, _data, capacity) = hot_cluster(4000, 30, 300);
+    let (mut cluster, _data, capacity) = hot_cluster(kind, 4000, 30, 300);
     let seed = cluster.seed();
     let down = cluster.servers()[3].address();
     let log = tempfile::NamedTempFile::new().unwrap();

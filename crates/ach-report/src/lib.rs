@@ -11,7 +11,8 @@
 //! - [`shard`]: a matrix split over processes or machines (Slurm array tasks) and `merge`;
 //! - [`report`]: REPORT.md, tables (Markdown, LaTeX, CSV) and SVG figures, rendered from saved
 //!   results only;
-//! - [`bench`]: the timed benchmark of one run at several cluster sizes (`bench-scale`).
+//! - [`bench`]: the timed benchmark of one run at several cluster sizes (`bench-scale`);
+//! - [`profile`]: the profile of one run by phase and the matrix's time (`bench-run`).
 //!
 //! This crate does file I/O and reads the clock (for progress, `timing.json` and the benchmark only); the model
 //! crates it calls do neither. It must not compute anything a result depends on: every number it
@@ -21,6 +22,7 @@
 pub mod bench;
 pub mod experiments;
 pub mod outputs;
+pub mod profile;
 pub mod report;
 pub mod shard;
 pub mod store;

@@ -8,6 +8,7 @@ use ach_sim::summary::{AlgorithmSummary, Comparison, Interval, MatrixSummary};
 use ach_sim::{RunRecord, SeriesConfig};
 use serde::Serialize;
 
+use crate::report::ReportError;
 use crate::store::write_atomic;
 
 /// Optional outputs.
@@ -29,11 +30,17 @@ pub struct Timing {
     pub runs_reused: usize,
 }
 
-fn write_json(path: &Path, value: &impl Serialize) -> Result<(), String> {
+fn write_json(path: &Path, value: &impl Serialize) -> Result<(), ReportError> {
     let mut text = serde_json::to_string_pretty(value).expect("results serialise");
     text.push('\n');
-    write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+    write_text(path, &text)
+}
+
+fn write_text(path: &Path, text: &str) -> Result<(), ReportError> {
+    write_atomic(path, text.as_bytes()).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Writes `summary.json`, the configuration of every series, and the optional files.
@@ -43,13 +50,15 @@ pub fn write_all(
     records: &[RunRecord],
     summary: &MatrixSummary,
     extras: &Extras,
-) -> Result<(), String> {
+) -> Result<(), ReportError> {
     write_json(&out.join("summary.json"), summary)?;
     for config in series {
         let path = out.join("config").join(format!("{}.toml", config.name));
-        let text = toml::to_string(config).map_err(|e| format!("{}: {e}", path.display()))?;
-        write_atomic(&path, text.as_bytes())
-            .map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+        let text = toml::to_string(config).map_err(|e| ReportError::Malformed {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+        write_text(&path, &text)?;
     }
     if extras.reference_json {
         for record in records.iter().filter(|r| r.point.is_none()) {
@@ -72,7 +81,7 @@ pub fn write_all(
 }
 
 /// Writes `timing.json`.
-pub fn write_timing(out: &Path, timing: &Timing) -> Result<(), String> {
+pub fn write_timing(out: &Path, timing: &Timing) -> Result<(), ReportError> {
     write_json(&out.join("timing.json"), timing)
 }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use ach_report::experiments::{Args, execute, plan_with};
-use ach_sim::algorithms::{AlgorithmInfo, Marker, Registry};
+use ach_sim::algorithms::{AlgorithmInfo, Registry};
 
 #[test]
 fn a_twin_of_ach_gets_a_summary_and_a_report() {
@@ -16,10 +16,9 @@ fn a_twin_of_ach_gets_a_summary_and_a_report() {
     let mut registry = Registry::built_in();
     let ach = registry.get("ACH").unwrap().clone();
     registry
-        .register(
-            AlgorithmInfo::new("ACH-Twin", "Twin", [0x56, 0xB4, 0xE9], Marker::Cross),
-            move |config| ach.balancer(config),
-        )
+        .register(AlgorithmInfo::new("ACH-Twin", "Twin"), move |config| {
+            ach.balancer(config)
+        })
         .unwrap();
     let args = Args {
         series: vec!["C1".into()],

@@ -336,10 +336,7 @@ impl TokenRing {
         let bucket_index = BucketIndex::new(&positions);
         // Positions never change, so neither do these orders: computed once, they spare every
         // algorithm a sort of its tokens at every step. Stable sorts keep ties by index.
-        let mut shortest_first: Vec<usize> = (0..arcs.len()).collect();
-        shortest_first.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
-        let mut longest_first: Vec<usize> = (0..arcs.len()).collect();
-        longest_first.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
+        let (shortest_first, longest_first) = arc_orders(&arcs);
         let ranks = |order: &[usize]| {
             let mut rank_of = vec![0; order.len()];
             for (rank, &token) in order.iter().enumerate() {
@@ -827,6 +824,39 @@ impl TokenRing {
     }
 }
 
+/// The tokens by arc length, shortest first and longest first, ties by lower index in both: the
+/// orders of stable sorts of the indices by `f64::total_cmp` of their arcs. Computed by one
+/// unstable sort of `(arc key, index)` pairs, all distinct (the key orders as `total_cmp`),
+/// and the longest-first order from it (reversed, ties put back in index order): several times
+/// faster than two stable sorts with indirect comparisons, which dominated building a ring of
+/// 16384 slots at every control step of `ach-redis`.
+fn arc_orders(arcs: &[f64]) -> (Vec<usize>, Vec<usize>) {
+    // `f64::total_cmp`'s order as a signed integer order (its documented bit transform).
+    let key = |arc: f64| {
+        let bits = arc.to_bits() as i64;
+        bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+    };
+    let mut keyed: Vec<(i64, usize)> = arcs
+        .iter()
+        .enumerate()
+        .map(|(index, &arc)| (key(arc), index))
+        .collect();
+    keyed.sort_unstable();
+    let shortest_first: Vec<usize> = keyed.iter().map(|&(_, index)| index).collect();
+    let mut longest_first = Vec::with_capacity(keyed.len());
+    let mut end = keyed.len();
+    while end > 0 {
+        // The run of equal arcs ending at `end`, appended in increasing index order.
+        let mut start = end - 1;
+        while start > 0 && keyed[start - 1].0 == keyed[end - 1].0 {
+            start -= 1;
+        }
+        longest_first.extend(keyed[start..end].iter().map(|&(_, index)| index));
+        end = start;
+    }
+    (shortest_first, longest_first)
+}
+
 /// Arc lengths of sorted positions on the unit circle.
 fn arc_lengths(positions: &[f64]) -> Vec<f64> {
     let v = positions.len();
@@ -843,6 +873,25 @@ fn arc_lengths(positions: &[f64]) -> Vec<f64> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn arc_orders_are_those_of_stable_sorts() {
+        // Ties (equal arcs, and -0.0 against 0.0, which total_cmp orders) in both orders.
+        let arcs: [f64; 10] = [0.25, 0.125, 0.25, -0.0, 0.0, 0.125, 0.5, 0.25, 1e-300, 0.0];
+        let mut shortest: Vec<usize> = (0..arcs.len()).collect();
+        shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+        let mut longest: Vec<usize> = (0..arcs.len()).collect();
+        longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
+        assert_eq!(arc_orders(&arcs), (shortest, longest));
+        let many: Vec<f64> = (0..5000_i32)
+            .map(|i| f64::from((i * 7919) % 97) / 97.0)
+            .collect();
+        let mut shortest: Vec<usize> = (0..many.len()).collect();
+        shortest.sort_by(|&a, &b| many[a].total_cmp(&many[b]));
+        let mut longest: Vec<usize> = (0..many.len()).collect();
+        longest.sort_by(|&a, &b| many[b].total_cmp(&many[a]));
+        assert_eq!(arc_orders(&many), (shortest, longest));
+    }
     use super::*;
 
     fn ring() -> TokenRing {

@@ -1,25 +1,27 @@
-//! The algorithms a series can run, by name: one typed entry per algorithm (name, label,
-//! colour, marker, and a factory that builds its balancer from the series configuration).
+//! The algorithms a series can run, by name: one typed entry per algorithm (name, label, and
+//! a factory that builds its balancer for a run of a series).
 //!
-//! [`Registry::built_in`] holds the paper's five (A0-A3 and ACH). A user adds their own with
-//! [`Registry::register`]; the matrix, the summary and the report then treat it like a built-in.
-//! An unknown name is an error wherever it appears, never a silent fallback.
+//! [`Registry::built_in`] is derived from the catalogue of `ach-baselines`
+//! ([`ach_baselines::catalogue::Catalogue::built_in`]): the paper's five (A0-A3 and ACH), and
+//! ACH-F and CH-BL, which a series runs only when it names them. A user adds a catalogue entry
+//! with [`Registry::register_entry`] (the same entry then runs on a live cluster through
+//! `ach-redis`), or a factory from the series configuration with [`Registry::register`]; the
+//! matrix, the summary and the report then treat it like a built-in. An unknown name is an
+//! error wherever it appears, never a silent fallback. How an algorithm is drawn (colour,
+//! marker) is the report's business, not the registry's.
 //!
 //! # Example
 //!
 //! ```
 //! use ach_baselines::StaticW;
-//! use ach_sim::algorithms::{AlgorithmInfo, Marker, Registry};
+//! use ach_sim::algorithms::{AlgorithmInfo, Registry};
 //!
 //! let mut registry = Registry::built_in();
 //! registry
-//!     .register(
-//!         AlgorithmInfo::new("Mine", "Mine", [0x56, 0xB4, 0xE9], Marker::Cross),
-//!         |_config| Ok(Box::new(StaticW)),
-//!     )
+//!     .register(AlgorithmInfo::new("Mine", "Mine"), |_config| Ok(Box::new(StaticW)))
 //!     .unwrap();
 //! assert!(registry.get("Mine").is_some());
-//! assert!(registry.register(AlgorithmInfo::new("ACH", "again", [0, 0, 0], Marker::Star), |_| {
+//! assert!(registry.register(AlgorithmInfo::new("ACH", "again"), |_| {
 //!     Ok(Box::new(StaticW))
 //! }).is_err());
 //! ```
@@ -27,33 +29,17 @@
 use std::fmt;
 use std::sync::Arc;
 
-use ach_baselines::{
-    BoundedLoads, BoundedLoadsRouting, DynamicR, MedianFiltered, RoutingOnly, StaticW, StaticWt,
-};
-use ach_control::{Ach, Balancer, Router};
+use ach_baselines::catalogue::{BuildError, CatalogueError, Context, Parameter};
+use ach_baselines::{Adaptive, AdaptiveRules, Oracle};
+use ach_control::{Ach, AchConfig, Balancer, Router, SelectRule};
 
-use crate::config::{AchFilter, ChBlConfig, SeriesConfig};
+use crate::config::SeriesConfig;
 
-/// A marker shape of the figures, so that colour is never the only cue.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Marker {
-    /// A circle.
-    Circle,
-    /// A square.
-    Square,
-    /// A triangle, point up.
-    Triangle,
-    /// A diamond.
-    Diamond,
-    /// A five-pointed star.
-    Star,
-    /// A cross (an x).
-    Cross,
-    /// A plus sign (an upright cross).
-    Plus,
-}
+/// The catalogue the registry is derived from, and the built-in algorithms' names, for code
+/// that must name one.
+pub use ach_baselines::catalogue::{Catalogue, Entry, names};
 
-/// How an algorithm is named and drawn.
+/// How an algorithm is named.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AlgorithmInfo {
     /// The name series files, records and `summary.json` use (`Static-W`, `ACH`).
@@ -61,10 +47,6 @@ pub struct AlgorithmInfo {
     /// The short name narrow table columns and figure labels print (`A0`; the name itself when
     /// the algorithm has no short name).
     pub label: String,
-    /// Colour of its marks in figures, RGB.
-    pub color: [u8; 3],
-    /// Marker shape in figures.
-    pub marker: Marker,
 }
 
 impl AlgorithmInfo {
@@ -79,48 +61,116 @@ impl AlgorithmInfo {
     }
 
     /// An entry.
-    pub fn new(name: &str, label: &str, color: [u8; 3], marker: Marker) -> AlgorithmInfo {
+    pub fn new(name: &str, label: &str) -> AlgorithmInfo {
         AlgorithmInfo {
             name: name.to_string(),
             label: label.to_string(),
-            color,
-            marker,
         }
     }
 }
 
 /// Builds an algorithm's balancer for one run from the series configuration (already at its
-/// sweep point). An `Err` is a configuration the algorithm cannot run, in words.
+/// sweep point). An `Err` is a configuration the algorithm cannot run.
 pub type BalancerFactory =
-    Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync>;
+    Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, BuildError> + Send + Sync>;
 
 /// Builds an algorithm's request router for one run from the series configuration, for an
 /// algorithm that routes requests its own way (CH-BL). An `Err` is a configuration the
-/// algorithm cannot run, in words.
+/// algorithm cannot run.
 pub type RouterFactory =
-    Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Router + Send>, String> + Send + Sync>;
+    Arc<dyn Fn(&SeriesConfig) -> Result<Box<dyn Router + Send>, BuildError> + Send + Sync>;
+
+/// How a registered algorithm is built.
+#[derive(Clone)]
+enum Source {
+    /// A catalogue entry, built from the series' capacities, ACH configuration and parameters.
+    Entry(Entry),
+    /// Factories from the series configuration.
+    Series {
+        balancer: BalancerFactory,
+        router: Option<RouterFactory>,
+    },
+}
 
 /// One registered algorithm.
 #[derive(Clone)]
 pub struct Algorithm {
-    /// Its name, label, colour and marker.
+    /// Its name and label.
     pub info: AlgorithmInfo,
-    factory: BalancerFactory,
-    router: Option<RouterFactory>,
+    source: Source,
 }
 
 impl Algorithm {
     /// A fresh balancer for a run of `config`.
-    pub fn balancer(&self, config: &SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> {
-        (self.factory)(config)
+    pub fn balancer(&self, config: &SeriesConfig) -> Result<Box<dyn Balancer + Send>, BuildError> {
+        match &self.source {
+            Source::Entry(entry) => {
+                let capacities = capacities(config);
+                entry.balancer(&context(entry, config, &capacities))
+            }
+            Source::Series { balancer, .. } => balancer(config).map_err(|e| e.of(&self.info.name)),
+        }
     }
 
     /// A fresh request router for a run of `config`, or `None` when the algorithm routes every
     /// request to its token's owner (the model's rule, `ach_control::OwnerRouting`; every
     /// algorithm but CH-BL among the built-ins).
-    pub fn router(&self, config: &SeriesConfig) -> Option<Result<Box<dyn Router + Send>, String>> {
-        self.router.as_ref().map(|factory| factory(config))
+    pub fn router(
+        &self,
+        config: &SeriesConfig,
+    ) -> Option<Result<Box<dyn Router + Send>, BuildError>> {
+        match &self.source {
+            Source::Entry(entry) => {
+                let capacities = capacities(config);
+                entry.router_for(&context(entry, config, &capacities))
+            }
+            Source::Series { router, .. } => router
+                .as_ref()
+                .map(|router| router(config).map_err(|e| e.of(&self.info.name))),
+        }
     }
+
+    /// The catalogue entry it was registered from, if any (an entry runs live too).
+    pub fn entry(&self) -> Option<&Entry> {
+        match &self.source {
+            Source::Entry(entry) => Some(entry),
+            Source::Series { .. } => None,
+        }
+    }
+}
+
+/// The relative capacity of every node of the series' initial cluster.
+fn capacities(config: &SeriesConfig) -> Vec<f64> {
+    config
+        .cluster
+        .classes
+        .iter()
+        .map(|c| c.capacity())
+        .collect()
+}
+
+/// The parameters a series sets, by the catalogue's names.
+pub fn series_parameters(config: &SeriesConfig) -> Vec<(&'static str, f64)> {
+    let mut parameters = Vec::new();
+    if let Some(filter) = &config.ach_f {
+        parameters.push(("ach_f.window", filter.window as f64));
+    }
+    if let Some(ch_bl) = &config.ch_bl {
+        parameters.push(("ch_bl.eps", ch_bl.eps));
+    }
+    parameters
+}
+
+/// The context `entry` builds from for a run of `config`: the series' capacities and ACH
+/// configuration, and those of the series' parameters the entry takes.
+fn context<'a>(entry: &Entry, config: &'a SeriesConfig, capacities: &'a [f64]) -> Context<'a> {
+    let mut context = Context::new(capacities, &config.ach);
+    for (name, value) in series_parameters(config) {
+        if entry.parameters().iter().any(|p| p.name == name) {
+            context = context.with_parameter(name, value);
+        }
+    }
+    context
 }
 
 impl fmt::Debug for Algorithm {
@@ -132,22 +182,71 @@ impl fmt::Debug for Algorithm {
 }
 
 /// Why an algorithm could not be registered.
+pub type RegistryError = CatalogueError;
+
+/// A name the registry does not know.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RegistryError {
-    /// The name is taken.
-    #[error("algorithm {0:?} is already registered: give each algorithm its own name")]
-    Duplicate(String),
-    /// The name is empty or cannot be a file or column name.
-    #[error(
-        "algorithm name {0:?} must be non-empty and use only letters, digits, '_', '-', '+' and '.'"
-    )]
-    BadName(String),
+#[error("{name:?} is not a registered algorithm ({known})")]
+pub struct UnknownAlgorithm {
+    /// The name looked up.
+    pub name: String,
+    /// The registered names, comma-separated.
+    pub known: String,
+}
+
+/// The paper's future work (issue 20, docs/future-work.md), opt-in like ACH-F: ACH-H (ACH
+/// whose planner sees per-token loads), ACH-A (hysteresis that adapts online), ACH-HA (both)
+/// and the Oracle (the best balance with full knowledge and no budget; the limit, not a
+/// contender).
+fn add_future_work(add: &mut impl FnMut(AlgorithmInfo, BalancerFactory)) {
+    add(
+        AlgorithmInfo::new("ACH-H", "ACH-H"),
+        Arc::new(|config| Ok(Box::new(ach_h(config)?))),
+    );
+    add(
+        AlgorithmInfo::new("ACH-A", "ACH-A"),
+        Arc::new(|config| Ok(Box::new(ach_a(config, config.ach.clone())?))),
+    );
+    add(
+        AlgorithmInfo::new("ACH-HA", "ACH-HA"),
+        Arc::new(|config| Ok(Box::new(ach_a(config, per_token(config))?))),
+    );
+    add(
+        AlgorithmInfo::new("Oracle", "Oracle"),
+        Arc::new(|config| {
+            let schedule = crate::token_loads::service_rate_schedule(config);
+            Ok(Box::new(Oracle::new(schedule, config.ach.v_min)))
+        }),
+    );
+}
+
+/// The series' ACH parameters with the per-token planner.
+fn per_token(config: &SeriesConfig) -> AchConfig {
+    AchConfig {
+        select_rule: SelectRule::ByTokenLoad,
+        ..config.ach.clone()
+    }
+}
+
+/// ACH-H: ACH with the per-token planner ([`SelectRule::ByTokenLoad`]).
+pub fn ach_h(config: &SeriesConfig) -> Result<Ach, BuildError> {
+    Ach::new(per_token(config)).map_err(|e| BuildError::refused(e.to_string()))
+}
+
+/// ACH-A over `base` (the floor of its adapted parameters), with the series' smoothing factor.
+pub fn ach_a(config: &SeriesConfig, base: AchConfig) -> Result<Adaptive, BuildError> {
+    let beta = config.telemetry.config().beta;
+    Adaptive::new(base, beta, AdaptiveRules::DEFAULT)
+        .map_err(|e| BuildError::refused(e.to_string()))
 }
 
 /// The algorithms series may name, in registration order (the order of tables and legends).
 #[derive(Clone, Debug)]
 pub struct Registry {
     algorithms: Vec<Algorithm>,
+    /// The entries, and a placeholder for every algorithm registered by series factories, so
+    /// that names are checked by one rule (the catalogue's).
+    names: Catalogue,
 }
 
 impl Registry {
@@ -155,80 +254,63 @@ impl Registry {
     pub fn empty() -> Registry {
         Registry {
             algorithms: Vec::new(),
+            names: Catalogue::empty(),
         }
     }
 
-    /// The paper's algorithms, in the order of its tables: A0 Static-W, A1 Static-Wt,
-    /// A2 Dynamic-R, A3 Bounded-Loads, ACH (colours Okabe-Ito); then the algorithms beyond the
-    /// paper, which a series runs only when it names them: ACH-F (ACH behind a median filter of
-    /// each node's load over `[ach_f] window` steps, see `ach_baselines::MedianFiltered`) and
-    /// CH-BL (consistent hashing with bounded loads as published, `c = 1 + [ch_bl] eps`: it
-    /// forwards requests past full nodes and never moves a token, see
-    /// `ach_baselines::BoundedLoadsRouting`).
+    /// The algorithms of [`Catalogue::built_in`], in its order: A0 Static-W, A1 Static-Wt,
+    /// A2 Dynamic-R, A3 Bounded-Loads, ACH (the paper's, in the order of its tables); then the
+    /// algorithms beyond the paper, which a series runs only when it names them: ACH-F (ACH
+    /// behind a median filter of each node's load over `[ach_f] window` steps, see
+    /// `ach_baselines::MedianFiltered`) and CH-BL (consistent hashing with bounded loads as
+    /// published, `c = 1 + [ch_bl] eps`: it forwards requests past full nodes and never moves a
+    /// token, see `ach_baselines::BoundedLoadsRouting`).
+    ///
+    /// The simulator-only algorithms of the paper's future work follow, also opt-in: ACH-H
+    /// (ACH's per-token planner over per-token telemetry), ACH-A (hysteresis adapted online),
+    /// ACH-HA (both) and Oracle (the best assignment with full knowledge and no budget, the
+    /// limit rather than a contender). They are not catalogue entries: ACH-A reads the series'
+    /// smoothing factor and Oracle the scenario's service-rate schedule (docs/future-work.md).
     pub fn built_in() -> Registry {
-        let mut registry = Registry::empty();
-        let mut add = |info: AlgorithmInfo, factory: BalancerFactory| {
+        let mut registry = Registry::from_catalogue(&Catalogue::built_in());
+        add_future_work(&mut |info, factory| {
             registry
                 .register_factory(info, factory)
                 .expect("the built-in names are distinct and valid");
-        };
-        add(
-            AlgorithmInfo::new("Static-W", "A0", [0x00, 0x72, 0xB2], Marker::Circle),
-            Arc::new(|_| Ok(Box::new(StaticW))),
-        );
-        add(
-            AlgorithmInfo::new("Static-Wt", "A1", [0xE6, 0x9F, 0x00], Marker::Square),
-            Arc::new(|config| {
-                let capacities = config.cluster.classes.iter().map(|c| c.capacity());
-                Ok(Box::new(StaticWt::new(capacities.collect())))
-            }),
-        );
-        add(
-            AlgorithmInfo::new("Dynamic-R", "A2", [0x00, 0x9E, 0x73], Marker::Triangle),
-            Arc::new(|_| Ok(Box::new(DynamicR::paper()))),
-        );
-        add(
-            AlgorithmInfo::new("Bounded-Loads", "A3", [0xCC, 0x79, 0xA7], Marker::Diamond),
-            Arc::new(|_| Ok(Box::new(BoundedLoads::paper()))),
-        );
-        add(
-            AlgorithmInfo::new("ACH", "ACH", [0xD5, 0x5E, 0x00], Marker::Star),
-            Arc::new(|config| {
-                let ach = Ach::new(config.ach.clone()).map_err(|e| e.to_string())?;
-                Ok(Box::new(ach))
-            }),
-        );
-        add(
-            AlgorithmInfo::new("ACH-F", "ACH-F", [0x00, 0x00, 0x00], Marker::Cross),
-            Arc::new(|config| {
-                let ach = Ach::new(config.ach.clone()).map_err(|e| e.to_string())?;
-                let window = config
-                    .ach_f
-                    .as_ref()
-                    .map_or(AchFilter::DEFAULT_WINDOW, |f| f.window);
-                Ok(Box::new(MedianFiltered::new(ach, window)))
-            }),
-        );
+        });
         registry
-            .register_routed(
-                AlgorithmInfo::new("CH-BL", "CH-BL", [0x8C, 0x56, 0x4B], Marker::Plus),
-                |_| Ok(Box::new(RoutingOnly)),
-                |config| {
-                    let eps = config
-                        .ch_bl
-                        .as_ref()
-                        .map_or(ChBlConfig::DEFAULT_EPS, |c| c.eps);
-                    Ok(Box::new(BoundedLoadsRouting::new(eps)))
-                },
-            )
-            .expect("the built-in names are distinct and valid");
+    }
+
+    /// Every entry of `catalogue`, in its order.
+    pub fn from_catalogue(catalogue: &Catalogue) -> Registry {
+        let mut registry = Registry::empty();
+        for entry in catalogue.iter() {
+            registry
+                .register_entry(entry.clone())
+                .expect("a catalogue's names are distinct and valid");
+        }
         registry
+    }
+
+    /// Adds a catalogue entry: the series' capacities, ACH configuration and parameters
+    /// (`[ach_f] window`, `[ch_bl] eps`, those the entry takes) build it for each run.
+    pub fn register_entry(&mut self, entry: Entry) -> Result<(), RegistryError> {
+        let info = AlgorithmInfo::new(entry.name(), entry.label());
+        self.names.add(entry.clone())?;
+        self.algorithms.push(Algorithm {
+            info,
+            source: Source::Entry(entry),
+        });
+        Ok(())
     }
 
     /// Adds an algorithm whose balancer `factory` builds from the series configuration.
     pub fn register<F>(&mut self, info: AlgorithmInfo, factory: F) -> Result<(), RegistryError>
     where
-        F: Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync + 'static,
+        F: Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, BuildError>
+            + Send
+            + Sync
+            + 'static,
     {
         self.register_factory(info, Arc::new(factory))
     }
@@ -242,10 +324,13 @@ impl Registry {
         router: G,
     ) -> Result<(), RegistryError>
     where
-        F: Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, String> + Send + Sync + 'static,
-        G: Fn(&SeriesConfig) -> Result<Box<dyn Router + Send>, String> + Send + Sync + 'static,
+        F: Fn(&SeriesConfig) -> Result<Box<dyn Balancer + Send>, BuildError>
+            + Send
+            + Sync
+            + 'static,
+        G: Fn(&SeriesConfig) -> Result<Box<dyn Router + Send>, BuildError> + Send + Sync + 'static,
     {
-        self.register_algorithm(info, Arc::new(balancer), Some(Arc::new(router)))
+        self.register_series(info, Arc::new(balancer), Some(Arc::new(router)))
     }
 
     /// [`Registry::register`] with a shared factory.
@@ -254,32 +339,30 @@ impl Registry {
         info: AlgorithmInfo,
         factory: BalancerFactory,
     ) -> Result<(), RegistryError> {
-        self.register_algorithm(info, factory, None)
+        self.register_series(info, factory, None)
     }
 
-    fn register_algorithm(
+    fn register_series(
         &mut self,
         info: AlgorithmInfo,
-        factory: BalancerFactory,
+        balancer: BalancerFactory,
         router: Option<RouterFactory>,
     ) -> Result<(), RegistryError> {
-        let valid = !info.name.is_empty()
-            && info
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '.'));
-        if !valid {
-            return Err(RegistryError::BadName(info.name));
-        }
-        if self.get(&info.name).is_some() {
-            return Err(RegistryError::Duplicate(info.name));
-        }
+        // The placeholder entry only reserves the name and label; it is never built.
+        let placeholder = Entry::new(&info.name, &info.label, |_| {
+            Err(BuildError::refused("registered by a series factory"))
+        });
+        self.names.add(placeholder)?;
         self.algorithms.push(Algorithm {
             info,
-            factory,
-            router,
+            source: Source::Series { balancer, router },
         });
         Ok(())
+    }
+
+    /// The parameter `name` of a registered catalogue entry that takes it.
+    pub fn parameter(&self, name: &str) -> Option<Parameter> {
+        self.names.parameter(name).cloned()
     }
 
     /// The algorithm called `name`.
@@ -287,11 +370,14 @@ impl Registry {
         self.algorithms.iter().find(|a| a.info.name == name)
     }
 
-    /// The entry of `name`, or an error message that lists the registered names.
-    pub fn info(&self, name: &str) -> Result<&AlgorithmInfo, String> {
+    /// The entry of `name`, or an error that lists the registered names.
+    pub fn info(&self, name: &str) -> Result<&AlgorithmInfo, UnknownAlgorithm> {
         self.get(name)
             .map(|a| &a.info)
-            .ok_or_else(|| format!("{name:?} is not a registered algorithm ({})", self.names()))
+            .ok_or_else(|| UnknownAlgorithm {
+                name: name.to_string(),
+                known: self.names(),
+            })
     }
 
     /// Every registered algorithm, in registration order.
@@ -320,39 +406,64 @@ impl Default for Registry {
 mod tests {
     use super::*;
     use crate::config::{ALGORITHMS, built_in_series};
+    use ach_baselines::StaticW;
+    use ach_baselines::catalogue::names;
 
     #[test]
     fn the_built_ins_are_the_papers_algorithms_in_table_order() {
         let registry = Registry::built_in();
         let names: Vec<&str> = registry.iter().map(|a| a.info.name.as_str()).collect();
         assert_eq!(names[..5], ALGORITHMS);
-        assert_eq!(names[5..], ["ACH-F", "CH-BL"]);
+        assert_eq!(
+            names[5..],
+            [
+                names::ACH_F,
+                names::CH_BL,
+                "ACH-H",
+                "ACH-A",
+                "ACH-HA",
+                "Oracle"
+            ]
+        );
         let config = &built_in_series()[0];
         for algorithm in registry.iter() {
             assert!(algorithm.balancer(config).is_ok(), "{:?}", algorithm.info);
             // Only CH-BL routes its own way.
             let routes = algorithm.router(config).map(|r| r.is_ok());
-            let expected = (algorithm.info.name == "CH-BL").then_some(true);
+            let expected = (algorithm.info.name == names::CH_BL).then_some(true);
             assert_eq!(routes, expected, "{:?}", algorithm.info);
         }
-        let mut colors: Vec<[u8; 3]> = registry.iter().map(|a| a.info.color).collect();
-        colors.sort();
-        colors.dedup();
-        assert_eq!(colors.len(), registry.iter().count());
-        let mut markers: Vec<String> = registry
-            .iter()
-            .map(|a| format!("{:?}", a.info.marker))
-            .collect();
-        markers.sort();
-        markers.dedup();
-        assert_eq!(markers.len(), registry.iter().count());
+    }
+
+    #[test]
+    fn a_series_parameters_reach_the_entries_that_take_them() {
+        let config = SeriesConfig::from_toml(
+            "name = \"P\"\nalgorithms = [\"ACH\", \"ACH-F\", \"CH-BL\"]\n\
+             [ach_f]\nwindow = 0\n[ch_bl]\neps = 0.5\n",
+        )
+        .unwrap();
+        let registry = Registry::built_in();
+        // ACH takes neither parameter and is built as usual.
+        assert!(registry.get(names::ACH).unwrap().balancer(&config).is_ok());
+        let error = registry
+            .get(names::ACH_F)
+            .unwrap()
+            .balancer(&config)
+            .err()
+            .unwrap();
+        assert_eq!(
+            error.to_string(),
+            "algorithm ACH-F: ach_f.window = 0 must be >= 1 (1 is plain ACH)"
+        );
+        let ch_bl = registry.get(names::CH_BL).unwrap();
+        assert!(ch_bl.router(&config).unwrap().is_ok());
     }
 
     #[test]
     fn bad_and_duplicate_names_are_refused() {
         let mut registry = Registry::built_in();
-        let info = |name: &str| AlgorithmInfo::new(name, name, [0, 0, 0], Marker::Cross);
-        let factory = |_: &SeriesConfig| -> Result<Box<dyn Balancer + Send>, String> {
+        let info = |name: &str| AlgorithmInfo::new(name, name);
+        let factory = |_: &SeriesConfig| -> Result<Box<dyn Balancer + Send>, BuildError> {
             Ok(Box::new(StaticW))
         };
         assert_eq!(
@@ -368,6 +479,24 @@ mod tests {
             Err(RegistryError::BadName("".into()))
         );
         assert!(registry.register(info("CH-BL2"), factory).is_ok());
-        assert!(registry.info("nope").unwrap_err().contains("CH-BL2"));
+        assert!(
+            registry
+                .info("nope")
+                .unwrap_err()
+                .to_string()
+                .contains("CH-BL2")
+        );
+        let refusing = |_: &SeriesConfig| -> Result<Box<dyn Balancer + Send>, BuildError> {
+            Err(BuildError::refused("not today"))
+        };
+        registry.register(info("Refuser"), refusing).unwrap();
+        let config = &built_in_series()[0];
+        let error = registry
+            .get("Refuser")
+            .unwrap()
+            .balancer(config)
+            .err()
+            .unwrap();
+        assert_eq!(error.to_string(), "algorithm Refuser: not today");
     }
 }

@@ -13,15 +13,19 @@
 pub mod algorithms;
 pub mod config;
 pub mod matrix;
+pub mod phases;
+pub mod point;
 pub mod record;
 pub mod run;
 pub mod streams;
 pub mod summary;
 pub mod sweep;
+pub mod token_loads;
+pub mod validate;
 pub mod workload;
 
 pub use algorithms::{AlgorithmInfo, Registry};
 pub use config::{AchFilter, ChBlConfig, Profile, SeriesConfig, SweepPoint, built_in_series};
 pub use matrix::run_jobs_with;
 pub use record::{Aggregates, AlgorithmRecord, RunRecord};
-pub use run::{RunSpec, SimError, simulate};
+pub use run::{RunSpec, SimError, simulate, simulate_probed};

@@ -279,15 +279,9 @@ mod tests {
     fn a_registered_algorithm_runs_beside_the_built_ins() {
         let mut registry = Registry::built_in();
         registry
-            .register(
-                crate::AlgorithmInfo::new(
-                    "Round-Robin",
-                    "RR",
-                    [0x56, 0xB4, 0xE9],
-                    crate::algorithms::Marker::Cross,
-                ),
-                |_| Ok(Box::new(ach_baselines::StaticW)),
-            )
+            .register(crate::AlgorithmInfo::new("Round-Robin", "RR"), |_| {
+                Ok(Box::new(ach_baselines::StaticW))
+            })
             .unwrap();
         let mut config = built_in_series().remove(0);
         config.steps = 40;

@@ -1,6 +1,6 @@
 //! One run: a scenario driven step by step through every algorithm (spec sections 2, 5, 6).
 
-use ach_control::{Balancer, Observation, Router, Served, StepLoad, commit};
+use ach_control::{Balancer, Observation, Router, Served, StepLoad, TokenLoadNeed, commit};
 use ach_ring::{InvariantCheck, InvariantViolation, JoinRule, LeaveRule, NodeId, TokenRing};
 use ach_telemetry::{Metrics, StepDraws, TelemetryPipeline, numpy_sum, raw_metrics_for_cluster};
 use rand::Rng;
@@ -8,12 +8,14 @@ use rand_distr::{Distribution, Normal};
 
 use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::phases::{NoProbe, Phase, PhaseProbe};
 use crate::record::{
     Aggregates, AlgorithmRecord, RunRecord, ViolationRecord, coefficient_of_variation,
     forwarded_fraction, mean_after_warmup,
 };
 use crate::streams::{Stream, stream};
-use crate::workload::Workload;
+use crate::token_loads::{TokenTelemetry, expected_work};
+use crate::workload::{Workload, packed_requests, packed_writes};
 
 /// At most this many violations are kept in detail per algorithm and run (all are counted).
 pub const MAX_VIOLATION_DETAILS: usize = 20;
@@ -59,6 +61,24 @@ pub enum SimError {
         /// What failed.
         detail: String,
     },
+}
+
+/// Why an arm could not be set up or could not take a step; a run reports it as
+/// [`SimError::Internal`], in these words.
+#[derive(Debug, thiserror::Error)]
+enum ArmError {
+    /// The telemetry refused its configuration or a step's readings.
+    #[error(transparent)]
+    Telemetry(#[from] ach_telemetry::TelemetryError),
+    /// The algorithm could not be built for the series.
+    #[error(transparent)]
+    Build(#[from] ach_baselines::catalogue::BuildError),
+    /// A plan could not be committed to the ring.
+    #[error(transparent)]
+    Ring(#[from] ach_ring::RingError),
+    /// A committed plan could not be confirmed.
+    #[error("confirm: {0}")]
+    Confirm(#[from] ach_control::ConfirmError),
 }
 
 /// The cluster as the scenario changes it.
@@ -110,6 +130,10 @@ struct Arm {
     balancer: Box<dyn Balancer + Send>,
     /// `None` for the model's routing (every request to its token's owner).
     forwarding: Option<Forwarding>,
+    /// Which per-token figures the balancer asked for (once, when the arm was built).
+    token_load_need: TokenLoadNeed,
+    /// Per-token telemetry, for an algorithm that asks for observed per-token loads.
+    token_telemetry: Option<TokenTelemetry>,
     ring: TokenRing,
     telemetry: TelemetryPipeline,
     truth: Option<TelemetryPipeline>,
@@ -133,34 +157,36 @@ struct Arm {
 
 impl Arm {
     /// A fresh arm for `algorithm` on `ring`, with the series' telemetry.
-    fn new(algorithm: &Algorithm, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, String> {
+    fn new(algorithm: &Algorithm, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, ArmError> {
         let n0 = config.cluster.classes.len();
         let steps = config.steps as usize;
         let distortion = config.noise.distortion();
         let telemetry_config = config.telemetry.config();
         let noisy = !distortion.is_none();
-        let telemetry =
-            TelemetryPipeline::new(n0, telemetry_config, distortion).map_err(|e| e.to_string())?;
+        let telemetry = TelemetryPipeline::new(n0, telemetry_config, distortion)?;
         let truth = if noisy {
-            Some(TelemetryPipeline::noise_free(n0, telemetry_config).map_err(|e| e.to_string())?)
+            Some(TelemetryPipeline::noise_free(n0, telemetry_config)?)
         } else {
             None
         };
-        let name = &algorithm.info.name;
         let forwarding = match algorithm.router(config) {
             None => None,
             Some(router) => Some(Forwarding {
-                router: router.map_err(|e| format!("algorithm {name}: {e}"))?,
+                router: router?,
                 served: Served::default(),
                 forwarded: Vec::with_capacity(steps),
                 requests: Vec::with_capacity(steps),
             }),
         };
+        let balancer = algorithm.balancer(config)?;
+        let token_load_need = balancer.token_load_need();
+        let token_telemetry = (token_load_need == TokenLoadNeed::Observed)
+            .then(|| TokenTelemetry::new(ring.len(), config));
         Ok(Arm {
-            balancer: algorithm
-                .balancer(config)
-                .map_err(|e| format!("algorithm {name}: {e}"))?,
+            balancer,
             forwarding,
+            token_load_need,
+            token_telemetry,
             ring,
             telemetry,
             truth,
@@ -211,6 +237,18 @@ pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
     simulate_group(std::slice::from_ref(spec))
         .pop()
         .expect("one result per spec")
+}
+
+/// [`simulate`], telling `probe` each time the run enters a phase (see [`crate::phases`]):
+/// the same record, for a caller that times where a run's time goes.
+pub fn simulate_probed<P: PhaseProbe>(
+    spec: &RunSpec<'_>,
+    probe: &mut P,
+) -> Result<RunRecord, SimError> {
+    let registry = Registry::built_in();
+    spec.config.validate_with(spec.profile, &registry)?;
+    let mut records = simulate_members(&[spec], &registry, probe)?;
+    Ok(records.pop().expect("one record per spec"))
 }
 
 /// The part of a configuration that fixes a run's requests and cluster events. Runs that agree
@@ -294,7 +332,7 @@ pub fn simulate_group_with(
     }
     if !members.is_empty() {
         let group: Vec<&RunSpec<'_>> = members.iter().map(|&k| &specs[k]).collect();
-        match simulate_members(&group, registry) {
+        match simulate_members(&group, registry, &mut NoProbe) {
             Ok(records) => {
                 for (&k, record) in members.iter().zip(records) {
                     results[k] = Some(Ok(record));
@@ -314,10 +352,12 @@ pub fn simulate_group_with(
 }
 
 /// The shared pass of [`simulate_group`] over validated specs with one workload key.
-fn simulate_members(
+fn simulate_members<P: PhaseProbe>(
     specs: &[&RunSpec<'_>],
     registry: &Registry,
+    probe: &mut P,
 ) -> Result<Vec<RunRecord>, SimError> {
+    probe.enter(Phase::Setup);
     let lead = specs[0];
     let config = lead.config;
     let seed = config.seed(lead.run_index);
@@ -365,7 +405,8 @@ fn simulate_members(
                 internal(spec, 0, format!("algorithm {name:?} is not registered"))
             })?;
             arms.push(
-                Arm::new(algorithm, c, initial_ring.clone()).map_err(|e| internal(spec, 0, e))?,
+                Arm::new(algorithm, c, initial_ring.clone())
+                    .map_err(|e| internal(spec, 0, e.to_string()))?,
             );
         }
         let distortion = c.noise.distortion();
@@ -387,13 +428,24 @@ fn simulate_members(
     }
 
     let mut request_rng = stream(seed, Stream::Requests);
-    let mut token_requests = vec![0u64; config.tokens];
-    let mut token_writes = vec![0u64; config.tokens];
+    let any_forwarding = members
+        .iter()
+        .any(|m| m.arms.iter().any(|a| a.forwarding.is_some()));
+    let unpacked_len = if any_forwarding { config.tokens } else { 0 };
+    let mut token_requests = vec![0u64; unpacked_len];
+    let mut token_writes = vec![0u64; unpacked_len];
     let mut packed = vec![0u64; config.tokens];
     let mut scratch = Vec::new();
     let v_min = config.ach.v_min;
+    // The Oracle's full knowledge, computed only when some arm asks for it.
+    let wants_expected = members
+        .iter()
+        .flat_map(|m| &m.arms)
+        .any(|arm| arm.token_load_need == TokenLoadNeed::ExpectedWork);
+    let mut expected = Vec::new();
 
     for t in 0..config.steps {
+        probe.enter(Phase::Events);
         let mut all_arms: Vec<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
         if apply_events(config, t, &mut cluster, &mut all_arms) {
             for arm in &mut all_arms {
@@ -401,34 +453,54 @@ fn simulate_members(
             }
         }
         let n = cluster.capacity.len();
-        workload.draw(
-            config.load.rate(t),
-            &mut request_rng,
-            &mut token_requests,
-            &mut token_writes,
-        );
-        for ((p, &r), &w) in packed.iter_mut().zip(&token_requests).zip(&token_writes) {
-            *p = pack(r, w);
+        probe.enter(Phase::Draw);
+        workload.draw_packed(config.load.rate(t), &mut request_rng, &mut packed);
+        probe.enter(Phase::Route);
+        if any_forwarding {
+            // Only an algorithm with its own routing reads the counts unpacked.
+            for ((word, r), w) in packed
+                .iter()
+                .zip(&mut token_requests)
+                .zip(&mut token_writes)
+            {
+                *r = packed_requests(*word);
+                *w = packed_writes(*word);
+            }
         }
         route(&mut all_arms, &packed, n);
+        if wants_expected {
+            expected_work(config, t, workload.token_probability(), &mut expected);
+        }
         let requests = StepRequests {
             requests_per_token: &token_requests,
             writes_per_token: &token_writes,
+            expected_work: &expected,
         };
         for member in &mut members {
             // One set of telemetry draws per step, shared by every algorithm of the run.
+            probe.enter(Phase::Telemetry);
             member.draw_noise(n);
             let draws = StepDraws {
                 gauss: member.gauss.as_ref().map(|_| member.gauss_draws.as_slice()),
                 missing: member.p_miss.map(|_| member.missing_draws.as_slice()),
             };
-            for arm in &mut member.arms {
-                arm.step(t, &cluster, &requests, &draws, v_min, &mut scratch)
-                    .map_err(|e| internal(member.spec, t, e))?;
+            for (index, arm) in member.arms.iter_mut().enumerate() {
+                arm.step(
+                    t,
+                    &cluster,
+                    &requests,
+                    &draws,
+                    v_min,
+                    &mut scratch,
+                    probe,
+                    index,
+                )
+                .map_err(|e| internal(member.spec, t, e.to_string()))?;
             }
         }
     }
 
+    probe.enter(Phase::Records);
     Ok(members.into_iter().map(Member::into_record).collect())
 }
 
@@ -439,7 +511,7 @@ const ROUTING_CHUNK: usize = 2048;
 /// Sums this step's packed per-token counts per node into every arm's `packed`, for `n` nodes.
 ///
 /// `packed_per_token` holds each token's requests in the high 32 bits and its writes in the
-/// low 32 bits ([`pack`]), so that summing them per node is one addition per token (the
+/// low 32 bits ([`crate::workload::pack`]), so that summing them per node is one addition per token (the
 /// configuration caps the request rate so that no node's count of a step reaches 2^32).
 /// Integer sums do not depend on the order of the additions, so routing the arms chunk by
 /// chunk gives exactly the sums of routing them one after the other.
@@ -457,10 +529,25 @@ fn route(arms: &mut [&mut Arm], packed_per_token: &[u64], n: usize) {
             // Local slices, so that the loop does not reload the vector's pointer and length.
             let sums = arm.packed.as_mut_slice();
             let owners = &arm.ring.owners()[start..start + chunk.len()];
-            for (owner, &p) in owners.iter().zip(chunk) {
-                sums[owner.index()] += p;
-            }
+            sum_per_owner(sums, owners, chunk);
         }
+    }
+}
+
+/// Adds `packed[s]` to `sums[owners[s]]` for every token `s` of the chunk, four tokens per
+/// round (fewer loop instructions per token; integer sums in any order are the same).
+#[inline(always)]
+fn sum_per_owner(sums: &mut [u64], owners: &[NodeId], packed: &[u64]) {
+    let mut owner_quads = owners.chunks_exact(4);
+    let mut packed_quads = packed.chunks_exact(4);
+    for (o, p) in (&mut owner_quads).zip(&mut packed_quads) {
+        sums[o[0].index()] += p[0];
+        sums[o[1].index()] += p[1];
+        sums[o[2].index()] += p[2];
+        sums[o[3].index()] += p[3];
+    }
+    for (owner, &p) in owner_quads.remainder().iter().zip(packed_quads.remainder()) {
+        sums[owner.index()] += p;
     }
 }
 
@@ -470,12 +557,8 @@ struct StepRequests<'a> {
     requests_per_token: &'a [u64],
     /// Writes per token.
     writes_per_token: &'a [u64],
-}
-
-/// Packs a token's requests and writes of one step into one `u64`.
-fn pack(requests: u64, writes: u64) -> u64 {
-    debug_assert!(requests < 1 << 32 && writes <= requests);
-    (requests << 32) | writes
+    /// Every token's expected work of the next step, when some arm asks for it (else empty).
+    expected_work: &'a [f64],
 }
 
 impl Member<'_> {
@@ -543,8 +626,9 @@ impl Member<'_> {
 
 impl Arm {
     /// One step of this arm once its requests are routed ([`route`]): telemetry, plan, commit,
-    /// metrics, invariants.
-    fn step(
+    /// metrics, invariants; `probe` is told each phase, `index` is the arm's algorithm's.
+    #[allow(clippy::too_many_arguments)] // The step's inputs, one each; a struct would only wrap them.
+    fn step<P: PhaseProbe>(
         &mut self,
         t: u32,
         cluster: &Cluster,
@@ -552,9 +636,13 @@ impl Arm {
         draws: &StepDraws<'_>,
         v_min: usize,
         scratch: &mut Vec<f64>,
-    ) -> Result<(), String> {
+        probe: &mut P,
+        index: usize,
+    ) -> Result<(), ArmError> {
         let n = cluster.capacity.len();
+        probe.enter(Phase::Telemetry);
         if let Some(forwarding) = &mut self.forwarding {
+            probe.enter(Phase::Route);
             // An algorithm's own routing, over the cluster's capacities as the scenario has set
             // them (degradations applied, 0 for a removed node) and its members.
             let load = StepLoad {
@@ -573,25 +661,24 @@ impl Arm {
             self.requests.resize(n, 0);
             self.writes.clone_from(&forwarding.served.writes);
             self.writes.resize(n, 0);
+            probe.enter(Phase::Telemetry);
         } else {
             // The model's routing, summed by `route`: every request to its token's owner.
             self.requests.clear();
-            self.requests.extend(self.packed.iter().map(|p| p >> 32));
+            self.requests
+                .extend(self.packed.iter().map(|&p| packed_requests(p)));
             self.writes.clear();
             self.writes
-                .extend(self.packed.iter().map(|p| p & 0xFFFF_FFFF));
+                .extend(self.packed.iter().map(|&p| packed_writes(p)));
         }
         raw_metrics_for_cluster(
             &self.requests,
             &self.writes,
             &cluster.service_rate,
             &mut self.raw,
-        )
-        .map_err(|e| e.to_string())?;
+        )?;
         if let Some(truth) = &mut self.truth {
-            let loads = truth
-                .observe(&self.raw, &StepDraws::none())
-                .map_err(|e| e.to_string())?;
+            let loads = truth.observe(&self.raw, &StepDraws::none())?;
             self.d_true
                 .push(imbalance(loads.loads, &cluster.usable, scratch));
             if let Some(cv) = &mut self.cv_true {
@@ -602,10 +689,7 @@ impl Arm {
                 ));
             }
         }
-        let observed = self
-            .telemetry
-            .observe(&self.raw, draws)
-            .map_err(|e| e.to_string())?;
+        let observed = self.telemetry.observe(&self.raw, draws)?;
         if self.truth.is_none()
             && let Some(cv) = &mut self.cv_true
         {
@@ -618,19 +702,32 @@ impl Arm {
         }
         self.d
             .push(imbalance(observed.loads, &cluster.usable, scratch));
+        let token_loads = match self.token_load_need {
+            TokenLoadNeed::None => None,
+            TokenLoadNeed::Observed => self.token_telemetry.as_mut().map(|tokens| {
+                tokens.observe(
+                    &self.ring,
+                    requests.requests_per_token,
+                    requests.writes_per_token,
+                    draws.missing,
+                    observed.loads,
+                )
+            }),
+            TokenLoadNeed::ExpectedWork => Some(requests.expected_work),
+        };
         let observation = Observation {
             step: u64::from(t),
             loads: observed.loads,
             total_load: observed.total_load,
             live: &cluster.usable,
-            token_loads: None,
+            token_loads,
         };
+        probe.enter(Phase::Plan { arm: index });
         let plan = self.balancer.plan(&self.ring, &observation);
-        commit(&mut self.ring, &plan).map_err(|e| e.to_string())?;
+        probe.enter(Phase::Commit);
+        commit(&mut self.ring, &plan)?;
         // A simulated switch is instantaneous: the plan is confirmed as soon as it is committed.
-        self.balancer
-            .confirm(&plan)
-            .map_err(|e| format!("confirm: {e}"))?;
+        self.balancer.confirm(&plan)?;
         self.m.push(plan.m_keys);
         if !plan.within_budget() {
             let bound = plan.budget_bound.unwrap_or(f64::INFINITY);
@@ -645,6 +742,7 @@ impl Arm {
         }
         // The five invariants are a function of the ring and the membership only: a step that
         // changed neither has exactly the violations of the last check.
+        probe.enter(Phase::Invariants);
         if self.needs_check {
             let check = InvariantCheck {
                 n_nodes: n,

@@ -1,6 +1,7 @@
 //! Statistics over the runs of a series: mean and CI95 of every aggregate, and ACH against
 //! every baseline (paired Wilcoxon on D-bar, Holm-adjusted; Cliff's delta with its CI).
 
+use ach_baselines::catalogue::names::ACH;
 use ach_stats::{
     CliffCiOptions, Summary as Describe, WilcoxonOptions, cliffs_delta_ci, holm, wilcoxon,
 };
@@ -108,7 +109,7 @@ pub struct Comparison {
 impl Comparison {
     /// The algorithm tested against the baseline: the one named, or ACH.
     pub fn algorithm_name(&self) -> &str {
-        self.algorithm.as_deref().unwrap_or("ACH")
+        self.algorithm.as_deref().unwrap_or(ACH)
     }
 }
 
@@ -129,6 +130,10 @@ pub struct SeriesSummary {
     /// left out of `summary.json` otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub against_a0: Vec<Comparison>,
+    /// Every algorithm's share of the gap between Static-W (A0) and the Oracle closed, for a
+    /// series that runs both; left out of `summary.json` otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oracle_gap: Vec<OracleGap>,
 }
 
 /// One point of a sweep.
@@ -158,6 +163,48 @@ pub struct PointAlgorithms {
     /// left out of `summary.json` otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub against_a0: Vec<Comparison>,
+    /// Every algorithm's share of the gap between Static-W (A0) and the Oracle closed, for a
+    /// series that runs both; left out of `summary.json` otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oracle_gap: Vec<OracleGap>,
+}
+
+/// The name of the oracle: the limit the others are measured against, not a contender (it is
+/// left out of every comparison).
+pub const ORACLE: &str = "Oracle";
+
+/// How much of the distance from Static-W (A0) to the Oracle an algorithm covers, on the true
+/// D-bar (the D-bar of noise-free telemetry, which is the D-bar in a series without noise):
+/// `(D(A0) - D(algorithm)) / (D(A0) - D(Oracle))` over the means of the runs. 1 is the
+/// Oracle's balance, 0 no better than A0, negative worse than A0; above 1 the algorithm beat
+/// the Oracle (which is a heuristic, not a bound).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OracleGap {
+    /// The algorithm.
+    pub algorithm: String,
+    /// The share of the gap closed; `None` when A0 and the Oracle do not differ.
+    pub share_closed: Option<f64>,
+}
+
+/// The share of the A0-to-Oracle gap each algorithm of `algorithms` closes, when both run.
+pub fn oracle_gaps(algorithms: &[AlgorithmSummary]) -> Vec<OracleGap> {
+    let d = |name: &str| {
+        algorithms
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.d_true_mean.mean)
+    };
+    let (Some(a0), Some(oracle)) = (d(A0), d(ORACLE)) else {
+        return Vec::new();
+    };
+    let gap = a0 - oracle;
+    algorithms
+        .iter()
+        .map(|a| OracleGap {
+            algorithm: a.name.clone(),
+            share_closed: (gap.abs() > 1e-15).then(|| (a0 - a.d_true_mean.mean) / gap),
+        })
+        .collect()
 }
 
 /// Everything `summary.json` holds.
@@ -319,6 +366,7 @@ pub fn summarize_series(config: &SeriesConfig, records: &[&RunRecord]) -> Series
         name: config.name.clone(),
         description: config.description.clone(),
         seeds: records.iter().map(|r| r.seed).collect(),
+        oracle_gap: oracle_gaps(&algorithms),
         algorithms,
         comparisons,
         against_a0,
@@ -343,9 +391,13 @@ fn summarize_algorithms(
             .collect()
     };
     let mut comparisons = Vec::new();
-    if config.algorithms.iter().any(|a| a == "ACH") {
-        let ach = d_bars("ACH");
-        for name in config.algorithms.iter().filter(|a| *a != "ACH") {
+    if config.algorithms.iter().any(|a| a == ACH) {
+        let ach = d_bars(ACH);
+        for name in config
+            .algorithms
+            .iter()
+            .filter(|a| *a != ACH && *a != ORACLE)
+        {
             comparisons.push(compare(&ach, &d_bars(name), name));
         }
         holm_adjust(&mut comparisons);
@@ -353,7 +405,11 @@ fn summarize_algorithms(
     let mut against_a0 = Vec::new();
     if config.against_a0 && config.algorithms.iter().any(|a| a == A0) {
         let a0 = d_bars(A0);
-        for name in config.algorithms.iter().filter(|a| *a != A0) {
+        for name in config
+            .algorithms
+            .iter()
+            .filter(|a| *a != A0 && *a != ORACLE)
+        {
             against_a0.push(Comparison {
                 algorithm: Some(name.clone()),
                 ..compare(&d_bars(name), &a0, A0)
@@ -413,11 +469,12 @@ pub fn summarize(
                 .copied()
                 .filter(|r| r.point.as_ref() == Some(&point))
                 .collect();
-            let runs_ach = config.algorithms.iter().any(|a| a == "ACH");
+            let runs_ach = config.algorithms.iter().any(|a| a == ACH);
             let runs_only_ach = runs_ach && config.algorithms.len() == 1;
             let all = (!runs_only_ach).then(|| {
                 let (algorithms, comparisons, against_a0) = summarize_algorithms(config, &at);
                 PointAlgorithms {
+                    oracle_gap: oracle_gaps(&algorithms),
                     algorithms,
                     comparisons,
                     against_a0,
@@ -425,7 +482,7 @@ pub fn summarize(
             });
             out.sensitivity.push(SensitivityPoint {
                 series: config.name.clone(),
-                ach: runs_ach.then(|| summarize_algorithm("ACH", &aggregates_of(&at, "ACH"))),
+                ach: runs_ach.then(|| summarize_algorithm(ACH, &aggregates_of(&at, ACH))),
                 point,
                 all,
             });

@@ -306,6 +306,14 @@ impl PoissonTables {
         if entry & IMPURE_SLOT == 0 {
             return header.smallest_value + u64::from(entry);
         }
+        self.sample_impure(table, entry, high_bits, rng)
+    }
+
+    /// The part of [`PoissonTables::sample`] for an impure guide slot `entry` of table
+    /// `table` (a guide table, not a fallback sampler).
+    #[inline]
+    fn sample_impure(&self, table: usize, entry: u16, high_bits: u32, rng: &mut Pcg64Mcg) -> u64 {
+        let header = self.headers[table];
         // An impure slot: search its thresholds with the top 32 bits of x. If they exceed the
         // top 32 bits of T_i, then x >= T_i; if they are below, x < T_i; only on a tie (with
         // probability about 2^-32) do the lower bits decide.
@@ -336,22 +344,33 @@ impl PoissonTables {
     }
 }
 
-/// Fills each token's request count (reads plus writes) and write count from `draw(table)`,
-/// which returns the token's (reads, writes) for its table index, token by token in order.
-fn fill_counts(
-    token_table: &[u32],
-    requests: &mut [u64],
-    writes: &mut [u64],
-    mut draw: impl FnMut(usize) -> (u64, u64),
-) {
-    for ((&table, request_count), write_count) in token_table
-        .iter()
-        .zip(requests.iter_mut())
-        .zip(writes.iter_mut())
-    {
-        let (reads, token_writes) = draw(table as usize);
-        *request_count = reads + token_writes;
-        *write_count = token_writes;
+/// Packs a token's requests (reads plus writes) and writes of one step into one `u64`: the
+/// requests in the high 32 bits, the writes in the low 32 bits (see [`Workload::draw_packed`]).
+#[inline(always)]
+pub fn pack(requests: u64, writes: u64) -> u64 {
+    debug_assert!(requests < 1 << 32 && writes <= requests);
+    (requests << 32) | writes
+}
+
+/// The requests (reads plus writes) of a word made by [`pack`].
+#[inline(always)]
+pub fn packed_requests(packed: u64) -> u64 {
+    packed >> 32
+}
+
+/// The writes of a word made by [`pack`].
+#[inline(always)]
+pub fn packed_writes(packed: u64) -> u64 {
+    packed & 0xFFFF_FFFF
+}
+
+/// Fills each token's packed counts ([`pack`]) from `draw(table)`, which returns the token's
+/// (reads, writes) for its table index, token by token in order.
+#[inline(always)]
+fn fill_packed(token_table: &[u32], packed: &mut [u64], mut draw: impl FnMut(usize) -> (u64, u64)) {
+    for (&table, word) in token_table.iter().zip(packed.iter_mut()) {
+        let (reads, writes) = draw(table as usize);
+        *word = pack(reads + writes, writes);
     }
 }
 
@@ -367,6 +386,74 @@ struct RateTables {
     rate_bits: u64,
     reads: PoissonTables,
     writes: PoissonTables,
+    /// Where the guide slots of each table pair start, when every table of the rate is a
+    /// guide table whose smallest value fits 32 bits (see [`GuidePair`]); empty otherwise.
+    pairs: Vec<GuidePair>,
+}
+
+/// The guide of the read table and of the write table of one probability, in one entry: what
+/// the common case of a draw (a pure slot) needs, read with one load instead of two headers.
+#[derive(Clone, Copy, Debug)]
+struct GuidePair {
+    reads_guide_offset: u32,
+    writes_guide_offset: u32,
+    /// `32 - b` for the read table's `2^b` slots: the slot is `high_bits >> reads_shift`.
+    reads_shift: u32,
+    writes_shift: u32,
+    reads_smallest_value: u32,
+    writes_smallest_value: u32,
+}
+
+impl GuidePair {
+    /// The pairs of `reads` and `writes` (tables in the same order), or `None` when a table is
+    /// a fallback sampler or starts at a value of 2^32 or more.
+    fn of(reads: &PoissonTables, writes: &PoissonTables) -> Option<Vec<GuidePair>> {
+        let guide = |h: &TableHeader| -> Option<(u32, u32, u32)> {
+            (h.guide_bits > 0).then_some(())?;
+            let smallest = u32::try_from(h.smallest_value).ok()?;
+            Some((h.guide_offset, 32 - h.guide_bits, smallest))
+        };
+        reads
+            .headers
+            .iter()
+            .zip(&writes.headers)
+            .map(|(r, w)| {
+                let (reads_guide_offset, reads_shift, reads_smallest_value) = guide(r)?;
+                let (writes_guide_offset, writes_shift, writes_smallest_value) = guide(w)?;
+                Some(GuidePair {
+                    reads_guide_offset,
+                    writes_guide_offset,
+                    reads_shift,
+                    writes_shift,
+                    reads_smallest_value,
+                    writes_smallest_value,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One token's reads and writes from the tables of `tables`, table pair `table`, with the
+/// 64-bit uniform `word` (reads from its high half, writes from its low half): exactly
+/// [`PoissonTables::sample`] of the reads, then of the writes.
+#[inline(always)]
+fn sample_pair(tables: &RateTables, table: usize, word: u64, rng: &mut Pcg64Mcg) -> (u64, u64) {
+    let pair = tables.pairs[table];
+    let (high, low) = ((word >> 32) as u32, word as u32);
+    let entry = tables.reads.guide[(pair.reads_guide_offset + (high >> pair.reads_shift)) as usize];
+    let reads = if entry & IMPURE_SLOT == 0 {
+        u64::from(pair.reads_smallest_value) + u64::from(entry)
+    } else {
+        tables.reads.sample_impure(table, entry, high, rng)
+    };
+    let entry =
+        tables.writes.guide[(pair.writes_guide_offset + (low >> pair.writes_shift)) as usize];
+    let writes = if entry & IMPURE_SLOT == 0 {
+        u64::from(pair.writes_smallest_value) + u64::from(entry)
+    } else {
+        tables.writes.sample_impure(table, entry, low, rng)
+    };
+    (reads, writes)
 }
 
 /// The shared workload of a run: key popularity folded onto the tokens.
@@ -395,6 +482,8 @@ pub struct Workload {
     direct_reads: Vec<Option<Poisson<f64>>>,
     direct_writes: Vec<Option<Poisson<f64>>>,
     write_fraction: f64,
+    /// The packed counts of [`Workload::draw`] (reused between calls).
+    packed_scratch: Vec<u64>,
 }
 
 impl Workload {
@@ -447,6 +536,7 @@ impl Workload {
             direct_reads: Vec::new(),
             direct_writes: Vec::new(),
             write_fraction,
+            packed_scratch: Vec::new(),
         }
     }
 
@@ -479,6 +569,30 @@ impl Workload {
         requests: &mut [u64],
         writes: &mut [u64],
     ) {
+        let mut packed = std::mem::take(&mut self.packed_scratch);
+        packed.resize(
+            requests.len().min(writes.len()).min(self.token_table.len()),
+            0,
+        );
+        self.draw_packed(rate, rng, &mut packed);
+        for ((&word, request_count), write_count) in packed
+            .iter()
+            .zip(requests.iter_mut())
+            .zip(writes.iter_mut())
+        {
+            *request_count = packed_requests(word);
+            *write_count = packed_writes(word);
+        }
+        self.packed_scratch = packed;
+    }
+
+    /// [`Workload::draw`] into one word per token, the requests (reads plus writes) and the
+    /// writes of token `s` packed into `packed[s]` ([`pack`]): the same draws from the same
+    /// random numbers, in the form the run sums per node with one addition per token. A token's
+    /// count of a step stays below 2^32 (the configuration caps the request rate far below).
+    ///
+    /// Preconditions: those of [`Workload::draw`], with `packed` one entry per token.
+    pub fn draw_packed(&mut self, rate: f64, rng: &mut Pcg64Mcg, packed: &mut [u64]) {
         let rate_changed = rate.to_bits() != self.rate.to_bits();
         if rate_changed {
             self.rate = rate;
@@ -489,8 +603,7 @@ impl Workload {
         }
         let volatile = rate_changed && self.rate_changed_last_step;
         self.rate_changed_last_step = rate_changed;
-        debug_assert_eq!(requests.len(), self.token_table.len());
-        debug_assert_eq!(writes.len(), self.token_table.len());
+        debug_assert_eq!(packed.len(), self.token_table.len());
         if self.current.is_none() {
             let met_before = self.drawn_directly.contains(&rate.to_bits());
             if volatile && !met_before {
@@ -498,13 +611,20 @@ impl Workload {
                     self.drawn_directly.remove(0);
                 }
                 self.drawn_directly.push(rate.to_bits());
-                self.draw_direct(rng, requests, writes);
+                self.draw_direct(rng, packed);
                 return;
             }
             self.current = Some(self.build_tables());
         }
         let tables = &self.cached[self.current.expect("tables were just found or built")];
-        fill_counts(&self.token_table, requests, writes, |table| {
+        if !tables.pairs.is_empty() {
+            fill_packed(&self.token_table, packed, |table| {
+                let word = rng.next_u64();
+                sample_pair(tables, table, word, rng)
+            });
+            return;
+        }
+        fill_packed(&self.token_table, packed, |table| {
             let word = rng.next_u64();
             let reads = tables.reads.sample(table, (word >> 32) as u32, rng);
             let writes = tables.writes.sample(table, word as u32, rng);
@@ -514,7 +634,7 @@ impl Workload {
 
     /// Draws with `rand_distr::Poisson` directly, for a rate that changed at this step and at
     /// the previous one: building the tables would then cost more than it saves.
-    fn draw_direct(&mut self, rng: &mut Pcg64Mcg, requests: &mut [u64], writes: &mut [u64]) {
+    fn draw_direct(&mut self, rng: &mut Pcg64Mcg, packed: &mut [u64]) {
         let sampler = |mean: f64| {
             (mean > 0.0)
                 .then(|| Poisson::new(mean.min(Poisson::<f64>::MAX_LAMBDA)).ok())
@@ -529,7 +649,7 @@ impl Workload {
             self.direct_writes.push(sampler(write_share * probability));
         }
         let (direct_reads, direct_writes) = (&self.direct_reads, &self.direct_writes);
-        fill_counts(&self.token_table, requests, writes, |table| {
+        fill_packed(&self.token_table, packed, |table| {
             let reads = direct_reads[table].map_or(0, |d| d.sample(rng) as u64);
             let writes = direct_writes[table].map_or(0, |d| d.sample(rng) as u64);
             (reads, writes)
@@ -549,6 +669,7 @@ impl Workload {
                 rate_bits: 0,
                 reads: PoissonTables::default(),
                 writes: PoissonTables::default(),
+                pairs: Vec::new(),
             }
         };
         entry.rate_bits = rate.to_bits();
@@ -559,6 +680,7 @@ impl Workload {
             entry.writes.push(write_share * probability);
         }
         debug_assert_eq!(entry.reads.len(), self.distinct_probability.len());
+        entry.pairs = GuidePair::of(&entry.reads, &entry.writes).unwrap_or_default();
         self.cached.push(entry);
         self.cached.len() - 1
     }

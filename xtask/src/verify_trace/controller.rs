@@ -1,6 +1,6 @@
 //! Replay of recorded controller traces: one algorithm on one run, step by step.
 
-use ach_baselines::{BoundedLoads, DynamicR, StaticW, StaticWt};
+use ach_baselines::catalogue::{Catalogue, Context, names};
 use ach_control::{Ach, AchConfig, Balancer, Observation, Plan, commit};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 use serde::Deserialize;
@@ -97,7 +97,7 @@ impl ControllerTrace {
 /// The algorithm under replay: ACH is kept concrete so its internals can be compared.
 enum Algorithm {
     Ach(Box<Ach>),
-    Other(Box<dyn Balancer>),
+    Other(Box<dyn Balancer + Send>),
 }
 
 fn algorithm(trace: &ControllerTrace) -> Result<Algorithm, Divergence> {
@@ -107,34 +107,34 @@ fn algorithm(trace: &ControllerTrace) -> Result<Algorithm, Divergence> {
         expected: "a known algorithm with valid parameters".to_string(),
         got,
     };
-    Ok(match trace.algorithm.as_str() {
-        "ACH" => {
-            let a = &trace.params.config.ach;
-            let config = AchConfig {
-                ell_star: a.ell_star,
-                eps_on: a.eps_on,
-                eps_off: a.eps_off,
-                tau: a.tau,
-                tau_min: a.tau_min,
-                kappa: a.kappa,
-                m_max: a.M_max,
-                m_horizon: a.M_H,
-                horizon: a.H,
-                v_min: a.v_min,
-                ..AchConfig::paper()
-            };
-            let ach =
-                Ach::new(config).map_err(|e| setup_error("params.config.ach", e.to_string()))?;
-            Algorithm::Ach(Box::new(ach))
-        }
-        "Static-W" => Algorithm::Other(Box::new(StaticW)),
-        "Static-Wt" => Algorithm::Other(Box::new(StaticWt::new(
-            trace.params.config.capacities.clone(),
-        ))),
-        "Dynamic-R" => Algorithm::Other(Box::new(DynamicR::paper())),
-        "Bounded-Loads" => Algorithm::Other(Box::new(BoundedLoads::paper())),
-        other => return Err(setup_error("algorithm", other.to_string())),
-    })
+    let catalogue = Catalogue::built_in();
+    let entry = catalogue
+        .get(&trace.algorithm)
+        .filter(|entry| !entry.routes())
+        .ok_or_else(|| setup_error("algorithm", trace.algorithm.clone()))?;
+    let a = &trace.params.config.ach;
+    let config = AchConfig {
+        ell_star: a.ell_star,
+        eps_on: a.eps_on,
+        eps_off: a.eps_off,
+        tau: a.tau,
+        tau_min: a.tau_min,
+        kappa: a.kappa,
+        m_max: a.M_max,
+        m_horizon: a.M_H,
+        horizon: a.H,
+        v_min: a.v_min,
+        ..AchConfig::paper()
+    };
+    if entry.name() == names::ACH {
+        let ach = Ach::new(config).map_err(|e| setup_error("params.config.ach", e.to_string()))?;
+        return Ok(Algorithm::Ach(Box::new(ach)));
+    }
+    let context = Context::new(&trace.params.config.capacities, &config);
+    let balancer = entry
+        .balancer(&context)
+        .map_err(|e| setup_error("algorithm", e.to_string()))?;
+    Ok(Algorithm::Other(balancer))
 }
 
 /// Replays the trace through this project's algorithm and ring.

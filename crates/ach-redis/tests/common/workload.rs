@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ach_redis::local::{LocalCluster, redis_cli_binary};
+use ach_redis::local::{LocalCluster, ServerKind, redis_cli_binary};
 use ach_redis::slot::key_slot;
 use redis::Commands;
 
@@ -22,9 +22,16 @@ pub fn serial() -> MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Starts a cluster, failing the test with the harness's message when it cannot.
+/// Starts a `redis-server` cluster, failing the test with the harness's message when it
+/// cannot.
 pub fn start_cluster(nodes: usize) -> LocalCluster {
-    LocalCluster::start(nodes).unwrap_or_else(|e| panic!("{e}"))
+    start_cluster_of(ServerKind::Redis, nodes)
+}
+
+/// Starts a cluster of `kind`, failing the test with the harness's message when it cannot
+/// (a missing `valkey-server` names the command that installs it).
+pub fn start_cluster_of(kind: ServerKind, nodes: usize) -> LocalCluster {
+    LocalCluster::start_of(kind, nodes).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The data set: `uniform` keys spread over all slots and `hot_slots` hash tags of node 0's
@@ -34,6 +41,8 @@ pub struct DataSet {
     pub keys: Vec<String>,
     /// The slots of the hot tags.
     pub hot_slots: Vec<u16>,
+    /// Indices (into `keys`) of the keys the workload's hot requests go to.
+    pub hot_keys: Vec<usize>,
     /// Value length.
     pub value_bytes: usize,
 }
@@ -60,8 +69,17 @@ impl DataSet {
         DataSet {
             keys,
             hot_slots: slots,
+            hot_keys: Vec::new(),
             value_bytes: 400,
         }
+    }
+
+    /// `uniform` keys over all slots and one slot of `range` holding `hot_keys` keys (one
+    /// hash tag), which [`Workload::start_hot`] sends a share of the requests to.
+    pub fn with_hot_slot(uniform: usize, hot_keys: usize, range: (u16, u16)) -> DataSet {
+        let mut data = DataSet::new(uniform, 1, hot_keys, range);
+        data.hot_keys = (uniform..uniform + hot_keys).collect();
+        data
     }
 
     /// The value written by `writer` as its `version`-th write.
@@ -119,6 +137,18 @@ impl Workload {
         writers: usize,
         limit: Duration,
     ) -> Workload {
+        Workload::start_hot(cluster, data, writers, limit, 0)
+    }
+
+    /// [`Workload::start`] with `hot_percent` % of every client's writes and reads going to
+    /// its share of `data.hot_keys`.
+    pub fn start_hot(
+        cluster: &LocalCluster,
+        data: &Arc<DataSet>,
+        writers: usize,
+        limit: Duration,
+        hot_percent: usize,
+    ) -> Workload {
         let stop = Arc::new(AtomicBool::new(false));
         let ops = Arc::new(AtomicU64::new(0));
         let mut handles = Vec::new();
@@ -141,6 +171,16 @@ impl Workload {
                     .filter(|(i, _)| i % writers == writer)
                     .map(|(_, k)| k)
                     .collect();
+                // Positions (in `mine`) of this client's hot keys.
+                let my_hot: Vec<usize> = data
+                    .keys
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| i % writers == writer)
+                    .enumerate()
+                    .filter(|(_, (i, _))| data.hot_keys.contains(i))
+                    .map(|(position, _)| position)
+                    .collect();
                 let mut versions: Vec<u64> = vec![0; mine.len()];
                 let started = Instant::now();
                 let mut step = 0usize;
@@ -149,7 +189,12 @@ impl Workload {
                 let mut next = 0usize;
                 while !stop.load(Ordering::Relaxed) && started.elapsed() < limit {
                     step += 1;
-                    next = (next + stride.max(1)) % mine.len();
+                    let hot = !my_hot.is_empty() && step % 100 < hot_percent;
+                    next = if hot {
+                        my_hot[step % my_hot.len()]
+                    } else {
+                        (next + stride.max(1)) % mine.len()
+                    };
                     let key = mine[next];
                     let version = versions[next] + 1;
                     let value = data.value(writer, version);
@@ -171,7 +216,11 @@ impl Workload {
                             }
                         }
                     }
-                    let read = (next + mine.len() / 2 + step) % mine.len();
+                    let read = if hot {
+                        my_hot[(step / 2 + 1) % my_hot.len()]
+                    } else {
+                        (next + mine.len() / 2 + step) % mine.len()
+                    };
                     let expected = data.value(writer, versions[read]);
                     match connection.get::<_, Option<String>>(mine[read]) {
                         Ok(Some(value)) if value == expected => report.ops += 1,

@@ -5,7 +5,7 @@ use ach_sim::{AlgorithmInfo, Registry, SeriesConfig};
 
 use super::compare::{self, CheckRow, PaperValue};
 use super::load::Results;
-use super::paper::Metric;
+use super::paper::{self, Metric};
 use super::tables::{Cell, Column, CsvShape, Table};
 
 /// The registry entry of an algorithm of the results. [`super::load::load_results`] has
@@ -67,6 +67,9 @@ pub struct ReportTables {
     /// The same, every other algorithm against Static-W (A0), when some series asks for it
     /// (`against_a0 = true`).
     pub statistics_a0: Option<Table>,
+    /// Every algorithm's share of the A0-to-Oracle gap closed, when some series runs the
+    /// Oracle beside Static-W (A0).
+    pub oracle_gap: Option<Table>,
     /// Table 4 against ours.
     pub table_4: Table,
     /// Every C5 point of ours.
@@ -96,6 +99,7 @@ impl ReportTables {
             &self.statistics,
         ];
         all.extend(&self.statistics_a0);
+        all.extend(&self.oracle_gap);
         all.extend([
             &self.table_4,
             &self.sensitivity,
@@ -134,6 +138,7 @@ pub fn build_tables(results: &Results) -> ReportTables {
         ),
         statistics: statistics_table(&results.registry, summary),
         statistics_a0: statistics_a0_table(&results.registry, summary),
+        oracle_gap: oracle_gap_table(&results.registry, summary),
         table_4: check_table(
             &results.registry,
             "table4_c5_sensitivity",
@@ -146,7 +151,11 @@ pub fn build_tables(results: &Results) -> ReportTables {
         sweeps: summary
             .general_sweeps()
             .into_iter()
-            .map(|(series, points)| sweep_table(&results.registry, series, &points))
+            .flat_map(|(series, points)| {
+                let mut tables = vec![sweep_table(&results.registry, series, &points)];
+                tables.extend(gain_threshold_table(&results.registry, series, &points));
+                tables
+            })
             .collect(),
         sweep_statistics: summary
             .general_sweeps()
@@ -233,6 +242,73 @@ fn cv_table(
             "{series}: D-bar beside the coefficient of variation of the true loads (mean ± CI95 over the runs)"
         ),
         columns,
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    })
+}
+
+/// Below this gain over Static-W (A0), in percent of A0's true D-bar, an algorithm is said to
+/// have stopped beating A0 (issue 20's `noise` target).
+const GAIN_FLOOR_PERCENT: f64 = 5.0;
+
+/// For a sweep of one field that runs Static-W (A0): every other algorithm's gain over A0 on
+/// the true D-bar at the first point, and the first value of the field at which the gain falls
+/// below 5 % ("—" when it never does). `None` for grids or without A0.
+fn gain_threshold_table(
+    registry: &Registry,
+    series: &str,
+    points: &[&ach_sim::summary::SensitivityPoint],
+) -> Option<Table> {
+    let coordinates: Vec<_> = points
+        .iter()
+        .map(|p| p.point.only())
+        .collect::<Option<_>>()?;
+    let parameter = coordinates.first()?.parameter.clone();
+    let gain = |p: &ach_sim::summary::SensitivityPoint, name: &str| {
+        let algorithms = p.algorithms();
+        let d = |n: &str| {
+            algorithms
+                .iter()
+                .find(|a| a.name == n)
+                .map(|a| a.d_true_mean.mean)
+        };
+        let a0 = d(ach_sim::config::A0)?;
+        Some(100.0 * (a0 - d(name)?) / a0)
+    };
+    let first = points.first()?;
+    gain(first, ach_sim::config::A0)?;
+    let rows = first
+        .algorithms()
+        .iter()
+        .filter(|a| a.name != ach_sim::config::A0)
+        .map(|a| {
+            let below = points
+                .iter()
+                .zip(&coordinates)
+                .find(|(p, _)| gain(p, &a.name).is_some_and(|g| g < GAIN_FLOOR_PERCENT))
+                .map(|(_, c)| c.value);
+            vec![
+                Cell::text(series),
+                algorithm_cell(registry, &a.name),
+                Cell::number(gain(first, &a.name), 1),
+                Cell::number(below, 3),
+            ]
+        })
+        .collect();
+    Some(Table {
+        name: format!("gain_threshold_{series}"),
+        title: format!(
+            "Sweep {series}: gain over Static-W (A0) on the true D-bar at the first point, and the first {parameter} at which it falls below {GAIN_FLOOR_PERCENT} %"
+        ),
+        columns: vec![
+            Column::key("Series", "series"),
+            Column::key("Algorithm", "algorithm"),
+            Column::value("Gain at first point %", "gain_first_percent"),
+            Column::value(&format!("{parameter} where gain < 5 %"), "threshold"),
+        ],
         rows,
         csv_shape: CsvShape::Melt {
             variable: "metric",
@@ -526,6 +602,54 @@ fn statistics_a0_table(registry: &Registry, summary: &MatrixSummary) -> Option<T
     })
 }
 
+/// Every algorithm's share of the A0-to-Oracle gap closed (on the true D-bar), in every series
+/// and sweep point that runs both; `None` when none does.
+fn oracle_gap_table(registry: &Registry, summary: &MatrixSummary) -> Option<Table> {
+    let series = summary
+        .series
+        .iter()
+        .map(|s| (s.name.clone(), &s.algorithms, &s.oracle_gap));
+    let points = summary.sensitivity.iter().filter_map(|p| {
+        let all = p.all.as_ref()?;
+        Some((
+            format!("{} {}", p.series, p.point.label()),
+            &all.algorithms,
+            &all.oracle_gap,
+        ))
+    });
+    let mut rows = Vec::new();
+    for (name, algorithms, gaps) in series.chain(points) {
+        for gap in gaps {
+            let Some(a) = algorithms.iter().find(|a| a.name == gap.algorithm) else {
+                continue;
+            };
+            rows.push(vec![
+                Cell::text(&name),
+                algorithm_cell(registry, &gap.algorithm),
+                estimate(a.d_true_mean),
+                estimate(a.m_cum),
+                Cell::number(gap.share_closed.map(|s| 100.0 * s), 1),
+            ]);
+        }
+    }
+    (!rows.is_empty()).then(|| Table {
+        name: "oracle_gap".to_string(),
+        title: "Share of the gap between Static-W (A0) and the Oracle closed, on the true D-bar: (D(A0) - D) / (D(A0) - D(Oracle))".to_string(),
+        columns: vec![
+            Column::key("Series", "series"),
+            Column::key("Algorithm", "algorithm"),
+            Column::value("D-bar (true)", "d_true_mean"),
+            Column::value("M_cum", "m_cum"),
+            Column::value("Gap closed %", "gap_closed_percent"),
+        ],
+        rows,
+        csv_shape: CsvShape::Melt {
+            variable: "metric",
+            fixed: None,
+        },
+    })
+}
+
 /// A table of paired comparisons, one row per [`comparison_row`]; `keys` are the columns of
 /// the series (or point) and of the algorithm each row names.
 fn comparison_table(name: &str, title: &str, keys: [Column; 2], rows: Vec<Vec<Cell>>) -> Table {
@@ -618,7 +742,7 @@ fn is_base(config: Option<&SeriesConfig>, path: &str, value: f64) -> bool {
     };
     let mut at_value = config.clone();
     let path = ach_sim::sweep::resolve_path(path);
-    ach_sim::sweep::set_field(&mut at_value, path, value).is_ok() && at_value == *config
+    ach_sim::point::set_field(&mut at_value, path, value).is_ok() && at_value == *config
 }
 
 fn sensitivity_table(results: &Results) -> Table {
@@ -674,8 +798,8 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
             }
         }
     }
-    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == "ACH") {
-        algorithms.push("ACH".to_string());
+    if !summary.sensitivity.is_empty() && !algorithms.iter().any(|a| a == paper::ACH) {
+        algorithms.push(paper::ACH.to_string());
     }
     let mut columns = vec![Column::key("Series", "series")];
     columns.extend(
@@ -710,7 +834,7 @@ fn violations_table(registry: &Registry, summary: &MatrixSummary) -> Table {
         let total: u64 = points.iter().map(|a| a.n_viol).sum();
         let mut row = vec![Cell::text(format!("{sweep} (all points)"))];
         row.extend(algorithms.iter().map(|name| {
-            if name == "ACH" {
+            if name == paper::ACH {
                 Cell::Count(Some(total))
             } else {
                 Cell::Count(None)

@@ -209,15 +209,16 @@ pub fn table_2_rows(summary: &MatrixSummary) -> Vec<CheckRow> {
 
 fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> Vec<CheckRow> {
     let series = find_series(summary, published.series);
-    let ach = series.and_then(|s| find_algorithm(s, "ACH"));
-    let static_w = series.and_then(|s| find_algorithm(s, "Static-W"));
-    let comparison = series.and_then(|s| s.comparisons.iter().find(|c| c.baseline == "Static-W"));
+    let ach = series.and_then(|s| find_algorithm(s, paper::ACH));
+    let static_w = series.and_then(|s| find_algorithm(s, paper::STATIC_W));
+    let comparison =
+        series.and_then(|s| s.comparisons.iter().find(|c| c.baseline == paper::STATIC_W));
     let name = published.series;
     let mut rows = vec![
         IntervalCell {
             series: name,
             point: None,
-            algorithm: "ACH",
+            algorithm: paper::ACH,
             metric: Metric::DMean,
             paper: published.d_mean_ach,
             paper_ci95: None,
@@ -228,7 +229,7 @@ fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> V
         IntervalCell {
             series: name,
             point: None,
-            algorithm: "Static-W",
+            algorithm: paper::STATIC_W,
             metric: Metric::DMean,
             paper: published.d_mean_static_w,
             paper_ci95: None,
@@ -241,7 +242,7 @@ fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> V
     rows.push(CheckRow {
         series: name.to_string(),
         point: None,
-        algorithm: "Static-W".to_string(),
+        algorithm: paper::STATIC_W.to_string(),
         metric: Metric::ReductionPercent,
         paper: PaperValue::Number(published.reduction_percent),
         ours: reduction,
@@ -257,7 +258,7 @@ fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> V
         IntervalCell {
             series: name,
             point: None,
-            algorithm: "ACH",
+            algorithm: paper::ACH,
             metric: Metric::MCum,
             paper: published.m_cum_ach,
             paper_ci95: None,
@@ -269,7 +270,7 @@ fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> V
     rows.push(violations_row(
         name,
         None,
-        "ACH",
+        paper::ACH,
         published.n_viol,
         ach.map(|a| a.n_viol),
     ));
@@ -277,7 +278,7 @@ fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> V
     rows.push(CheckRow {
         series: name.to_string(),
         point: None,
-        algorithm: "Static-W".to_string(),
+        algorithm: paper::STATIC_W.to_string(),
         metric: Metric::WilcoxonP,
         paper: PaperValue::Below(paper::TABLE_2_P_VALUE_BELOW),
         ours: p_value,
@@ -294,7 +295,7 @@ fn table_2_series_rows(summary: &MatrixSummary, published: &PaperSeriesRow) -> V
     rows.push(CheckRow {
         series: name.to_string(),
         point: None,
-        algorithm: "Static-W".to_string(),
+        algorithm: paper::STATIC_W.to_string(),
         metric: Metric::CliffsDelta,
         paper: PaperValue::Labelled(published.cliffs_delta, paper::TABLE_2_CLIFF_MAGNITUDE),
         ours: delta,
@@ -455,7 +456,7 @@ fn table_4_point_rows(
         IntervalCell {
             series: "C5",
             point: point.clone(),
-            algorithm: "ACH",
+            algorithm: paper::ACH,
             metric,
             paper,
             paper_ci95: Some(paper_ci95),

@@ -448,7 +448,7 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
         if spec.figures.is_empty() {
             continue;
         }
-        let (drawn, _) = figures::summary_figures(results);
+        let (drawn, _) = figures::summary_figures(results, &figures::Styles::built_in());
         for name in &spec.figures {
             let figure = drawn.iter().find(|f| &f.name == name).ok_or_else(|| {
                 let names: Vec<&str> = drawn.iter().map(|f| f.name.as_str()).collect();

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use ach_sim::summary::MatrixSummary;
 use ach_sim::{Registry, RunRecord, SeriesConfig};
 
+use super::error::{RUN_FIRST, ReportError};
 use crate::store;
 
 /// Everything the tables and REPORT.md are made from.
@@ -29,8 +30,6 @@ impl Results {
     }
 }
 
-const RUN_FIRST: &str = "run `cargo xtask experiments` first";
-
 /// Names of the series in a summary, plain series first, then sweeps, without repeats.
 pub fn series_names(summary: &MatrixSummary) -> Vec<String> {
     let mut names: Vec<String> = summary.series.iter().map(|s| s.name.clone()).collect();
@@ -44,37 +43,32 @@ pub fn series_names(summary: &MatrixSummary) -> Vec<String> {
 
 /// Checks that every algorithm the summary and the configurations name is in `registry`; the
 /// error names the file, the field and the value.
-fn check_algorithms(out: &Path, results: &Results) -> Result<(), String> {
+fn check_algorithms(out: &Path, results: &Results) -> Result<(), ReportError> {
     let registry = &results.registry;
     let summary_path = out.join("summary.json");
     for series in &results.summary.series {
         for (k, algorithm) in series.algorithms.iter().enumerate() {
-            registry.info(&algorithm.name).map_err(|e| {
-                format!(
-                    "{}: series {}: algorithms[{k}].name: {e}",
-                    summary_path.display(),
-                    series.name
-                )
-            })?;
+            registry
+                .info(&algorithm.name)
+                .map_err(|e| ReportError::Malformed {
+                    path: summary_path.clone(),
+                    detail: format!("series {}: algorithms[{k}].name: {e}", series.name),
+                })?;
         }
         for (k, comparison) in series.comparisons.iter().enumerate() {
-            registry.info(&comparison.baseline).map_err(|e| {
-                format!(
-                    "{}: series {}: comparisons[{k}].baseline: {e}",
-                    summary_path.display(),
-                    series.name
-                )
-            })?;
+            registry
+                .info(&comparison.baseline)
+                .map_err(|e| ReportError::Malformed {
+                    path: summary_path.clone(),
+                    detail: format!("series {}: comparisons[{k}].baseline: {e}", series.name),
+                })?;
         }
         for (k, comparison) in series.against_a0.iter().enumerate() {
             let named = comparison.algorithm.iter().chain([&comparison.baseline]);
             for name in named {
-                registry.info(name).map_err(|e| {
-                    format!(
-                        "{}: series {}: against_a0[{k}]: {e}",
-                        summary_path.display(),
-                        series.name
-                    )
+                registry.info(name).map_err(|e| ReportError::Malformed {
+                    path: summary_path.clone(),
+                    detail: format!("series {}: against_a0[{k}]: {e}", series.name),
                 })?;
             }
         }
@@ -83,7 +77,10 @@ fn check_algorithms(out: &Path, results: &Results) -> Result<(), String> {
         for (k, name) in config.algorithms.iter().enumerate() {
             registry.info(name).map_err(|e| {
                 let path = out.join("config").join(format!("{}.toml", config.name));
-                format!("{}: algorithms[{k}]: {e}", path.display())
+                ReportError::Malformed {
+                    path,
+                    detail: format!("algorithms[{k}]: {e}"),
+                }
             })?;
         }
     }
@@ -92,24 +89,29 @@ fn check_algorithms(out: &Path, results: &Results) -> Result<(), String> {
 
 /// Reads `summary.json` and the configuration of every series it names; every algorithm they
 /// name must be in `registry`.
-pub fn load_results(out: &Path, registry: Registry) -> Result<Results, String> {
+pub fn load_results(out: &Path, registry: Registry) -> Result<Results, ReportError> {
     let summary_path = out.join("summary.json");
-    let text = std::fs::read_to_string(&summary_path)
-        .map_err(|e| format!("{}: cannot read: {e} — {RUN_FIRST}", summary_path.display()))?;
-    let summary: MatrixSummary = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: not a summary of this toolkit: {e} — {RUN_FIRST}",
-            summary_path.display()
-        )
+    let text = std::fs::read_to_string(&summary_path).map_err(|source| ReportError::Missing {
+        path: summary_path.clone(),
+        source,
     })?;
+    let summary: MatrixSummary =
+        serde_json::from_str(&text).map_err(|e| ReportError::Malformed {
+            path: summary_path.clone(),
+            detail: format!("not a summary of this toolkit: {e} — {RUN_FIRST}"),
+        })?;
     let mut configs = Vec::new();
     let mut config_texts = Vec::new();
     for name in series_names(&summary) {
         let path = out.join("config").join(format!("{name}.toml"));
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: cannot read: {e} — {RUN_FIRST}", path.display()))?;
-        let config = SeriesConfig::from_toml(&text)
-            .map_err(|e| format!("{}: not a series configuration: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Missing {
+            path: path.clone(),
+            source,
+        })?;
+        let config = SeriesConfig::from_toml(&text).map_err(|e| ReportError::Malformed {
+            path: path.clone(),
+            detail: format!("not a series configuration: {e}"),
+        })?;
         configs.push(config);
         config_texts.push(text);
     }
@@ -228,10 +230,12 @@ pub fn cumulative_after_warmup(m: &[f64], warmup: usize) -> Vec<f64> {
 }
 
 /// The record files of a plain series, sorted by name.
-fn record_files(out: &Path, series: &str) -> Result<Vec<PathBuf>, String> {
+fn record_files(out: &Path, series: &str) -> Result<Vec<PathBuf>, ReportError> {
     let folder = out.join("runs").join(series);
-    let entries = std::fs::read_dir(&folder)
-        .map_err(|e| format!("{}: cannot read: {e} — {RUN_FIRST}", folder.display()))?;
+    let entries = std::fs::read_dir(&folder).map_err(|source| ReportError::Missing {
+        path: folder.clone(),
+        source,
+    })?;
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|entry| entry.path())
@@ -246,17 +250,17 @@ fn record_files(out: &Path, series: &str) -> Result<Vec<PathBuf>, String> {
 }
 
 /// Reads the records of a plain series and reduces them to what the figures draw.
-pub fn load_series_runs(out: &Path, config: &SeriesConfig) -> Result<SeriesRuns, String> {
+pub fn load_series_runs(out: &Path, config: &SeriesConfig) -> Result<SeriesRuns, ReportError> {
     let files = record_files(out, &config.name)?;
     let mut records: Vec<RunRecord> = Vec::with_capacity(files.len());
     for path in &files {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let record = store::decode(&bytes).ok_or_else(|| {
-            format!(
-                "{}: not a run record of this toolkit (truncated or another format) — rerun `cargo xtask experiments`",
-                path.display()
-            )
+        let bytes = std::fs::read(path).map_err(|source| ReportError::Read {
+            path: path.clone(),
+            source,
+        })?;
+        let record = store::decode(&bytes).ok_or_else(|| ReportError::Malformed {
+            path: path.clone(),
+            detail: "not a run record of this toolkit (truncated or another format) — rerun `cargo xtask experiments`".to_string(),
         })?;
         records.push(record);
     }

@@ -10,6 +10,7 @@
 mod builders;
 mod compare;
 pub mod docs;
+mod error;
 mod figures;
 mod load;
 mod markdown;
@@ -19,7 +20,12 @@ mod tables;
 #[cfg(test)]
 mod tests;
 
-pub use figures::{Figure, TimeSeriesPanel, TimeSeriesSpec, bench_curve_svg, time_series_figure};
+pub use error::ReportError;
+pub use figures::front_ends::time_series_figure_styled;
+pub use figures::{
+    Figure, FigureError, Marker, Style, Styles, TimeSeriesPanel, TimeSeriesSpec, bench_curve_svg,
+    time_series_figure,
+};
 pub use tables::{Cell, Column, CsvShape, Table, to_markdown};
 
 use std::path::{Path, PathBuf};
@@ -37,13 +43,15 @@ pub struct Args {
     pub out: PathBuf,
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), String> {
-    write_atomic(path, text.as_bytes())
-        .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+fn write_file(path: &Path, text: &str) -> Result<(), ReportError> {
+    write_atomic(path, text.as_bytes()).map_err(|source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Writes every table in its three formats into `out/tables`.
-fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), String> {
+fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), ReportError> {
     let folder = out.join("tables");
     for table in tables.all() {
         write_file(
@@ -67,9 +75,14 @@ fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), Strin
 fn write_figures(
     out: &Path,
     results: &load::Results,
-) -> Result<(Vec<markdown::FigureEntry>, Vec<String>), String> {
+    styles: &Styles,
+) -> Result<(Vec<markdown::FigureEntry>, Vec<String>), ReportError> {
     let folder = out.join("figures");
-    let (summary_figures, mut missing) = figures::summary_figures(results);
+    let (summary_figures, mut missing) = figures::summary_figures(results, styles);
+    let looks = figures::Looks {
+        registry: &results.registry,
+        styles,
+    };
     let mut entries = Vec::new();
     for figure in &summary_figures {
         write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
@@ -88,8 +101,11 @@ fn write_figures(
             ));
             continue;
         }
-        let drawn = figures::series_figures(&results.registry, &runs)
-            .map_err(|e| format!("{}: {e}", series.name))?;
+        let drawn =
+            figures::series_figures(looks, &runs).map_err(|source| ReportError::Figure {
+                series: series.name.clone(),
+                source,
+            })?;
         for figure in &drawn {
             write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
             entries.push(markdown::FigureEntry::from(figure));
@@ -100,16 +116,22 @@ fn write_figures(
 
 /// Renders the report of the results in `out`: REPORT.md, tables and figures, for results of
 /// the built-in algorithms.
-pub fn render(out: &Path) -> Result<(), String> {
+pub fn render(out: &Path) -> Result<(), ReportError> {
     render_with(out, &Registry::built_in())
 }
 
 /// [`render`] for results whose algorithms are in `registry` (any other name is an error).
-pub fn render_with(out: &Path, registry: &Registry) -> Result<(), String> {
+pub fn render_with(out: &Path, registry: &Registry) -> Result<(), ReportError> {
+    render_styled(out, registry, &Styles::built_in())
+}
+
+/// [`render_with`], drawing the algorithms in the colours and markers of `styles` (a user's
+/// binary gives its own algorithms a style there; any other gets the fallback palette).
+pub fn render_styled(out: &Path, registry: &Registry, styles: &Styles) -> Result<(), ReportError> {
     let results = load::load_results(out, registry.clone())?;
     let report_tables = builders::build_tables(&results);
     write_tables(out, &report_tables)?;
-    let (figure_entries, missing_figures) = write_figures(out, &results)?;
+    let (figure_entries, missing_figures) = write_figures(out, &results, styles)?;
     let report = markdown::render_report(&markdown::ReportInput {
         results: &results,
         tables: &report_tables,

@@ -1,6 +1,18 @@
 //! The published values of Batanov and Bolbakov (2026), copied from the paper as data, so that
 //! the report can put them next to ours without reading anything outside the repository.
 
+/// The paper's five algorithms by the names this project gives them: the only place outside
+/// the style table where the report names an algorithm (its side-by-side with the paper).
+pub const STATIC_W: &str = "Static-W";
+/// A1.
+pub const STATIC_WT: &str = "Static-Wt";
+/// A2.
+pub const DYNAMIC_R: &str = "Dynamic-R";
+/// A3.
+pub const BOUNDED_LOADS: &str = "Bounded-Loads";
+/// The paper's algorithm.
+pub const ACH: &str = "ACH";
+
 /// One row of the paper's Table 2: ACH against Static-W (A0) in one series.
 #[derive(Clone, Copy, Debug)]
 pub struct PaperSeriesRow {
@@ -76,11 +88,11 @@ pub struct PaperAlgorithmRow {
 
 /// Table 3 of the paper: every algorithm in C3.
 pub const TABLE_3: [PaperAlgorithmRow; 5] = [
-    row3("Static-W", 0.496, 0.008, 0.000, 0.000, None),
-    row3("Static-Wt", 0.485, 0.008, 0.000, 0.000, None),
-    row3("Dynamic-R", 0.339, 0.006, 4.839, 0.155, None),
+    row3(STATIC_W, 0.496, 0.008, 0.000, 0.000, None),
+    row3(STATIC_WT, 0.485, 0.008, 0.000, 0.000, None),
+    row3(DYNAMIC_R, 0.339, 0.006, 4.839, 0.155, None),
     row3(
-        "Bounded-Loads",
+        BOUNDED_LOADS,
         0.275,
         0.023,
         0.750,
@@ -89,7 +101,7 @@ pub const TABLE_3: [PaperAlgorithmRow; 5] = [
             "known: the published code's A3 in C3 gives about 0.33 / M_cum 0.63, not the printed 0.275 / 0.750",
         ),
     ),
-    row3("ACH", 0.340, 0.003, 0.310, 0.058, None),
+    row3(ACH, 0.340, 0.003, 0.310, 0.058, None),
 ];
 
 const fn row3(
@@ -177,21 +189,21 @@ pub struct PaperTextValue {
 pub const TEXT_VALUES: [PaperTextValue; 3] = [
     PaperTextValue {
         series: "C1",
-        algorithm: "Static-Wt",
+        algorithm: STATIC_WT,
         metric: Metric::DMean,
         value: 0.175,
         remark: "difference to ACH not significant",
     },
     PaperTextValue {
         series: "C1",
-        algorithm: "Dynamic-R",
+        algorithm: DYNAMIC_R,
         metric: Metric::MCum,
         value: 30.028,
         remark: "cost of full rebalancing",
     },
     PaperTextValue {
         series: "C3",
-        algorithm: "Static-Wt",
+        algorithm: STATIC_WT,
         metric: Metric::ReductionPercent,
         value: -30.0,
         remark: "ACH against A1 (printed as a 30.0 % reduction)",

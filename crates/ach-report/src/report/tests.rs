@@ -374,7 +374,8 @@ fn assert_well_formed_svg(name: &str, svg: &str) {
 #[test]
 fn every_figure_is_well_formed_svg() {
     let (results, records) = synthetic_results();
-    let (summary_figures, missing) = figures::summary_figures(&results);
+    let styles = figures::Styles::built_in();
+    let (summary_figures, missing) = figures::summary_figures(&results, &styles);
     assert!(missing.is_empty(), "{missing:?}");
     let mut names: Vec<String> = summary_figures.iter().map(|f| f.name.clone()).collect();
     let mut all = summary_figures;
@@ -386,7 +387,11 @@ fn every_figure_is_well_formed_svg() {
             .cloned()
             .collect();
         let runs = reduce_records(config, &of_series);
-        let drawn = figures::series_figures(&results.registry, &runs).expect("figures draw");
+        let looks = figures::Looks {
+            registry: &results.registry,
+            styles: &styles,
+        };
+        let drawn = figures::series_figures(looks, &runs).expect("figures draw");
         names.extend(drawn.iter().map(|f| f.name.clone()));
         all.extend(drawn);
     }
@@ -452,18 +457,18 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
 #[test]
 fn a_missing_or_malformed_summary_is_named_in_the_error() {
     let out = temp_folder("errors");
-    let error = render(&out).expect_err("no summary");
+    let error = render(&out).expect_err("no summary").to_string();
     assert!(error.contains("summary.json: cannot read"), "{error}");
     assert!(
         error.contains("run `cargo xtask experiments` first"),
         "{error}"
     );
     std::fs::write(out.join("summary.json"), "{ not json").unwrap();
-    let error = render(&out).expect_err("malformed summary");
+    let error = render(&out).expect_err("malformed summary").to_string();
     assert!(error.contains("summary.json: not a summary"), "{error}");
     write_synthetic_results(&out);
     std::fs::write(out.join("runs").join("C1").join("run_000.bin"), b"garbage").unwrap();
-    let error = render(&out).expect_err("corrupt record");
+    let error = render(&out).expect_err("corrupt record").to_string();
     assert!(error.contains("run_000.bin: not a run record"), "{error}");
     let _ = std::fs::remove_dir_all(&out);
 }
@@ -483,7 +488,9 @@ fn an_unregistered_algorithm_in_the_results_is_named_in_the_error() {
                 .unwrap();
         }
     }
-    let error = super::render_with(&out, &registry).expect_err("Dynamic-R is not registered");
+    let error = super::render_with(&out, &registry)
+        .expect_err("Dynamic-R is not registered")
+        .to_string();
     assert!(
         error.contains("summary.json: series C1: algorithms[2].name"),
         "{error}"
@@ -556,5 +563,5 @@ fn the_bench_curve_is_well_formed_and_rejects_impossible_points() {
     assert!(svg.contains("proportional to tokens x steps"));
     assert_eq!(svg, super::bench_curve_svg(&scale, (2.0e6, 0.035)).unwrap());
     let error = super::bench_curve_svg(&[(0.0, 1.0)], (2.0e6, 0.035)).unwrap_err();
-    assert!(error.contains("positive"), "{error}");
+    assert!(error.to_string().contains("positive"), "{error}");
 }

@@ -1,0 +1,515 @@
+//! One arm in one repeat, in its phases: a loaded cluster, the workload and the rebalancer
+//! started, one measurement per step, everything stopped and settled, every key checked, and
+//! the clients' latencies summarised.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ach_redis::cluster::{Cluster, Snapshot};
+use ach_redis::control::imbalance;
+use ach_redis::migrate::{MigrationOptions, fix};
+use ach_sim::config::NodeClass;
+
+use super::cluster::{LiveCluster, check_keys, connect, load_keys, start_cluster};
+use super::observer::Observer;
+use super::rebalancer::{Rebalancer, RebalancerSetup, finish_rebalancer, start_rebalancer};
+use super::{Arm, ArmRun, LiveConfig, NodeInfo, StepRecord};
+use crate::cgroup::CpuLimiter;
+use crate::error::ExperimentError;
+use crate::workload::{self, ClientReport, Shared, WorkloadConfig};
+
+/// Runs `arm` of repeat `repeat` on a fresh cluster; `user_stop` ends it early.
+pub(super) fn run_arm(
+    config: &LiveConfig,
+    arm: Arm,
+    repeat: u32,
+    limiter: &CpuLimiter,
+    user_stop: &AtomicBool,
+    progress: &mut dyn Write,
+) -> Result<ArmRun, ExperimentError> {
+    let mut loaded = LoadedCluster::start(config, limiter)?;
+    let workload = config.workload(repeat);
+    let hot = hot_keys(config, &loaded, &workload)?;
+    let cpu_per_weight = cpu_per_weight(config, limiter);
+    let mut observer = Observer::new(
+        &mut loaded.cluster,
+        &loaded.snapshot,
+        &loaded.weights,
+        cpu_per_weight,
+    )?;
+    let running = start_workload(config, &arm, &loaded, &workload, hot, cpu_per_weight)?;
+    let mut measured = measure(
+        config,
+        &arm,
+        &mut loaded,
+        &mut observer,
+        &running.shared,
+        StopRequest {
+            user_stop,
+            progress,
+        },
+    );
+    let settled = settle(running, &mut loaded.cluster, &mut measured)?;
+    let clients = ClientTotals::gather(settled.reports, config.steps());
+    let keys = check_keys(&mut loaded.cluster, config.keys, &clients.versions)?;
+    let nodes = latency_statistics(
+        &mut measured.records,
+        &loaded.nodes_in_snapshot_order(),
+        &clients,
+    );
+    let d_bar = d_bar(&measured.records, config.warmup());
+    let all = clients.all_latencies_sorted();
+    drop(loaded);
+    Ok(ArmRun {
+        algorithm: arm.name().into(),
+        repeat,
+        seed: workload.seed,
+        d_bar,
+        keys_moved: measured.moved,
+        client_errors: clients.errors,
+        stale_reads: clients.stale_reads,
+        lost_keys: keys.lost,
+        stale_keys: keys.stale,
+        requests: clients.requests,
+        p50_ms: percentile(&all, 0.5).unwrap_or(f64::NAN),
+        p99_ms: percentile(&all, 0.99).unwrap_or(f64::NAN),
+        nodes,
+        steps: measured.records,
+        error_samples: clients.error_samples,
+        rebalancer_notes: settled.notes,
+        rebalance_log: settled.rebalance_log,
+    })
+}
+
+/// A started cluster with every key loaded, the measurement's connection to it and what the
+/// arm needs to know about it. Field order matters: the connection closes before the servers
+/// stop.
+struct LoadedCluster {
+    cluster: Cluster,
+    live: LiveCluster,
+    seed: String,
+    /// The first snapshot (masters sorted by address: node indices follow it).
+    snapshot: Snapshot,
+    /// `(address, capacity)` of every master, in start order.
+    weights: Vec<(String, f64)>,
+    /// For every master of the snapshot, its index in start order.
+    order: Vec<usize>,
+    /// Keys per slot (keys are neither created nor deleted during the workload).
+    slot_keys: Vec<u64>,
+}
+
+impl LoadedCluster {
+    fn start(config: &LiveConfig, limiter: &CpuLimiter) -> Result<LoadedCluster, ExperimentError> {
+        let live = start_cluster(config, limiter)?;
+        let seed = live.cluster.seed();
+        let mut cluster = connect(&seed)?;
+        let snapshot = cluster.snapshot()?;
+        load_keys(&mut cluster, &snapshot, config.keys)?;
+        let weights: Vec<(String, f64)> = live
+            .nodes
+            .iter()
+            .map(|n| (n.address.clone(), n.class.capacity()))
+            .collect();
+        let order = snapshot
+            .masters
+            .iter()
+            .map(|m| {
+                live.nodes
+                    .iter()
+                    .position(|n| n.address == m.address)
+                    .ok_or_else(|| ExperimentError::UnknownMaster(m.address.clone()))
+            })
+            .collect::<Result<Vec<usize>, _>>()?;
+        let slot_keys = cluster.key_counts(&snapshot)?;
+        Ok(LoadedCluster {
+            cluster,
+            live,
+            seed,
+            snapshot,
+            weights,
+            order,
+            slot_keys,
+        })
+    }
+
+    /// The masters' descriptions in snapshot (address) order.
+    fn nodes_in_snapshot_order(&self) -> Vec<NodeInfo> {
+        self.order
+            .iter()
+            .map(|&i| self.live.nodes[i].clone())
+            .collect()
+    }
+}
+
+/// The hot keys: those in the initial slot range of the first medium node (a weak one if
+/// none).
+fn hot_keys(
+    config: &LiveConfig,
+    loaded: &LoadedCluster,
+    workload: &WorkloadConfig,
+) -> Result<Vec<usize>, ExperimentError> {
+    let hot_node = config
+        .classes()
+        .iter()
+        .position(|c| *c == NodeClass::Medium)
+        .unwrap_or(config.nodes - 1);
+    let hot_address = &loaded.live.nodes[hot_node].address;
+    let snapshot = &loaded.snapshot;
+    let hot_index = snapshot
+        .masters
+        .iter()
+        .position(|m| &m.address == hot_address)
+        .ok_or_else(|| ExperimentError::UnknownMaster(hot_address.clone()))?;
+    let owned: Vec<u16> = (0..ach_redis::slot::SLOT_COUNT as u16)
+        .filter(|&s| snapshot.owners[usize::from(s)] == Some(hot_index))
+        .collect();
+    let (Some(&first), Some(&last)) = (owned.first(), owned.last()) else {
+        return Err(ExperimentError::HotNodeOwnsNoSlot(hot_address.clone()));
+    };
+    Ok(workload.hot_keys_in((first, last)))
+}
+
+/// The cpu of a node of relative weight 1: the mean quota, or the whole machine without
+/// quotas.
+fn cpu_per_weight(config: &LiveConfig, limiter: &CpuLimiter) -> f64 {
+    match limiter {
+        CpuLimiter::Unavailable(_) => 1.0,
+        _ => {
+            let classes = config.classes();
+            let mean = classes.iter().map(|c| c.capacity()).sum::<f64>() / classes.len() as f64;
+            config.cpu_per_strong_node * mean
+        }
+    }
+}
+
+/// The workload's clients and the arm's rebalancer, running.
+struct Running {
+    shared: Arc<Shared>,
+    rebalancer: Rebalancer,
+    rebalance_stop: Arc<AtomicBool>,
+    clients: Vec<JoinHandle<ClientReport>>,
+}
+
+/// Starts the rebalancer, then the client threads.
+fn start_workload(
+    config: &LiveConfig,
+    arm: &Arm,
+    loaded: &LoadedCluster,
+    workload: &WorkloadConfig,
+    hot: Vec<usize>,
+    cpu_per_weight: f64,
+) -> Result<Running, ExperimentError> {
+    let interval = Duration::from_millis(config.interval_ms);
+    let shared = Arc::new(Shared {
+        stop: AtomicBool::new(false),
+        owners: loaded
+            .snapshot
+            .owners
+            .iter()
+            .map(|o| AtomicU8::new(o.unwrap_or(0) as u8))
+            .collect(),
+        started: Instant::now(),
+        interval,
+    });
+    let rebalance_stop = Arc::new(AtomicBool::new(false));
+    let rebalancer = start_rebalancer(
+        arm,
+        &RebalancerSetup {
+            seed: &loaded.seed,
+            weights: &loaded.weights,
+            snapshot: &loaded.snapshot,
+            steps: config.steps(),
+            interval,
+            cpu_per_weight,
+        },
+        Arc::clone(&rebalance_stop),
+    )?;
+    let clients = (0..config.clients)
+        .map(|client| {
+            let workload = workload.clone();
+            let hot = hot.clone();
+            let urls = loaded.live.cluster.urls();
+            let shared = Arc::clone(&shared);
+            std::thread::spawn(move || workload::run_client(&workload, client, &hot, urls, shared))
+        })
+        .collect();
+    Ok(Running {
+        shared,
+        rebalancer,
+        rebalance_stop,
+        clients,
+    })
+}
+
+/// The user's request to stop, and where progress goes.
+struct StopRequest<'a> {
+    user_stop: &'a AtomicBool,
+    progress: &'a mut dyn Write,
+}
+
+/// What the steps measured.
+struct Measured {
+    records: Vec<StepRecord>,
+    /// The owner of every slot at the last observation.
+    owners: Vec<Option<usize>>,
+    /// Keys in slots that changed owner so far.
+    moved: u64,
+}
+
+/// One observation per step until the arm's duration or the user's stop; slot owners seen
+/// changing are counted as moved keys and passed on to the clients.
+fn measure(
+    config: &LiveConfig,
+    arm: &Arm,
+    loaded: &mut LoadedCluster,
+    observer: &mut Observer,
+    shared: &Shared,
+    stop: StopRequest<'_>,
+) -> Measured {
+    let StopRequest {
+        user_stop,
+        progress,
+    } = stop;
+    let interval = shared.interval;
+    let mut measured = Measured {
+        records: Vec::new(),
+        owners: loaded.snapshot.owners.clone(),
+        moved: 0,
+    };
+    for t in 0..config.steps() {
+        let due = shared.started + interval * (t + 1);
+        while Instant::now() < due {
+            if user_stop.load(Ordering::SeqCst) {
+                break;
+            }
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+        }
+        if user_stop.load(Ordering::SeqCst) {
+            let _ = writeln!(progress, "  stopped by request at step {t}");
+            break;
+        }
+        let (loads, d) = match observer.observe(&mut loaded.cluster) {
+            Ok((now, loads)) => {
+                for (slot, owner) in now.owners.iter().enumerate() {
+                    if *owner != measured.owners[slot] && owner.is_some() {
+                        measured.moved += loaded.slot_keys[slot];
+                        measured.owners[slot] = *owner;
+                        if let Some(owner) = owner {
+                            shared.owners[slot].store(*owner as u8, Ordering::Relaxed);
+                        }
+                    }
+                }
+                let d = imbalance(&loads);
+                (loads, d.is_finite().then_some(d))
+            }
+            Err(_) => (Vec::new(), None),
+        };
+        let _ = writeln!(
+            progress,
+            "  {} t={:>3}s/{}s  D={}  keys moved {}",
+            arm.name(),
+            (t + 1) as f64 * interval.as_secs_f64(),
+            config.duration_s,
+            d.map_or("  n/a ".to_string(), |d| format!("{d:.4}")),
+            measured.moved
+        );
+        measured.records.push(StepRecord {
+            t,
+            loads,
+            d,
+            keys_moved: measured.moved,
+            client_errors: 0,
+            p50_ms: Vec::new(),
+            p99_ms: Vec::new(),
+        });
+    }
+    measured
+}
+
+/// What the arm left once everything stopped.
+struct Settled {
+    reports: Vec<ClientReport>,
+    notes: Vec<String>,
+    rebalance_log: String,
+}
+
+/// Stops the clients and the rebalancer, closes the slots a stopped migration left open and
+/// counts the moves of the final layout (redis-cli may have finished after the last step).
+fn settle(
+    running: Running,
+    cluster: &mut Cluster,
+    measured: &mut Measured,
+) -> Result<Settled, ExperimentError> {
+    running.shared.stop.store(true, Ordering::SeqCst);
+    let reports = running
+        .clients
+        .into_iter()
+        .map(|h| h.join().map_err(|_| ExperimentError::ClientPanicked))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut notes, rebalance_log) = finish_rebalancer(running.rebalancer, &running.rebalance_stop);
+    let fixed = fix(cluster, &MigrationOptions::default())?;
+    if !fixed.is_empty() {
+        notes.push(format!(
+            "{} open slots closed by fix after the arm",
+            fixed.len()
+        ));
+    }
+    let final_snapshot = cluster.snapshot()?;
+    let slot_keys = cluster.key_counts(&final_snapshot)?;
+    for (slot, owner) in final_snapshot.owners.iter().enumerate() {
+        if *owner != measured.owners[slot] {
+            measured.moved += slot_keys[slot];
+        }
+    }
+    Ok(Settled {
+        reports,
+        notes,
+        rebalance_log,
+    })
+}
+
+/// The clients' reports added up.
+struct ClientTotals {
+    /// The last version written of every key written.
+    versions: BTreeMap<usize, u64>,
+    /// `(step, node, microseconds)` of every request answered.
+    latencies: Vec<(u32, u8, f32)>,
+    errors: u64,
+    stale_reads: u64,
+    requests: u64,
+    error_samples: Vec<String>,
+    /// Client errors per step (the last entry also takes those after the last step).
+    errors_per_step: Vec<u32>,
+}
+
+impl ClientTotals {
+    fn gather(reports: Vec<ClientReport>, steps: u32) -> ClientTotals {
+        let mut totals = ClientTotals {
+            versions: BTreeMap::new(),
+            latencies: Vec::new(),
+            errors: 0,
+            stale_reads: 0,
+            requests: 0,
+            error_samples: Vec::new(),
+            errors_per_step: vec![0u32; steps as usize + 1],
+        };
+        for report in reports {
+            totals.versions.extend(report.versions);
+            totals.errors += report.errors;
+            totals.stale_reads += report.stale_reads;
+            totals.requests += report.requests;
+            totals.error_samples.extend(report.error_samples);
+            for (step, count) in report.errors_per_step.iter().enumerate() {
+                let step = step.min(totals.errors_per_step.len() - 1);
+                totals.errors_per_step[step] += count;
+            }
+            totals.latencies.extend(report.latencies);
+        }
+        totals
+    }
+
+    fn all_latencies_sorted(&self) -> Vec<f32> {
+        let mut all: Vec<f32> = self
+            .latencies
+            .iter()
+            .map(|&(_, _, micros)| micros)
+            .collect();
+        all.sort_by(f32::total_cmp);
+        all
+    }
+}
+
+/// Fills every step's client errors and per-master latency percentiles; returns `nodes` with
+/// their percentiles over the run.
+fn latency_statistics(
+    records: &mut [StepRecord],
+    nodes: &[NodeInfo],
+    clients: &ClientTotals,
+) -> Vec<NodeInfo> {
+    let masters = nodes.len();
+    let mut per_step: BTreeMap<(u32, u8), Vec<f32>> = BTreeMap::new();
+    let mut per_node: Vec<Vec<f32>> = vec![Vec::new(); masters];
+    for &(step, node, micros) in &clients.latencies {
+        per_step.entry((step, node)).or_default().push(micros);
+        per_node[usize::from(node).min(masters - 1)].push(micros);
+    }
+    for values in per_step.values_mut().chain(per_node.iter_mut()) {
+        values.sort_by(f32::total_cmp);
+    }
+    for record in records.iter_mut() {
+        record.client_errors = clients.errors_per_step[record.t as usize];
+        for node in 0..masters {
+            let values = per_step.get(&(record.t, node as u8)).map_or(&[][..], |v| v);
+            record.p50_ms.push(percentile(values, 0.5));
+            record.p99_ms.push(percentile(values, 0.99));
+        }
+    }
+    let mut nodes = nodes.to_vec();
+    for (node, values) in nodes.iter_mut().zip(&per_node) {
+        node.p50_ms = percentile(values, 0.5);
+        node.p99_ms = percentile(values, 0.99);
+    }
+    nodes
+}
+
+/// The mean of `D(t)` after the warm-up (NaN when no step after it was observed).
+fn d_bar(records: &[StepRecord], warmup: u32) -> f64 {
+    let measured: Vec<f64> = records
+        .iter()
+        .filter(|r| r.t >= warmup)
+        .filter_map(|r| r.d)
+        .collect();
+    if measured.is_empty() {
+        f64::NAN
+    } else {
+        measured.iter().sum::<f64>() / measured.len() as f64
+    }
+}
+
+/// The `q` quantile (nearest rank) of sorted microseconds, in milliseconds.
+fn percentile(sorted: &[f32], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(f64::from(sorted[rank - 1]) / 1000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_are_nearest_ranks_in_milliseconds() {
+        let sorted = [1000.0, 2000.0, 3000.0, 4000.0];
+        assert_eq!(percentile(&sorted, 0.5), Some(2.0));
+        assert_eq!(percentile(&sorted, 0.99), Some(4.0));
+        assert_eq!(percentile(&[], 0.5), None);
+    }
+
+    #[test]
+    fn d_bar_leaves_out_the_warm_up_and_unobserved_steps() {
+        let record = |t: u32, d: Option<f64>| StepRecord {
+            t,
+            loads: Vec::new(),
+            d,
+            keys_moved: 0,
+            client_errors: 0,
+            p50_ms: Vec::new(),
+            p99_ms: Vec::new(),
+        };
+        let records = [
+            record(0, Some(9.0)),
+            record(1, Some(9.0)),
+            record(2, Some(1.0)),
+            record(3, None),
+            record(4, Some(3.0)),
+        ];
+        assert_eq!(d_bar(&records, 2), 2.0);
+        assert!(d_bar(&records[..2], 2).is_nan());
+    }
+}

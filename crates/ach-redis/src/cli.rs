@@ -1,0 +1,416 @@
+//! The `ach-redis` command line: status, plan, rebalance and fix for a Redis Cluster, over a
+//! catalogue of algorithms.
+//!
+//! The `ach-redis` binary runs it with the built-in catalogue; a user's binary runs it with its
+//! own, and `--algorithm` then finds the user's algorithms too:
+//!
+//! ```no_run
+//! use ach_baselines::StaticW;
+//! use ach_baselines::catalogue::{Catalogue, Entry};
+//!
+//! // `my-ach-redis rebalance --cluster 127.0.0.1:7000 --algorithm mine --steps 10 --interval-ms 1000`
+//! fn main() -> std::process::ExitCode {
+//!     let mut catalogue = Catalogue::built_in();
+//!     catalogue.add(Entry::new("Mine", "M1", |_| Ok(Box::new(StaticW)))).unwrap();
+//!     ach_redis::cli::run(catalogue)
+//! }
+//! ```
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use ach_baselines::catalogue::{Catalogue, Entry, names};
+use ach_telemetry::TelemetryConfig;
+use clap::{Args, Parser, Subcommand};
+
+use crate::Error;
+use crate::backend::BackendChoice;
+use crate::cluster::{Cluster, ConnectOptions};
+use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
+use crate::migrate::{MigrationOptions, ProtocolPoint};
+use crate::rebalance::{LoopOptions, report_fix, run as run_loop};
+use crate::report::{plan_text, status_text};
+use crate::telemetry::ReadingRules;
+
+/// Load-aware, budgeted rebalancing of a Redis Cluster with ACH.
+#[derive(Parser)]
+#[command(name = "ach-redis", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Nodes, slots, keys per node, the load vector and its inputs, open slots.
+    Status {
+        #[command(flatten)]
+        common: Common,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One control step, printed with its score; nothing is moved (a dry run).
+    Plan {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The control loop: observe, plan, migrate every planned slot, confirm, repeat.
+    Rebalance {
+        #[command(flatten)]
+        common: Common,
+        /// Number of control steps.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        steps: u64,
+        /// Time between two steps, in milliseconds (1 to 86400000).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+        interval_ms: u64,
+        #[command(flatten)]
+        algorithm: AlgorithmArgs,
+        /// Write one JSON line per step to this file.
+        #[arg(long, value_name = "FILE.jsonl")]
+        log: Option<std::path::PathBuf>,
+        /// ACH's per-step budget cap `M_max` (fraction of all keys).
+        #[arg(long)]
+        m_max: Option<f64>,
+        /// ACH's horizon budget `M_H` (fraction of all keys per `--horizon` steps).
+        #[arg(long)]
+        m_horizon: Option<f64>,
+        /// ACH's horizon `H` in steps.
+        #[arg(long)]
+        horizon: Option<usize>,
+        /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing).
+        #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
+        beta: f64,
+        /// Skip planned moves of slots holding fewer keys (default 1: skip empty slots, which
+        /// carry no load and still cost a protocol round and an epoch bump each).
+        #[arg(long, default_value_t = 1)]
+        min_slot_keys: u64,
+        /// Keys per MIGRATE batch.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        batch: u64,
+        /// Test hook: wait forever at this point of the first migration.
+        #[arg(long, value_enum, hide = true)]
+        pause_at: Option<ProtocolPoint>,
+    },
+    /// Complete (or roll back) every slot left open by an interrupted migration.
+    Fix {
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(Args)]
+struct AlgorithmArgs {
+    /// The balancing algorithm, by name, label or alias, case-insensitive: ach, static-w (a0),
+    /// static-wt (a1), dynamic-r (a2), bounded-loads (a3), ach-f, or one a user's catalogue
+    /// adds.
+    #[arg(long, default_value = names::ACH)]
+    algorithm: String,
+    /// A parameter of the algorithm, NAME=VALUE (`ach_f.window=7`); repeatable.
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_parameter)]
+    parameters: Vec<(String, f64)>,
+}
+
+impl AlgorithmArgs {
+    /// The catalogue entry named.
+    fn entry(&self, catalogue: &Catalogue) -> Result<Entry, Error> {
+        catalogue
+            .find(&self.algorithm)
+            .cloned()
+            .map_err(|e| Error::Input(format!("--algorithm: {e}")))
+    }
+}
+
+fn parse_parameter(text: &str) -> Result<(String, f64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE (for example ach_f.window=7)"))?;
+    let value: f64 = value
+        .parse()
+        .map_err(|_| format!("value {value:?} of {name:?} is not a number"))?;
+    Ok((name.to_string(), value))
+}
+
+#[derive(Args)]
+struct Common {
+    /// Any node of the cluster, HOST:PORT.
+    #[arg(long, value_name = "HOST:PORT")]
+    cluster: String,
+    /// Relative capacity of a node (address or node id), as `redis-cli --cluster rebalance`
+    /// takes it; nodes not named weigh 1. Repeatable.
+    #[arg(long, value_name = "NODE=W", value_parser = parse_weight)]
+    weight: Vec<(String, f64)>,
+    /// Memory capacity per node in MiB, for nodes without maxmemory (default: the machine's
+    /// memory).
+    #[arg(long, value_name = "MIB")]
+    memory_capacity_mb: Option<f64>,
+    /// p99 latency that counts as full load, in microseconds.
+    #[arg(long, default_value_t = 1000.0)]
+    latency_target_us: f64,
+    /// Wait between the two telemetry samples of `status` and `plan`, in milliseconds.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    sample_ms: u64,
+    /// Reply timeout of every command, in milliseconds.
+    #[arg(long, default_value_t = 5000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
+    timeout_ms: u64,
+    /// The backend: detected from INFO server (valkey for Valkey >= 9, redis otherwise), or
+    /// forced (valkey needs Valkey >= 9 on every master).
+    #[arg(long, value_enum, default_value = "auto")]
+    backend: BackendChoice,
+    /// Turn on Valkey's per-slot load counters on every master first
+    /// (CONFIG SET cluster-slot-stats-enabled yes); never done without this flag.
+    #[arg(long)]
+    enable_slot_stats: bool,
+}
+
+/// A `--weight` that does not read as `NODE=W` with a finite weight > 0.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?}: {rule}")]
+struct WeightError {
+    text: String,
+    rule: &'static str,
+}
+
+fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
+    let fail = |rule| WeightError {
+        text: text.to_string(),
+        rule,
+    };
+    let (node, weight) = text
+        .split_once('=')
+        .ok_or_else(|| fail("is not NODE=W (for example 127.0.0.1:7000=2)"))?;
+    let weight: f64 = weight
+        .parse()
+        .map_err(|_| fail("the weight after = is not a number"))?;
+    if node.is_empty() || !(weight.is_finite() && weight > 0.0) {
+        return Err(fail("the node must be named and the weight finite and > 0"));
+    }
+    Ok((node.to_string(), weight))
+}
+
+/// Parses the process's arguments and runs the command with `catalogue`'s algorithms; errors
+/// are printed, and the exit code is 2 for bad input, 1 for a failure.
+pub fn run(catalogue: Catalogue) -> ExitCode {
+    let cli = Cli::parse();
+    match execute(cli, &catalogue) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("ach-redis: error: {error}");
+            ExitCode::from(error.exit_code() as u8)
+        }
+    }
+}
+
+fn control_options(
+    common: &Common,
+    algorithm: Entry,
+    parameters: Vec<(String, f64)>,
+    beta: f64,
+) -> Result<ControlOptions, Error> {
+    if let Some(mb) = common.memory_capacity_mb
+        && !(mb.is_finite() && mb > 0.0)
+    {
+        return Err(Error::Input(format!(
+            "--memory-capacity-mb {mb}: must be a finite number > 0"
+        )));
+    }
+    if !(common.latency_target_us.is_finite() && common.latency_target_us > 0.0) {
+        return Err(Error::Input(format!(
+            "--latency-target-us {}: must be a finite number > 0",
+            common.latency_target_us
+        )));
+    }
+    Ok(ControlOptions {
+        algorithm,
+        parameters,
+        weights: common.weight.clone(),
+        rules: ReadingRules {
+            memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
+            latency_target_usec: common.latency_target_us,
+            cpu_per_weight: 1.0,
+        },
+        telemetry: TelemetryConfig {
+            beta,
+            ..TelemetryConfig::paper()
+        },
+        ach: live_ach_config(),
+        migration: MigrationOptions::default(),
+        min_slot_keys: 1,
+    })
+}
+
+/// Connects, picks the backend and, with `--enable-slot-stats`, turns on the per-slot
+/// counters.
+fn connect(common: &Common) -> Result<Cluster, Error> {
+    let mut cluster = Cluster::connect_with(
+        &common.cluster,
+        ConnectOptions {
+            timeout: Duration::from_millis(common.timeout_ms),
+            backend: common.backend,
+        },
+    )?;
+    if common.enable_slot_stats {
+        let snapshot = cluster.snapshot()?;
+        cluster
+            .backend()
+            .enable_slot_stats(&mut cluster, &snapshot)?;
+    }
+    Ok(cluster)
+}
+
+/// Observes once over `--sample-ms` (see [`observe_once`]).
+fn observe_once_with(
+    cluster: &mut Cluster,
+    common: &Common,
+    algorithm: Entry,
+    parameters: Vec<(String, f64)>,
+) -> Result<(Controller, Observed), Error> {
+    let controller = Controller::new(control_options(common, algorithm, parameters, 1.0)?)?;
+    observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
+}
+
+fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
+    match cli.command {
+        Command::Status { common, json } => {
+            let mut cluster = connect(&common)?;
+            let mut snapshot = cluster.snapshot()?;
+            let observed = if snapshot.healthy() {
+                // Observing plans nothing: any algorithm does; A0's never moves a token.
+                let observer = Catalogue::built_in()
+                    .get(names::STATIC_W)
+                    .cloned()
+                    .expect("a built-in");
+                // The cluster can turn degraded between the two samples (a slot switching
+                // owner while gossip spreads it): then the status of a degraded cluster.
+                match observe_once_with(&mut cluster, &common, observer, Vec::new()) {
+                    Ok((_, observed)) => Some(observed),
+                    Err(Error::Degraded(problems)) => {
+                        snapshot.problems = problems;
+                        None
+                    }
+                    Err(error) => return Err(error),
+                }
+            } else {
+                None
+            };
+            if json {
+                let value = serde_json::json!({ "snapshot": snapshot, "observed": observed });
+                println!("{value:#}");
+            } else {
+                print!("{}", status_text(&snapshot, observed.as_ref()));
+            }
+            Ok(())
+        }
+        Command::Plan {
+            common,
+            algorithm,
+            json,
+        } => {
+            let entry = algorithm.entry(catalogue)?;
+            let mut cluster = connect(&common)?;
+            let (mut controller, observed) =
+                observe_once_with(&mut cluster, &common, entry, algorithm.parameters)?;
+            let plan = controller.plan(&observed)?;
+            if json {
+                let value = serde_json::json!({ "observed": observed, "plan": plan });
+                println!("{value:#}");
+            } else {
+                print!("{}", status_text(&observed.snapshot, Some(&observed)));
+                print!("{}", plan_text(&plan));
+            }
+            Ok(())
+        }
+        Command::Rebalance {
+            common,
+            steps,
+            interval_ms,
+            algorithm,
+            log,
+            m_max,
+            m_horizon,
+            horizon,
+            beta,
+            min_slot_keys,
+            batch,
+            pause_at,
+        } => {
+            let entry = algorithm.entry(catalogue)?;
+            let mut options = control_options(&common, entry, algorithm.parameters, beta)?;
+            if let Some(value) = m_max {
+                options.ach.m_max = value;
+            }
+            if let Some(value) = m_horizon {
+                options.ach.m_horizon = value;
+            }
+            if let Some(value) = horizon {
+                options.ach.horizon = value;
+            }
+            options.min_slot_keys = min_slot_keys;
+            options.migration = MigrationOptions {
+                batch: batch as usize,
+                pause_at,
+                ..MigrationOptions::default()
+            };
+            let migration = options.migration;
+            let mut controller = Controller::new(options)?;
+            let mut cluster = connect(&common)?;
+            let snapshot = cluster.snapshot()?;
+            if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
+                return Err(Error::Degraded(snapshot.problems));
+            }
+            controller.relative_weights(&snapshot)?;
+            let mut log_file: Box<dyn Write> = match &log {
+                Some(path) => {
+                    Box::new(std::fs::File::create(path).map_err(|source| Error::File {
+                        path: path.display().to_string(),
+                        source,
+                    })?)
+                }
+                None => Box::new(std::io::sink()),
+            };
+            let stop = Arc::new(AtomicBool::new(false));
+            let handler_stop = Arc::clone(&stop);
+            let _ = ctrlc::set_handler(move || {
+                eprintln!(
+                    "ach-redis: stopping after the slot in flight (a running atomic job is \
+                     cancelled)"
+                );
+                handler_stop.store(true, Ordering::SeqCst);
+            });
+            let moved = run_loop(
+                &mut cluster,
+                &mut controller,
+                LoopOptions {
+                    steps,
+                    interval: Duration::from_millis(interval_ms),
+                },
+                &migration,
+                &stop,
+                &mut log_file,
+                &mut std::io::stderr(),
+            )?;
+            println!("rebalance done: {moved} keys moved");
+            Ok(())
+        }
+        Command::Fix { common } => {
+            let mut cluster = connect(&common)?;
+            let actions = cluster
+                .backend()
+                .fix(&mut cluster, &MigrationOptions::default())?;
+            if actions.is_empty() {
+                println!("fix: no open slot");
+            }
+            report_fix(&actions, &mut std::io::stdout());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,363 @@
+//! What only the valkey backend does, on real valkey-server 9 clusters: a hot slot with few
+//! keys seen by its per-slot cpu and its node relieved by what the server itself reports,
+//! slot statistics off (said, keys as fallback) and turned on only when asked, an atomic job
+//! that fails retried once and then migrated key by key with nothing lost, and a mixed
+//! cluster refused.
+
+#[macro_use]
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use ach_redis::backend::valkey::parse_slot_stats;
+use ach_redis::backend::{BackendKind, MoveGroup};
+use ach_redis::cluster::Cluster;
+use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
+use ach_redis::migrate::{MigrationMethod, MigrationOptions};
+use ach_redis::slot::key_slot;
+use common::{
+    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_log, serial,
+    start_cluster_of,
+};
+
+fn text(output: &std::process::Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+/// `cpu-usec` per master over `window`, summed over its slots, by address.
+fn slot_cpu_over(cluster: &LocalCluster, window: Duration) -> Vec<(String, f64)> {
+    let read = || -> Vec<f64> {
+        cluster
+            .servers()
+            .iter()
+            .map(|server| {
+                let mut connection = server.connection().unwrap();
+                let reply: redis::Value = redis::cmd("CLUSTER")
+                    .arg("SLOT-STATS")
+                    .arg("SLOTSRANGE")
+                    .arg(0)
+                    .arg(16383)
+                    .query(&mut connection)
+                    .unwrap();
+                parse_slot_stats(&reply)
+                    .unwrap()
+                    .iter()
+                    .filter_map(|s| s.cpu_usec)
+                    .sum::<u64>() as f64
+            })
+            .collect()
+    };
+    let before = read();
+    std::thread::sleep(window);
+    let after = read();
+    cluster
+        .servers()
+        .iter()
+        .zip(before.iter().zip(after))
+        .map(|(server, (b, a))| (server.address(), a - b))
+        .collect()
+}
+
+fn share_of(loads: &[(String, f64)], address: &str) -> f64 {
+    let total: f64 = loads.iter().map(|l| l.1).sum();
+    loads.iter().find(|l| l.0 == address).map_or(0.0, |l| l.1) / total.max(1.0)
+}
+
+#[test]
+fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 4);
+    // 8000 keys over all slots, 20 in one slot of server 0 that gets 30 % of the requests.
+    let data = Arc::new(DataSet::with_hot_slot(8000, 20, (0, 4095)));
+    data.load(&cluster, 2);
+    let hot_slot = data.hot_slots[0];
+    let hot = cluster.servers()[0].address();
+    let seed = cluster.seed();
+    let workload = Workload::start_hot(&cluster, &data, 2, Duration::from_secs(240), 30);
+
+    let status = ach_redis(&[
+        "status",
+        "--cluster",
+        &seed,
+        "--enable-slot-stats",
+        "--json",
+        "--sample-ms",
+        "1500",
+    ]);
+    let (out, err) = text(&status);
+    assert!(status.status.success(), "{err}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let observed = &json["observed"];
+    assert_eq!(observed["signals"]["backend"], "valkey");
+    assert_eq!(observed["signals"]["slot_stats"], true, "{out}");
+    assert_eq!(
+        observed["hot_slots"][0]["slot"], hot_slot,
+        "the hot slot of 20 keys is the hottest: {}",
+        observed["hot_slots"]
+    );
+
+    let before = slot_cpu_over(&cluster, Duration::from_secs(3));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let rebalance = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--steps",
+        "14",
+        "--interval-ms",
+        "500",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]);
+    let (_, progress) = text(&rebalance);
+    assert!(rebalance.status.success(), "{progress}");
+    let after = slot_cpu_over(&cluster, Duration::from_secs(3));
+    let report = workload.finish();
+    let (share_before, share_after) = (share_of(&before, &hot), share_of(&after, &hot));
+    eprintln!(
+        "{progress}\nhot node's share of cpu-usec: {share_before:.3} before, {share_after:.3} after"
+    );
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    let steps = read_log(log.path());
+    let config = ach_control::AchConfig::live();
+    let mut migrations = 0;
+    for step in &steps {
+        assert_eq!(step["backend"], "valkey");
+        assert_eq!(step["slot_stats"], true, "{step}");
+        assert!(step["moved_fraction"].as_f64().unwrap() <= config.m_max + 1e-9);
+        for migration in step["outcome"]["migrations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            assert_eq!(migration["method"], "atomic", "{migration}");
+            assert_eq!(migration["outcome"], "success", "{migration}");
+            migrations += 1;
+        }
+    }
+    let moved: f64 = steps
+        .iter()
+        .map(|s| s["moved_fraction"].as_f64().unwrap())
+        .sum();
+    assert!(moved <= config.m_horizon + 1e-9, "{moved}");
+    assert!(migrations > 0, "nothing moved:\n{progress}");
+    assert!(
+        share_after < share_before - 0.05,
+        "hot node's share of the server's cpu-usec: {share_before:.3} before, \
+         {share_after:.3} after\n{progress}"
+    );
+}
+
+#[test]
+fn slot_statistics_off_are_said_and_turned_on_only_when_asked() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 3);
+    let seed = cluster.seed();
+    let enabled = |server: &LocalServer| -> String {
+        let mut connection = server.connection().unwrap();
+        let reply: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("cluster-slot-stats-enabled")
+            .query(&mut connection)
+            .unwrap();
+        reply[1].clone()
+    };
+    let status = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "100"]);
+    let (out, err) = text(&status);
+    assert!(status.status.success(), "{err}");
+    assert!(
+        out.contains("backend: valkey; per-slot statistics: off"),
+        "{out}"
+    );
+    assert!(out.contains("--enable-slot-stats turns them on"), "{out}");
+    assert!(cluster.servers().iter().all(|s| enabled(s) == "no"));
+    // A plan without them falls back to keys; nothing was turned on.
+    let plan = ach_redis(&["plan", "--cluster", &seed, "--sample-ms", "100"]);
+    assert!(plan.status.success(), "{}", text(&plan).1);
+    assert!(cluster.servers().iter().all(|s| enabled(s) == "no"));
+    let status = ach_redis(&[
+        "status",
+        "--cluster",
+        &seed,
+        "--sample-ms",
+        "100",
+        "--enable-slot-stats",
+    ]);
+    let (out, err) = text(&status);
+    assert!(status.status.success(), "{err}");
+    assert!(out.contains("per-slot statistics: on"), "{out}");
+    assert!(cluster.servers().iter().all(|s| enabled(s) == "yes"));
+}
+
+/// Sends a signal to a server by its PID.
+fn signal(server: &LocalServer, name: &str) {
+    let status = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &server.pid().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_failing_atomic_job_is_retried_once_then_migrated_key_by_key_with_nothing_lost() {
+    let _serial = serial();
+    // Two primaries: a stopped one is only suspected failing (PFAIL), never failed over.
+    let cluster = start_cluster_of(ServerKind::Valkey, 2);
+    let key = |i: usize| format!("{{job}}:{i}");
+    let slot = key_slot(key(0).as_bytes());
+    let (source, target) = if slot < 8192 { (0, 1) } else { (1, 0) };
+    let mut on_source = cluster.servers()[source].connection().unwrap();
+    for i in 0..200 {
+        let _: () = redis::cmd("SET")
+            .arg(key(i))
+            .arg(format!("value-{i}"))
+            .query(&mut on_source)
+            .unwrap();
+    }
+    // A source that gives up on a silent target after 2 s (the default is 60 s).
+    for server in cluster.servers() {
+        let mut connection = server.connection().unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("repl-timeout")
+            .arg(2)
+            .query(&mut connection)
+            .unwrap();
+    }
+    let mut rebalancer = Cluster::connect(&cluster.seed(), Duration::from_secs(10)).unwrap();
+    assert_eq!(rebalancer.backend().kind(), BackendKind::Valkey);
+    let snapshot = rebalancer.snapshot().unwrap();
+    let from = snapshot
+        .index_of(
+            &redis::cmd("CLUSTER")
+                .arg("MYID")
+                .query::<String>(&mut on_source)
+                .unwrap(),
+        )
+        .unwrap();
+    let group = MoveGroup {
+        from,
+        to: 1 - from,
+        slots: vec![slot],
+    };
+    // The target stops answering until both atomic jobs have failed.
+    signal(&cluster.servers()[target], "STOP");
+    let watcher = {
+        let source_address = cluster.servers()[source].address();
+        let target_pid = cluster.servers()[target].pid();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let client = redis::Client::open(format!("redis://{source_address}/")).unwrap();
+            let mut connection = client.get_connection().unwrap();
+            while started.elapsed() < Duration::from_secs(120) {
+                let reply: redis::Value = redis::cmd("CLUSTER")
+                    .arg("GETSLOTMIGRATIONS")
+                    .query(&mut connection)
+                    .unwrap();
+                let jobs = ach_redis::backend::valkey::parse_jobs(&reply).unwrap();
+                if jobs.iter().filter(|j| j.state == "failed").count() >= 2 {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = std::process::Command::new("kill")
+                .args(["-CONT", &target_pid.to_string()])
+                .status();
+        })
+    };
+    let stop = AtomicBool::new(false);
+    let mut seen = Vec::new();
+    let outcome = rebalancer.backend().migrate(
+        &mut rebalancer,
+        &snapshot,
+        &group,
+        &MigrationOptions::default(),
+        &stop,
+        &mut |m| seen.push(format!("{:?} {}: {}", m.method, m.outcome, m.message)),
+    );
+    watcher.join().unwrap();
+    signal(&cluster.servers()[target], "CONT");
+    let methods: Vec<(MigrationMethod, &str)> = outcome
+        .migrations
+        .iter()
+        .map(|m| (m.method, m.outcome))
+        .collect();
+    assert_eq!(
+        methods,
+        vec![
+            (MigrationMethod::Atomic, "failed"),
+            (MigrationMethod::Atomic, "failed"),
+            (MigrationMethod::Keys, "success"),
+        ],
+        "{seen:?} {:?}",
+        outcome.errors
+    );
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert_eq!(outcome.switched, vec![slot]);
+    assert_eq!(outcome.migrations[2].keys, 200);
+    let mut on_target = cluster.servers()[target].connection().unwrap();
+    for i in 0..200 {
+        let value: String = redis::cmd("GET").arg(key(i)).query(&mut on_target).unwrap();
+        assert_eq!(value, format!("value-{i}"));
+    }
+    assert_check_clean(&cluster);
+}
+
+#[test]
+fn a_mixed_cluster_is_refused_with_exit_2() {
+    let _serial = serial();
+    let redis = LocalServer::start_of(ServerKind::Redis, ServerMode::Cluster)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let valkey = LocalServer::start_of(ServerKind::Valkey, ServerMode::Cluster)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut first = redis.connection().unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(0)
+        .arg(8191)
+        .query(&mut first)
+        .unwrap();
+    let mut second = valkey.connection().unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("ADDSLOTSRANGE")
+        .arg(8192)
+        .arg(16383)
+        .query(&mut second)
+        .unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(valkey.port())
+        .query(&mut first)
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let nodes: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut first)
+            .unwrap();
+        let joined = nodes.lines().count() == 2 && !nodes.contains("handshake");
+        if joined {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "redis-server 7.0 and valkey-server 9 did not join: {nodes}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let output = ach_redis(&["status", "--cluster", &redis.address()]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("mixed cluster"), "{err}");
+    assert!(
+        err.contains("redis 7.") && err.contains("valkey 9."),
+        "{err}"
+    );
+}
