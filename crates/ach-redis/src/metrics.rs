@@ -217,6 +217,11 @@ impl Metrics {
         }
     }
 
+    /// No migration runs any more (the step's migrations are over).
+    pub fn migration_ended(&self) {
+        self.migration_running.set(0);
+    }
+
     /// A step ended after `duration`, with `window_used_ratio` of the window budget spent.
     pub fn step_finished(&self, duration: Duration, window_used_ratio: f64) {
         self.steps.inc();

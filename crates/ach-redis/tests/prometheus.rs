@@ -2,6 +2,8 @@
 //! scrape, `promtool check rules` on the shipped alert rules, and a real Prometheus that
 //! scrapes the endpoint, loads the rules and answers queries about both.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -217,4 +219,121 @@ fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
         );
         std::thread::sleep(Duration::from_millis(500));
     }
+}
+
+/// A free loopback port (bound, then released for the rebalancer to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_rebalance_serves_its_metrics_to_a_real_prometheus_while_it_runs() {
+    let _serial = common::serial();
+    let cluster = common::start_cluster(3);
+    let data = common::DataSet::new(3_000, 0, 0, (0, 0));
+    data.load(&cluster, 2);
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let prometheus = LocalPrometheus::start(
+        &[ScrapeJob {
+            job: "ach-redis".into(),
+            targets: vec![address.clone()],
+            instances: Vec::new(),
+        }],
+        &[rules_file().as_path()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Static-Wt with server 0 three times as heavy moves slots to it at the first step.
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut rebalance = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            &cluster.seed(),
+            "--algorithm",
+            "static-wt",
+            "--weight",
+            &heavy,
+            "--steps",
+            "16",
+            "--interval-ms",
+            "500",
+            "--metrics-addr",
+            &address,
+        ])
+        // A file, not a pipe: one progress line per slot would fill a pipe nobody reads yet.
+        .stdout(Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    // Prometheus sees the steps while the rebalancer runs.
+    let timeout = Duration::from_secs(60);
+    let steps = prometheus.wait_for_series("ach_steps_total >= 1", timeout);
+    let migrations = prometheus.wait_for_series(
+        "sum(ach_migrations_total{method=\"keys\",outcome=\"success\"}) >= 1",
+        timeout,
+    );
+    let running = rebalance.try_wait().unwrap().is_none();
+    let status = rebalance.wait().unwrap();
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    assert!(status.success(), "{stderr}");
+    let steps = steps.unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    assert_eq!(steps[0].labels["job"], "ach-redis");
+    migrations.unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    assert!(
+        running,
+        "Prometheus saw the metrics only after the run: {stderr}"
+    );
+    let moved = prometheus
+        .wait_for_series("ach_keys_moved_total > 0", timeout)
+        .unwrap();
+    assert!(moved[0].value > 0.0, "{moved:?}");
+    let healthy = prometheus
+        .wait_for_series("ach_cluster_healthy", timeout)
+        .unwrap();
+    assert_eq!(healthy[0].value, 1.0);
+    common::assert_check_clean(&cluster);
+}
+
+#[test]
+fn a_metrics_port_in_use_stops_the_rebalance_before_anything_moves() {
+    let _serial = common::serial();
+    let cluster = common::start_cluster(3);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let before = cluster.servers()[0].address();
+    let heavy = format!("{before}=3");
+    let output = common::ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &cluster.seed(),
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "100",
+        "--metrics-addr",
+        &address,
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--metrics-addr {address}: cannot listen there")),
+        "{stderr}"
+    );
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut connection)
+        .unwrap();
+    let myself = nodes.lines().find(|l| l.contains("myself")).unwrap();
+    assert!(myself.ends_with(" 0-5460"), "slots moved: {myself}");
 }
