@@ -30,8 +30,9 @@ use crate::Error;
 use crate::backend::BackendChoice;
 use crate::cluster::{Cluster, ConnectOptions};
 use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
+use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
-use crate::rebalance::{LoopOptions, report_fix, run as run_loop};
+use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_metrics};
 use crate::report::{plan_text, status_text};
 use crate::telemetry::ReadingRules;
 
@@ -97,6 +98,10 @@ enum Command {
         /// Keys per MIGRATE batch.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         batch: u64,
+        /// Serve the rebalancer's metrics at http://HOST:PORT/metrics (OpenMetrics for
+        /// Prometheus, Prometheus text for other clients; docs/prometheus.md).
+        #[arg(long, value_name = "HOST:PORT")]
+        metrics_addr: Option<String>,
         /// Test hook: wait forever at this point of the first migration.
         #[arg(long, value_enum, hide = true)]
         pause_at: Option<ProtocolPoint>,
@@ -341,8 +346,18 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             beta,
             min_slot_keys,
             batch,
+            metrics_addr,
             pause_at,
         } => {
+            // The endpoint starts first: a port in use stops the run before anything moves.
+            let metrics = Arc::new(Metrics::new());
+            let _server = match &metrics_addr {
+                Some(address) => Some(
+                    MetricsServer::start(address, Arc::clone(&metrics))
+                        .map_err(|e| Error::Input(e.to_string()))?,
+                ),
+                None => None,
+            };
             let entry = algorithm.entry(catalogue)?;
             let mut options = control_options(&common, entry, algorithm.parameters, beta)?;
             if let Some(value) = m_max {
@@ -361,6 +376,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 ..MigrationOptions::default()
             };
             let migration = options.migration;
+            let (horizon, m_horizon) = (options.ach.horizon, options.ach.m_horizon);
             let mut controller = Controller::new(options)?;
             let mut cluster = connect(&common)?;
             let snapshot = cluster.snapshot()?;
@@ -386,7 +402,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 );
                 handler_stop.store(true, Ordering::SeqCst);
             });
-            let moved = run_loop(
+            let moved = run_with_metrics(
                 &mut cluster,
                 &mut controller,
                 LoopOptions {
@@ -397,6 +413,11 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 &stop,
                 &mut log_file,
                 &mut std::io::stderr(),
+                metrics_addr.as_ref().map(|_| LoopMetrics {
+                    metrics: &metrics,
+                    horizon,
+                    m_horizon,
+                }),
             )?;
             println!("rebalance done: {moved} keys moved");
             Ok(())

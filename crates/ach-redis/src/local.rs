@@ -125,7 +125,7 @@ pub fn valkey_server_binary() -> Result<PathBuf, LocalError> {
 
 /// Finds `name`: the path in `variable` when set, otherwise on the `PATH`, in `/usr/bin` or
 /// `/usr/local/bin`, otherwise `fallback` when it is a file. The error is the variable's name.
-fn find_binary(
+pub(crate) fn find_binary(
     variable: &'static str,
     name: &str,
     fallback: Option<PathBuf>,

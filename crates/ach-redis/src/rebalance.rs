@@ -9,6 +9,7 @@ use crate::backend::BackendKind;
 use crate::cluster::Cluster;
 use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
+use crate::metrics::{Metrics, NodeMetrics};
 use crate::migrate::{FixAction, MigrationMethod, MigrationOptions};
 use crate::topology::format_slot_ranges;
 
@@ -59,6 +60,38 @@ pub fn run(
     log: &mut dyn Write,
     progress: &mut dyn Write,
 ) -> Result<u64, Error> {
+    run_with_metrics(
+        cluster, controller, options, migration, stop, log, progress, None,
+    )
+}
+
+/// Where [`run_with_metrics`] reports: the metrics, and the window budget its ratio is of.
+#[derive(Clone, Copy)]
+pub struct LoopMetrics<'a> {
+    /// The families to update.
+    pub metrics: &'a Metrics,
+    /// The window `H`, in steps.
+    pub horizon: usize,
+    /// The window budget `M_H`, as a share of the keys.
+    pub m_horizon: f64,
+}
+
+/// [`run`], also updating `metrics` as it goes (the `/metrics` endpoint of
+/// `--metrics-addr`): each observation's loads, readings and imbalance, the cluster's health,
+/// every migration's outcome and time, each step's time and the share of the window budget the
+/// last `H` steps' moved keys spent.
+#[allow(clippy::too_many_arguments)]
+pub fn run_with_metrics(
+    cluster: &mut Cluster,
+    controller: &mut Controller,
+    options: LoopOptions,
+    migration: &MigrationOptions,
+    stop: &AtomicBool,
+    log: &mut dyn Write,
+    progress: &mut dyn Write,
+    metrics: Option<LoopMetrics<'_>>,
+) -> Result<u64, Error> {
+    let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
     report_fix(&cluster.backend().fix(cluster, migration)?, progress);
     let snapshot = cluster.snapshot()?;
     controller.prime(cluster, &snapshot)?;
@@ -85,14 +118,17 @@ pub fn run(
             outcome: None,
             moved_fraction: 0.0,
         };
+        let step_started = Instant::now();
         let observed = match controller.observe(cluster) {
             Ok(observed) => observed,
             Err(Error::Degraded(problems)) => {
+                mark_unhealthy(metrics);
                 degraded(&mut record, problems, log, progress)?;
                 continue;
             }
             Err(error @ (Error::Input(_) | Error::NotCluster { .. })) => return Err(error),
             Err(error) => {
+                mark_unhealthy(metrics);
                 degraded(&mut record, vec![error.to_string()], log, progress)?;
                 continue;
             }
@@ -102,6 +138,7 @@ pub fn run(
             match cluster.backend().fix(cluster, migration) {
                 Ok(actions) => record.fixed.extend(actions),
                 Err(error) => {
+                    mark_unhealthy(metrics);
                     degraded(&mut record, vec![error.to_string()], log, progress)?;
                     continue;
                 }
@@ -114,9 +151,31 @@ pub fn run(
             continue;
         }
         record.slot_stats = observed.signals.slot_stats;
+        if let Some(m) = metrics {
+            observe_metrics(m.metrics, &observed);
+        }
         let plan = controller.plan(&observed)?;
         let started = Instant::now();
+        if let Some(m) = metrics
+            && !plan.moves.is_empty()
+        {
+            m.metrics.migration_started();
+        }
         let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
+            if let Some(m) = metrics {
+                let method = match migration.method {
+                    MigrationMethod::Atomic => "atomic",
+                    MigrationMethod::Keys => "keys",
+                };
+                m.metrics.migration_finished(
+                    method,
+                    migration.outcome,
+                    Duration::from_secs_f64(migration.millis / 1000.0),
+                    migration.keys,
+                );
+                // The next migration of the step, if any, starts now.
+                m.metrics.migration_started();
+            }
             let _ = writeln!(
                 progress,
                 "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}",
@@ -165,6 +224,20 @@ pub fn run(
                 format!("; errors: {}", outcome.errors.join("; "))
             }
         );
+        if let Some(m) = metrics {
+            m.metrics.migration_ended();
+            window.push_back(record.moved_fraction);
+            while window.len() > m.horizon.max(1) {
+                window.pop_front();
+            }
+            let spent: f64 = window.iter().sum();
+            let ratio = if m.m_horizon > 0.0 {
+                spent / m.m_horizon
+            } else {
+                0.0
+            };
+            m.metrics.step_finished(step_started.elapsed(), ratio);
+        }
         record.observed = Some(&observed);
         record.plan = Some(&plan);
         record.outcome = Some(&outcome);
@@ -180,6 +253,36 @@ pub fn run(
         report_fix(&actions, progress);
     }
     Ok(moved)
+}
+
+/// A degraded cluster, into `metrics`.
+fn mark_unhealthy(metrics: Option<LoopMetrics<'_>>) {
+    if let Some(m) = metrics {
+        m.metrics.set_healthy(false);
+    }
+}
+
+/// An observation's loads, raw readings and imbalance, and a healthy cluster, into `metrics`.
+fn observe_metrics(metrics: &Metrics, observed: &Observed) {
+    const SIGNALS: [&str; 3] = ["cpu", "memory", "latency"];
+    let readings: Vec<[(&str, f64); 3]> = observed
+        .nodes
+        .iter()
+        .map(|node| std::array::from_fn(|k| (SIGNALS[k], node.reading[k])))
+        .collect();
+    metrics.observe(
+        observed
+            .nodes
+            .iter()
+            .zip(&readings)
+            .map(|(node, readings)| NodeMetrics {
+                address: &node.address,
+                load: node.load,
+                readings,
+            }),
+        observed.imbalance,
+    );
+    metrics.set_healthy(true);
 }
 
 /// One line per slot `fix` closed.

@@ -1,0 +1,339 @@
+//! The rebalancer's metrics against the real Prometheus tools: `promtool check metrics` on a
+//! scrape, `promtool check rules` on the shipped alert rules, and a real Prometheus that
+//! scrapes the endpoint, loads the rules and answers queries about both.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ach_redis::local::LocalCluster;
+use ach_redis::local_prometheus::{LocalExporter, LocalPrometheus, ScrapeJob, promtool_binary};
+use ach_redis::metrics::{Metrics, MetricsServer, NodeMetrics};
+use ach_redis::prometheus_api::PrometheusError;
+use ach_redis::prometheus_telemetry::PrometheusTelemetry;
+
+fn rules_file() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/prometheus/ach-rules.yml")
+}
+
+/// Metrics with a value in every family, as after a step with one migration.
+fn busy_metrics() -> Metrics {
+    let metrics = Metrics::new();
+    let readings = [("cpu", 0.4), ("memory", 0.2), ("latency", 0.1)];
+    let nodes = ["127.0.0.1:7000", "127.0.0.1:7001"].map(|address| NodeMetrics {
+        address,
+        load: 0.3,
+        readings: &readings,
+    });
+    metrics.observe(nodes, 0.05);
+    metrics.set_healthy(true);
+    metrics.migration_started();
+    metrics.migration_finished("keys", "success", Duration::from_millis(12), 40);
+    metrics.step_finished(Duration::from_millis(80), 0.25);
+    metrics
+}
+
+fn scrape(address: std::net::SocketAddr) -> String {
+    let mut stream = TcpStream::connect(address).expect("the endpoint accepts");
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nAccept: */*\r\n\r\n")
+        .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (_, body) = response.split_once("\r\n\r\n").expect("an HTTP answer");
+    body.to_string()
+}
+
+fn promtool(args: &[&str], stdin: Option<&str>) -> (bool, String) {
+    let binary = promtool_binary().unwrap_or_else(|e| panic!("{e}"));
+    let mut child = Command::new(&binary)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
+    if let Some(text) = stdin {
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+    } else {
+        drop(child.stdin.take());
+    }
+    let output = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout).to_string()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), text)
+}
+
+#[test]
+fn a_scrape_of_the_endpoint_passes_promtool_check_metrics() {
+    let server = MetricsServer::start("127.0.0.1:0", Arc::new(busy_metrics())).unwrap();
+    let body = scrape(server.address());
+    assert!(body.contains("ach_keys_moved_total 40"), "{body}");
+    let (ok, said) = promtool(&["check", "metrics"], Some(&body));
+    assert!(
+        ok && said.trim().is_empty(),
+        "promtool check metrics: {said}\n{body}"
+    );
+}
+
+#[test]
+fn the_alert_rules_pass_promtool_check_rules() {
+    let rules = rules_file();
+    let (ok, said) = promtool(&["check", "rules", rules.to_str().unwrap()], None);
+    assert!(ok, "promtool check rules: {said}");
+    assert!(said.contains("SUCCESS: 2 rules found"), "{said}");
+}
+
+#[test]
+fn a_real_prometheus_scrapes_the_endpoint_and_loads_the_alert_rules() {
+    let metrics = Arc::new(busy_metrics());
+    let server = MetricsServer::start("127.0.0.1:0", Arc::clone(&metrics)).unwrap();
+    let rules = rules_file();
+    let prometheus = LocalPrometheus::start(
+        &[ScrapeJob {
+            job: "ach-redis".into(),
+            targets: vec![server.address().to_string()],
+            instances: Vec::new(),
+        }],
+        &[rules.as_path()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let timeout = Duration::from_secs(30);
+    let steps = prometheus
+        .wait_for_series("ach_steps_total", timeout)
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(steps.len(), 1, "{steps:?}");
+    assert_eq!(steps[0].labels["job"], "ach-redis");
+    assert_eq!(steps[0].value, 1.0);
+    // The node families keep their labels, and a unit suffix survives the OpenMetrics scrape.
+    let loads = prometheus
+        .wait_for_series("ach_node_load", timeout)
+        .unwrap();
+    let mut nodes: Vec<&str> = loads.iter().map(|s| s.labels["node"].as_str()).collect();
+    nodes.sort();
+    assert_eq!(nodes, ["127.0.0.1:7000", "127.0.0.1:7001"]);
+    let durations = prometheus
+        .wait_for_series("ach_migration_duration_seconds_count", timeout)
+        .unwrap();
+    assert_eq!(durations[0].value, 1.0);
+    // A later step is seen by the next scrape.
+    metrics.step_finished(Duration::from_millis(50), 1.0);
+    let exhausted = prometheus
+        .wait_for_series("ach_budget_exhausted_steps == 1", timeout)
+        .unwrap();
+    assert_eq!(exhausted.len(), 1);
+    // Both alert rules are loaded and evaluated.
+    let rules = prometheus.client().get("/api/v1/rules").unwrap();
+    for alert in ["AchBudgetExhausted", "AchMigrationStuck"] {
+        assert!(rules.contains(&format!("\"name\":\"{alert}\"")), "{rules}");
+    }
+    assert!(!rules.contains("\"health\":\"err\""), "{rules}");
+}
+
+/// INFO's `used_memory` of the server at `address`.
+fn info_used_memory(cluster: &LocalCluster, index: usize) -> f64 {
+    let mut connection = cluster.servers()[index].connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("memory")
+        .query(&mut connection)
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
+    let cluster = LocalCluster::start(3).unwrap_or_else(|e| panic!("{e}"));
+    let nodes: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
+    let exporters: Vec<LocalExporter> = nodes
+        .iter()
+        .map(|node| LocalExporter::start(node).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let prometheus = LocalPrometheus::start(
+        &[ScrapeJob {
+            job: "redis".into(),
+            targets: exporters.iter().map(LocalExporter::address).collect(),
+            instances: nodes.clone(),
+        }],
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Two scrapes of every exporter, so that every rate has two points.
+    let timeout = Duration::from_secs(30);
+    prometheus
+        .wait_for_series("count(count_over_time(redis_up[1m]) >= 3) == 3", timeout)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut telemetry = PrometheusTelemetry::new(&prometheus.url()).unwrap();
+    telemetry.window = Duration::from_secs(10);
+    let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
+    for (i, reading) in readings.iter().enumerate() {
+        let cpu = reading
+            .cpu_cores
+            .unwrap_or_else(|| panic!("no cpu for {}", nodes[i]));
+        assert!((0.0..1.5).contains(&cpu), "{reading:?}");
+        let used = reading.used_memory.expect("used memory");
+        let info = info_used_memory(&cluster, i);
+        assert!(
+            (used - info).abs() / info < 0.05,
+            "{used} against INFO {info}"
+        );
+    }
+    // A label no series has: an error that names the query, not a cluster of missing samples.
+    telemetry.node_label = "no_such_label".into();
+    let error = telemetry.read(&nodes).unwrap_err();
+    assert!(matches!(error, PrometheusError::NoSeries(_)), "{error}");
+    assert!(error.to_string().contains("no_such_label"), "{error}");
+    // A node whose exporter is gone becomes a missing sample (every reading `None`) once its
+    // series go stale, and the others keep theirs.
+    telemetry.node_label = "instance".into();
+    telemetry.max_age = Duration::from_secs(3);
+    let mut exporters = exporters;
+    drop(exporters.remove(0));
+    let started = std::time::Instant::now();
+    loop {
+        let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
+        if readings[0] == Default::default() {
+            assert!(
+                readings[1..].iter().all(|r| r.cpu_cores.is_some()),
+                "{readings:?}"
+            );
+            break;
+        }
+        assert!(
+            started.elapsed() < timeout,
+            "node 0 still read: {readings:?}"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A free loopback port (bound, then released for the rebalancer to bind).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn a_rebalance_serves_its_metrics_to_a_real_prometheus_while_it_runs() {
+    let _serial = common::serial();
+    let cluster = common::start_cluster(3);
+    let data = common::DataSet::new(3_000, 0, 0, (0, 0));
+    data.load(&cluster, 2);
+    let port = free_port();
+    let address = format!("127.0.0.1:{port}");
+    let prometheus = LocalPrometheus::start(
+        &[ScrapeJob {
+            job: "ach-redis".into(),
+            targets: vec![address.clone()],
+            instances: Vec::new(),
+        }],
+        &[rules_file().as_path()],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    // Static-Wt with server 0 three times as heavy moves slots to it at the first step.
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut rebalance = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            &cluster.seed(),
+            "--algorithm",
+            "static-wt",
+            "--weight",
+            &heavy,
+            "--steps",
+            "16",
+            "--interval-ms",
+            "500",
+            "--metrics-addr",
+            &address,
+        ])
+        // A file, not a pipe: one progress line per slot would fill a pipe nobody reads yet.
+        .stdout(Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    // Prometheus sees the steps while the rebalancer runs.
+    let timeout = Duration::from_secs(60);
+    let steps = prometheus.wait_for_series("ach_steps_total >= 1", timeout);
+    let migrations = prometheus.wait_for_series(
+        "sum(ach_migrations_total{method=\"keys\",outcome=\"success\"}) >= 1",
+        timeout,
+    );
+    let running = rebalance.try_wait().unwrap().is_none();
+    let status = rebalance.wait().unwrap();
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    assert!(status.success(), "{stderr}");
+    let steps = steps.unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    assert_eq!(steps[0].labels["job"], "ach-redis");
+    migrations.unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    assert!(
+        running,
+        "Prometheus saw the metrics only after the run: {stderr}"
+    );
+    let moved = prometheus
+        .wait_for_series("ach_keys_moved_total > 0", timeout)
+        .unwrap();
+    assert!(moved[0].value > 0.0, "{moved:?}");
+    let healthy = prometheus
+        .wait_for_series("ach_cluster_healthy", timeout)
+        .unwrap();
+    assert_eq!(healthy[0].value, 1.0);
+    common::assert_check_clean(&cluster);
+}
+
+#[test]
+fn a_metrics_port_in_use_stops_the_rebalance_before_anything_moves() {
+    let _serial = common::serial();
+    let cluster = common::start_cluster(3);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    let before = cluster.servers()[0].address();
+    let heavy = format!("{before}=3");
+    let output = common::ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &cluster.seed(),
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "100",
+        "--metrics-addr",
+        &address,
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--metrics-addr {address}: cannot listen there")),
+        "{stderr}"
+    );
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut connection)
+        .unwrap();
+    let myself = nodes.lines().find(|l| l.contains("myself")).unwrap();
+    assert!(myself.ends_with(" 0-5460"), "slots moved: {myself}");
+}
