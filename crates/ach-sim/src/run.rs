@@ -428,9 +428,14 @@ fn simulate_members<P: PhaseProbe>(
     }
 
     let mut request_rng = stream(seed, Stream::Requests);
-    let any_forwarding = members
-        .iter()
-        .any(|m| m.arms.iter().any(|a| a.forwarding.is_some()));
+    // An algorithm with its own routing, and the per-token telemetry of an algorithm that
+    // observes per-token loads, read the step's counts unpacked; every other arm routes the
+    // packed words.
+    let any_forwarding = members.iter().any(|m| {
+        m.arms
+            .iter()
+            .any(|a| a.forwarding.is_some() || a.token_load_need == TokenLoadNeed::Observed)
+    });
     let unpacked_len = if any_forwarding { config.tokens } else { 0 };
     let mut token_requests = vec![0u64; unpacked_len];
     let mut token_writes = vec![0u64; unpacked_len];
@@ -457,7 +462,7 @@ fn simulate_members<P: PhaseProbe>(
         workload.draw_packed(config.load.rate(t), &mut request_rng, &mut packed);
         probe.enter(Phase::Route);
         if any_forwarding {
-            // Only an algorithm with its own routing reads the counts unpacked.
+            // Only an algorithm with its own routing or per-token telemetry reads them unpacked.
             for ((word, r), w) in packed
                 .iter()
                 .zip(&mut token_requests)
