@@ -230,6 +230,34 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// `rebalance` with Static-Wt and server 0 three times as heavy, which moves slots to it at the
+/// first step, serving its metrics at `metrics_addr`.
+fn heavy_rebalance(
+    cluster: &LocalCluster,
+    steps: u32,
+    interval_ms: u32,
+    metrics_addr: &str,
+) -> Vec<String> {
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    [
+        "rebalance",
+        "--cluster",
+        &cluster.seed(),
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        &steps.to_string(),
+        "--interval-ms",
+        &interval_ms.to_string(),
+        "--metrics-addr",
+        metrics_addr,
+    ]
+    .map(str::to_string)
+    .to_vec()
+}
+
 #[test]
 fn a_rebalance_serves_its_metrics_to_a_real_prometheus_while_it_runs() {
     let _serial = common::serial();
@@ -247,25 +275,9 @@ fn a_rebalance_serves_its_metrics_to_a_real_prometheus_while_it_runs() {
         &[rules_file().as_path()],
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    // Static-Wt with server 0 three times as heavy moves slots to it at the first step.
-    let heavy = format!("{}=3", cluster.servers()[0].address());
     let progress = tempfile::NamedTempFile::new().unwrap();
     let mut rebalance = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
-        .args([
-            "rebalance",
-            "--cluster",
-            &cluster.seed(),
-            "--algorithm",
-            "static-wt",
-            "--weight",
-            &heavy,
-            "--steps",
-            "16",
-            "--interval-ms",
-            "500",
-            "--metrics-addr",
-            &address,
-        ])
+        .args(heavy_rebalance(&cluster, 16, 500, &address))
         // A file, not a pipe: one progress line per slot would fill a pipe nobody reads yet.
         .stdout(Stdio::null())
         .stderr(progress.reopen().unwrap())
@@ -306,23 +318,8 @@ fn a_metrics_port_in_use_stops_the_rebalance_before_anything_moves() {
     let cluster = common::start_cluster(3);
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = taken.local_addr().unwrap().to_string();
-    let before = cluster.servers()[0].address();
-    let heavy = format!("{before}=3");
-    let output = common::ach_redis(&[
-        "rebalance",
-        "--cluster",
-        &cluster.seed(),
-        "--algorithm",
-        "static-wt",
-        "--weight",
-        &heavy,
-        "--steps",
-        "2",
-        "--interval-ms",
-        "100",
-        "--metrics-addr",
-        &address,
-    ]);
+    let args = heavy_rebalance(&cluster, 2, 100, &address);
+    let output = common::ach_redis(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
