@@ -51,7 +51,8 @@ fn run_checked(args: &Args) -> Result<(), String> {
         .points
         .iter()
         .map(|p| BenchPoint::parse(p))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
     if let Some(path) = &args.write {
         // Fail before measuring, not after.
         let text = std::fs::read_to_string(path)
@@ -70,7 +71,7 @@ fn run_checked(args: &Args) -> Result<(), String> {
             point.argument(),
             args.repeats
         );
-        profiles.push(profile_point(*point, args.repeats)?);
+        profiles.push(profile_point(*point, args.repeats).map_err(|e| e.to_string())?);
     }
     let matrix = if args.no_matrix {
         None

@@ -108,5 +108,5 @@ fn measure_in_child(point: BenchPoint, repeats: u32) -> Result<Measurement, Stri
         ));
     }
     let stdout = String::from_utf8_lossy(&output.stdout);
-    Measurement::parse(stdout.trim())
+    Measurement::parse(stdout.trim()).map_err(|e| e.to_string())
 }

@@ -135,14 +135,26 @@ impl AlgorithmArgs {
     }
 }
 
-fn parse_parameter(text: &str) -> Result<(String, f64), String> {
+/// A `--param` that does not read as `NAME=VALUE` with a number.
+#[derive(Debug, thiserror::Error)]
+enum ParameterError {
+    #[error("{text:?} is not NAME=VALUE (for example ach_f.window=7)")]
+    NotNameValue { text: String },
+    #[error("value {value:?} of {name:?} is not a number")]
+    NotANumber { name: String, value: String },
+}
+
+fn parse_parameter(text: &str) -> Result<(String, f64), ParameterError> {
     let (name, value) = text
         .split_once('=')
-        .ok_or_else(|| format!("{text:?} is not NAME=VALUE (for example ach_f.window=7)"))?;
-    let value: f64 = value
-        .parse()
-        .map_err(|_| format!("value {value:?} of {name:?} is not a number"))?;
-    Ok((name.to_string(), value))
+        .ok_or_else(|| ParameterError::NotNameValue {
+            text: text.to_string(),
+        })?;
+    let number: f64 = value.parse().map_err(|_| ParameterError::NotANumber {
+        name: name.to_string(),
+        value: value.to_string(),
+    })?;
+    Ok((name.to_string(), number))
 }
 
 #[derive(Args)]

@@ -44,7 +44,7 @@ pub mod prometheus_api;
 pub mod prometheus_telemetry;
 pub mod rebalance;
 pub mod report;
-mod resp;
+pub mod resp;
 pub mod slot;
 pub mod telemetry;
 pub mod topology;

@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use redis::Value;
 
-use crate::resp::{integer, pairs, text};
+use crate::resp::{ReplyShape, integer, pairs, text};
 
 /// The fields of one `INFO` reply, by name.
 pub fn parse_info(reply: &str) -> BTreeMap<String, String> {
@@ -157,7 +157,7 @@ fn is_admin_command(command: &str) -> bool {
 
 /// The calls per bucket of a `LATENCY HISTOGRAM` reply, merged over the data commands: each
 /// command lists its buckets (upper bounds in microseconds) with cumulative counts.
-pub fn parse_latency_histogram(reply: &Value) -> Result<BTreeMap<u64, u64>, String> {
+pub fn parse_latency_histogram(reply: &Value) -> Result<BTreeMap<u64, u64>, ReplyShape> {
     let mut merged = BTreeMap::new();
     for (command, details) in pairs(reply)? {
         if is_admin_command(&command.to_ascii_lowercase()) {
@@ -167,17 +167,24 @@ pub fn parse_latency_histogram(reply: &Value) -> Result<BTreeMap<u64, u64>, Stri
             .into_iter()
             .find(|(field, _)| field == "histogram_usec")
         else {
-            return Err(format!("{command}: no histogram_usec"));
+            return Err(ReplyShape::MissingField {
+                context: command,
+                field: "histogram_usec",
+            });
         };
         let mut below = 0u64;
         for (bucket, cumulative) in pairs(histogram)? {
-            let bucket: u64 = bucket
-                .parse()
-                .map_err(|_| format!("{command}: bucket {bucket:?} is not a number"))?;
+            let bucket: u64 = bucket.parse().map_err(|_| ReplyShape::NotANumber {
+                context: command.clone(),
+                what: "bucket",
+                value: format!("{bucket:?}"),
+            })?;
             let cumulative = integer(cumulative)
                 .and_then(|c| u64::try_from(c).ok())
-                .ok_or_else(|| {
-                    format!("{command}: count {:?} is not a number", text(cumulative))
+                .ok_or_else(|| ReplyShape::NotANumber {
+                    context: command.clone(),
+                    what: "count",
+                    value: format!("{:?}", text(cumulative)),
                 })?;
             *merged.entry(bucket).or_insert(0) += cumulative.saturating_sub(below);
             below = below.max(cumulative);

@@ -1,6 +1,7 @@
 //! The cluster's shape as its nodes report it: `CLUSTER NODES` parsed into masters, slot owners
 //! and open (migrating or importing) slots.
 
+use crate::resp::ReplyShape;
 use crate::slot::SLOT_COUNT;
 
 /// One line of `CLUSTER NODES`.
@@ -105,17 +106,19 @@ fn parse_node_line(line: &str) -> Result<NodeLine, NodesParseError> {
         importing: Vec::new(),
     };
     for field in &fields[8..] {
-        parse_slot_field(field, &mut node).map_err(fail)?;
+        parse_slot_field(field, &mut node).map_err(|shape| fail(shape.to_string()))?;
     }
     Ok(node)
 }
 
-fn parse_slot_field(field: &str, node: &mut NodeLine) -> Result<(), String> {
-    let slot = |text: &str| -> Result<u16, String> {
+fn parse_slot_field(field: &str, node: &mut NodeLine) -> Result<(), ReplyShape> {
+    let slot = |text: &str| -> Result<u16, ReplyShape> {
         text.parse::<u16>()
             .ok()
             .filter(|&s| usize::from(s) < SLOT_COUNT)
-            .ok_or_else(|| format!("slot {text:?} is not in 0..16384"))
+            .ok_or_else(|| ReplyShape::SlotOutOfRange {
+                value: format!("{text:?}"),
+            })
     };
     if let Some(open) = field.strip_prefix('[').and_then(|f| f.strip_suffix(']')) {
         if let Some((number, target)) = open.split_once("->-") {
@@ -123,9 +126,9 @@ fn parse_slot_field(field: &str, node: &mut NodeLine) -> Result<(), String> {
         } else if let Some((number, source)) = open.split_once("-<-") {
             node.importing.push((slot(number)?, source.to_string()));
         } else {
-            return Err(format!(
-                "open slot {field:?} is neither [s->-id] nor [s-<-id]"
-            ));
+            return Err(ReplyShape::OpenSlot {
+                field: field.to_string(),
+            });
         }
         return Ok(());
     }
@@ -134,7 +137,9 @@ fn parse_slot_field(field: &str, node: &mut NodeLine) -> Result<(), String> {
         None => (slot(field)?, slot(field)?),
     };
     if first > last {
-        return Err(format!("slot range {field:?} is reversed"));
+        return Err(ReplyShape::ReversedRange {
+            field: field.to_string(),
+        });
     }
     node.slot_ranges.push((first, last));
     Ok(())

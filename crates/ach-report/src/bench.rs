@@ -11,8 +11,43 @@
 use std::fmt::Write as _;
 use std::time::Instant;
 
+use ach_sim::config::ConfigError;
 use ach_sim::config::opt_in_series;
-use ach_sim::{Profile, RunSpec, SeriesConfig, SweepPoint, built_in_series, simulate};
+use ach_sim::{Profile, RunSpec, SeriesConfig, SimError, SweepPoint, built_in_series, simulate};
+
+/// Why a benchmark point could not be chosen, set up, run or read back.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A point on the command line is neither `C1` nor a node count.
+    #[error("bench point {text:?} must be C1 or a number of nodes >= 1")]
+    Point {
+        /// The text given.
+        text: String,
+    },
+    /// A series the benchmark runs is not built in (a bug of the build).
+    #[error("the {0} is missing")]
+    SeriesMissing(&'static str),
+    /// The point cannot be applied to the `scale` series.
+    #[error(transparent)]
+    AtPoint(#[from] ConfigError),
+    /// The point's configuration breaks a rule.
+    #[error("bench point {point}: {source}")]
+    Invalid {
+        /// The point.
+        point: String,
+        /// The rule broken.
+        source: ConfigError,
+    },
+    /// The run failed.
+    #[error(transparent)]
+    Run(#[from] SimError),
+    /// A measuring process printed a line that is not a measurement.
+    #[error("unexpected measurement line {line:?}")]
+    Line {
+        /// The line.
+        line: String,
+    },
+}
 
 /// What one benchmark point runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,15 +61,15 @@ pub enum BenchPoint {
 
 impl BenchPoint {
     /// Parses `C1` or a node count.
-    pub fn parse(text: &str) -> Result<BenchPoint, String> {
+    pub fn parse(text: &str) -> Result<BenchPoint, BenchError> {
         if text.eq_ignore_ascii_case("c1") {
             return Ok(BenchPoint::C1);
         }
         match text.trim().parse::<usize>() {
             Ok(nodes) if nodes > 0 => Ok(BenchPoint::Scale(nodes)),
-            _ => Err(format!(
-                "bench point {text:?} must be C1 or a number of nodes >= 1"
-            )),
+            _ => Err(BenchError::Point {
+                text: text.to_string(),
+            }),
         }
     }
 
@@ -47,24 +82,27 @@ impl BenchPoint {
     }
 
     /// The validated series configuration this point runs.
-    pub fn config(&self) -> Result<SeriesConfig, String> {
+    pub fn config(&self) -> Result<SeriesConfig, BenchError> {
         let config = match self {
             BenchPoint::C1 => built_in_series()
                 .into_iter()
                 .find(|s| s.name == "C1")
-                .ok_or("the built-in series C1 is missing")?,
+                .ok_or(BenchError::SeriesMissing("built-in series C1"))?,
             BenchPoint::Scale(nodes) => {
                 let scale = opt_in_series()
                     .into_iter()
                     .find(|s| s.name == "scale")
-                    .ok_or("the opt-in series scale is missing")?;
+                    .ok_or(BenchError::SeriesMissing("opt-in series scale"))?;
                 let point = SweepPoint::single("cluster.nodes", *nodes as f64);
-                scale.at_point(&point).map_err(|e| e.to_string())?
+                scale.at_point(&point)?
             }
         };
         config
             .validate(Profile::Paper)
-            .map_err(|e| format!("bench point {}: {e}", self.argument()))?;
+            .map_err(|source| BenchError::Invalid {
+                point: self.argument(),
+                source,
+            })?;
         Ok(config)
     }
 }
@@ -114,8 +152,10 @@ impl Measurement {
     }
 
     /// Reads a line written by [`Measurement::to_line`].
-    pub fn parse(line: &str) -> Result<Measurement, String> {
-        let bad = || format!("unexpected measurement line {line:?}");
+    pub fn parse(line: &str) -> Result<Measurement, BenchError> {
+        let bad = || BenchError::Line {
+            line: line.to_string(),
+        };
         let field = |name: &str| {
             line.split_whitespace()
                 .find_map(|part| part.strip_prefix(name)?.strip_prefix('='))
@@ -125,7 +165,7 @@ impl Measurement {
         let seconds = field("seconds")?
             .split(',')
             .map(|s| s.parse::<f64>().map_err(|_| bad()))
-            .collect::<Result<Vec<f64>, String>>()?;
+            .collect::<Result<Vec<f64>, BenchError>>()?;
         let peak_kib = match field("peak_kib")? {
             "none" => None,
             kib => Some(kib.parse::<u64>().map_err(|_| bad())?),
@@ -142,7 +182,7 @@ impl Measurement {
 
 /// Runs `point` `repeats` times in this process and returns the figures, with this process's
 /// peak resident memory. Call it in a fresh process per point (the peak is the process's).
-pub fn measure_in_this_process(point: BenchPoint, repeats: u32) -> Result<Measurement, String> {
+pub fn measure_in_this_process(point: BenchPoint, repeats: u32) -> Result<Measurement, BenchError> {
     let config = point.config()?;
     let spec = RunSpec {
         config: &config,
@@ -153,7 +193,7 @@ pub fn measure_in_this_process(point: BenchPoint, repeats: u32) -> Result<Measur
     let mut seconds = Vec::new();
     for _ in 0..repeats.max(1) {
         let start = Instant::now();
-        let record = simulate(&spec).map_err(|e| e.to_string())?;
+        let record = simulate(&spec)?;
         seconds.push(start.elapsed().as_secs_f64());
         drop(record);
     }
@@ -229,8 +269,8 @@ mod tests {
 
     #[test]
     fn points_are_the_scale_series_and_c1() {
-        assert_eq!(BenchPoint::parse("c1"), Ok(BenchPoint::C1));
-        assert_eq!(BenchPoint::parse("300"), Ok(BenchPoint::Scale(300)));
+        assert_eq!(BenchPoint::parse("c1").unwrap(), BenchPoint::C1);
+        assert_eq!(BenchPoint::parse("300").unwrap(), BenchPoint::Scale(300));
         assert!(BenchPoint::parse("0").is_err());
         assert!(BenchPoint::parse("many").is_err());
         let c = BenchPoint::Scale(100).config().unwrap();

@@ -10,13 +10,144 @@ use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use ach_sim::Registry;
+use ach_sim::config::ConfigError;
 use ach_sim::config::opt_in_series;
 use ach_sim::matrix::{Job, jobs, plan_fingerprint, run_jobs_with, shard_assignment};
 use ach_sim::summary::{MatrixSummary, summarize};
 use ach_sim::{Profile, RunRecord, SeriesConfig, built_in_series};
+use ach_sim::{Registry, SimError};
 
+use crate::report::ReportError;
+use crate::shard::ShardError;
 use crate::{outputs, store};
+
+/// Why the matrix could not be planned or run. Each message names the argument or file, the
+/// field, the value and the rule; [`run`] prints it and exits with code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum ExperimentError {
+    /// A count argument is 0.
+    #[error("{argument} = 0 must be >= 1")]
+    Zero {
+        /// The argument (`--runs`, `--threads`).
+        argument: &'static str,
+    },
+    /// Two `--config` files give the same series.
+    #[error(
+        "{}: series {name:?} is already given by {}: give each series in one file only",
+        .path.display(),
+        .earlier.display()
+    )]
+    SeriesInTwoFiles {
+        /// The later file.
+        path: PathBuf,
+        /// The series.
+        name: String,
+        /// The earlier file.
+        earlier: PathBuf,
+    },
+    /// `--series` names a series that is neither built in nor in a file.
+    #[error("--series: unknown series {name:?} (known: {known})")]
+    UnknownSeries {
+        /// The name given.
+        name: String,
+        /// The known series, comma-separated.
+        known: String,
+    },
+    /// `--series` names a series twice.
+    #[error("--series: series {name:?} is named twice")]
+    SeriesNamedTwice {
+        /// The series.
+        name: String,
+    },
+    /// `--add-algorithm` names an algorithm the registry does not hold.
+    #[error("--add-algorithm: {name:?} is not a registered algorithm ({known})")]
+    UnknownAlgorithm {
+        /// The name given.
+        name: String,
+        /// The registered names.
+        known: String,
+    },
+    /// A series file cannot be read.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A series file is not a series configuration.
+    #[error("{}: {}", .path.display(), .source.to_string().trim_end().replace('\n', "\n  "))]
+    NotASeries {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: toml::de::Error,
+    },
+    /// A series file gives no name.
+    #[error(
+        "{}: name is missing: a series file must give its name (e.g. name = \"C7\")",
+        .path.display()
+    )]
+    NameMissing {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A series of a file breaks a rule.
+    #[error("{}: {source}", .path.display())]
+    InvalidInFile {
+        /// The file.
+        path: PathBuf,
+        /// The rule broken.
+        source: ConfigError,
+    },
+    /// A built-in series breaks a rule (after `--add-algorithm`, for example).
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+    /// `--out` is not a folder this process can write.
+    #[error("--out = {}: cannot write there: {source}", .path.display())]
+    OutNotWritable {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Stray temporary files of an interrupted run cannot be removed.
+    #[error("{}: cannot clean temporary files: {source}", .path.display())]
+    Clean {
+        /// The results folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The worker threads cannot be started.
+    #[error("cannot start {threads} threads: {source}")]
+    Threads {
+        /// The number asked for.
+        threads: usize,
+        /// The cause.
+        source: rayon::ThreadPoolBuildError,
+    },
+    /// A run's record cannot be saved.
+    #[error("{}: cannot write: {source}", .path.display())]
+    WriteRecord {
+        /// The record's file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A run failed.
+    #[error(transparent)]
+    Run(#[from] SimError),
+    /// The summary, the tables or the timing could not be written.
+    #[error(transparent)]
+    Output(#[from] ReportError),
+    /// The report could not be rendered.
+    #[error("report: {0}")]
+    Report(ReportError),
+    /// A shard's manifest could not be written.
+    #[error(transparent)]
+    Shard(Box<ShardError>),
+}
 
 /// Arguments of `cargo xtask experiments`.
 #[derive(clap::Args, Debug)]
@@ -85,11 +216,21 @@ impl Args {
     }
 }
 
-fn parse_profile(text: &str) -> Result<Profile, String> {
+/// `--profile` names no profile.
+#[derive(Debug, thiserror::Error)]
+#[error("{text:?} is not a profile (paper, corrected)")]
+pub struct UnknownProfile {
+    /// The text given.
+    pub text: String,
+}
+
+fn parse_profile(text: &str) -> Result<Profile, UnknownProfile> {
     match text {
         "paper" => Ok(Profile::Paper),
         "corrected" => Ok(Profile::Corrected),
-        other => Err(format!("{other:?} is not a profile (paper, corrected)")),
+        other => Err(UnknownProfile {
+            text: other.to_string(),
+        }),
     }
 }
 
@@ -114,17 +255,19 @@ pub struct Plan {
 
 /// Checks every argument and configuration file; the error names the argument or file, the
 /// field, the value and the rule.
-pub fn plan(args: &Args) -> Result<Plan, String> {
+pub fn plan(args: &Args) -> Result<Plan, ExperimentError> {
     plan_with(args, Registry::built_in())
 }
 
 /// [`plan`] with the algorithms of `registry`: series files may name any of them.
-pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
+pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, ExperimentError> {
     if args.runs == Some(0) {
-        return Err("--runs = 0 must be >= 1".into());
+        return Err(ExperimentError::Zero { argument: "--runs" });
     }
     if args.threads == Some(0) {
-        return Err("--threads = 0 must be >= 1".into());
+        return Err(ExperimentError::Zero {
+            argument: "--threads",
+        });
     }
     let mut available = built_in_series();
     // The series read from `--config` files, with their files, in argument order.
@@ -132,12 +275,11 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
     for path in &args.configs {
         let config = read_series_file(path)?;
         if let Some((earlier, _)) = from_files.iter().find(|(_, s)| s.name == config.name) {
-            return Err(format!(
-                "{}: series {:?} is already given by {}: give each series in one file only",
-                path.display(),
-                config.name,
-                earlier.display()
-            ));
+            return Err(ExperimentError::SeriesInTwoFiles {
+                path: path.clone(),
+                name: config.name,
+                earlier: earlier.to_path_buf(),
+            });
         }
         from_files.push((path, config.clone()));
         match available.iter_mut().find(|s| s.name == config.name) {
@@ -166,13 +308,15 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
                     .chain(&opt_in)
                     .map(|s| s.name.as_str())
                     .collect();
-                return Err(format!(
-                    "--series: unknown series {name:?} (known: {})",
-                    known.join(", ")
-                ));
+                return Err(ExperimentError::UnknownSeries {
+                    name: name.to_string(),
+                    known: known.join(", "),
+                });
             };
             if chosen.iter().any(|s: &SeriesConfig| s.name == name) {
-                return Err(format!("--series: series {name:?} is named twice"));
+                return Err(ExperimentError::SeriesNamedTwice {
+                    name: name.to_string(),
+                });
             }
             chosen.push(config.clone());
         }
@@ -181,10 +325,10 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
     let mut series = series;
     for name in &args.add_algorithms {
         if registry.get(name).is_none() {
-            return Err(format!(
-                "--add-algorithm: {name:?} is not a registered algorithm ({})",
-                registry.names()
-            ));
+            return Err(ExperimentError::UnknownAlgorithm {
+                name: name.clone(),
+                known: registry.names(),
+            });
         }
         for config in &mut series {
             if !config.algorithms.contains(name) {
@@ -202,12 +346,13 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
     for (path, config) in &from_files {
         config
             .validate_with(args.profile, &registry)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
+            .map_err(|source| ExperimentError::InvalidInFile {
+                path: path.to_path_buf(),
+                source,
+            })?;
     }
     for config in &series {
-        config
-            .validate_with(args.profile, &registry)
-            .map_err(|e| e.to_string())?;
+        config.validate_with(args.profile, &registry)?;
     }
     check_writable(&args.out)?;
     Ok(Plan {
@@ -224,27 +369,28 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, String> {
 }
 
 /// Reads one series file.
-pub fn read_series_file(path: &Path) -> Result<SeriesConfig, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let config = SeriesConfig::from_toml(&text).map_err(|e| {
-        format!(
-            "{}: {}",
-            path.display(),
-            e.to_string().trim_end().replace('\n', "\n  ")
-        )
+pub fn read_series_file(path: &Path) -> Result<SeriesConfig, ExperimentError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ExperimentError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let config = SeriesConfig::from_toml(&text).map_err(|source| ExperimentError::NotASeries {
+        path: path.to_path_buf(),
+        source,
     })?;
     if config.name.trim().is_empty() {
-        return Err(format!(
-            "{}: name is missing: a series file must give its name (e.g. name = \"C7\")",
-            path.display()
-        ));
+        return Err(ExperimentError::NameMissing {
+            path: path.to_path_buf(),
+        });
     }
     Ok(config)
 }
 
-fn check_writable(out: &Path) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("--out = {}: cannot write there: {e}", out.display());
+fn check_writable(out: &Path) -> Result<(), ExperimentError> {
+    let fail = |source| ExperimentError::OutNotWritable {
+        path: out.to_path_buf(),
+        source,
+    };
     std::fs::create_dir_all(out).map_err(fail)?;
     let probe = out.join(".write-test");
     std::fs::write(&probe, b"").map_err(fail)?;
@@ -296,10 +442,12 @@ pub fn run_with(args: Args, registry: Registry) -> ExitCode {
 }
 
 /// Runs the plan: reuses saved runs, runs the rest in parallel, writes every output.
-pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
+pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, ExperimentError> {
     let start = Instant::now();
-    store::remove_stray_temporaries(&plan.out)
-        .map_err(|e| format!("{}: cannot clean temporary files: {e}", plan.out.display()))?;
+    store::remove_stray_temporaries(&plan.out).map_err(|source| ExperimentError::Clean {
+        path: plan.out.clone(),
+        source,
+    })?;
     let all_jobs = jobs(&plan.series, plan.runs);
     let job_refs: Vec<&Job> = all_jobs.iter().collect();
     let (records, executed) = run_missing(plan, &job_refs)?;
@@ -326,8 +474,7 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
     )?;
     print!("{}", outputs::render_summary_text(&summary));
     if !args.no_report {
-        crate::report::render_with(&plan.out, &plan.registry)
-            .map_err(|e| format!("report: {e}"))?;
+        crate::report::render_with(&plan.out, &plan.registry).map_err(ExperimentError::Report)?;
         eprintln!("report: {}", plan.out.join("REPORT.md").display());
     }
     eprintln!(
@@ -342,7 +489,7 @@ pub fn execute(plan: &Plan, args: &Args) -> Result<MatrixSummary, String> {
 
 /// Runs the jobs whose record is not saved yet (in parallel, saving each as it finishes, with
 /// progress) and returns every job's record in order, and how many ran.
-fn run_missing(plan: &Plan, all_jobs: &[&Job]) -> Result<(Vec<RunRecord>, usize), String> {
+fn run_missing(plan: &Plan, all_jobs: &[&Job]) -> Result<(Vec<RunRecord>, usize), ExperimentError> {
     let mut records: Vec<Option<RunRecord>> = all_jobs
         .iter()
         .map(|job| store::reusable_record(&plan.out, job, plan.profile))
@@ -381,20 +528,20 @@ fn run_missing(plan: &Plan, all_jobs: &[&Job]) -> Result<(Vec<RunRecord>, usize)
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(plan.threads)
         .build()
-        .map_err(|e| format!("cannot start {} threads: {e}", plan.threads))?;
+        .map_err(|source| ExperimentError::Threads {
+            threads: plan.threads,
+            source,
+        })?;
     let results = pool.install(|| {
         run_jobs_with(&todo_jobs, plan.profile, &plan.registry, |job, result| {
-            if let Ok(record) = result
-                && let Err(e) =
-                    store::write_atomic(&store::record_path(&plan.out, job), &store::encode(record))
-            {
-                write_errors
-                    .lock()
-                    .expect("no panics while holding the lock")
-                    .push(format!(
-                        "{}: cannot write: {e}",
-                        store::record_path(&plan.out, job).display()
-                    ));
+            if let Ok(record) = result {
+                let path = store::record_path(&plan.out, job);
+                if let Err(source) = store::write_atomic(&path, &store::encode(record)) {
+                    write_errors
+                        .lock()
+                        .expect("no panics while holding the lock")
+                        .push(ExperimentError::WriteRecord { path, source });
+                }
             }
             bar.set_message(job.id());
             bar.inc(1);
@@ -405,7 +552,7 @@ fn run_missing(plan: &Plan, all_jobs: &[&Job]) -> Result<(Vec<RunRecord>, usize)
         return Err(error);
     }
     for ((k, _), result) in todo.iter().zip(results) {
-        records[*k] = Some(result.map_err(|e| e.to_string())?);
+        records[*k] = Some(result?);
     }
     let records = records
         .into_iter()
@@ -416,7 +563,7 @@ fn run_missing(plan: &Plan, all_jobs: &[&Job]) -> Result<(Vec<RunRecord>, usize)
 
 /// Runs one shard of the plan: its part of the run list, saved as a whole run saves it, then
 /// its manifest (see [`crate::shard`]). Returns the number of invariant violations.
-pub fn execute_shard(plan: &Plan, shard: crate::shard::Shard) -> Result<u64, String> {
+pub fn execute_shard(plan: &Plan, shard: crate::shard::Shard) -> Result<u64, ExperimentError> {
     let start = Instant::now();
     // Stray temporary files are not removed here: in a folder shared by several shards they may
     // belong to another shard still running. The run without --shard removes them.
@@ -441,7 +588,8 @@ pub fn execute_shard(plan: &Plan, shard: crate::shard::Shard) -> Result<u64, Str
         &mine,
         &plan.out,
     )
-    .write(&plan.out)?;
+    .write(&plan.out)
+    .map_err(|e| ExperimentError::Shard(Box::new(e)))?;
     eprintln!(
         "shard {}/{}: {} of {} runs in {:.2} s ({} reused); results in {}",
         shard.index,

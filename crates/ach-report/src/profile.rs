@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 
 use ach_sim::phases::{NoProbe, Phase, PhaseProbe};
 use ach_sim::run::simulate_probed;
-use ach_sim::{Profile, RunRecord, RunSpec, SeriesConfig};
+use ach_sim::{Profile, RunSpec, SeriesConfig};
 
-use crate::bench::BenchPoint;
+use crate::bench::{BenchError, BenchPoint};
 
 /// The phases of a run in table order, with the number of algorithms for the per-arm planning.
 fn phase_order(arms: usize) -> Vec<Phase> {
@@ -169,7 +169,7 @@ impl PointProfile {
 }
 
 /// Runs `point` `repeats` times unprobed and `repeats` times probed, in this thread.
-pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, String> {
+pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, BenchError> {
     let config = point.config()?;
     let spec = RunSpec {
         config: &config,
@@ -177,14 +177,13 @@ pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, St
         profile: Profile::Paper,
         run_index: 0,
     };
-    let run = |probe: &mut dyn FnMut(&RunSpec<'_>) -> Result<RunRecord, String>| probe(&spec);
     let mut cpu_seconds = Vec::new();
     let mut wall_seconds = Vec::new();
     let mut record = None;
     for _ in 0..repeats.max(1) {
         let cpu_start = thread_cpu_seconds();
         let start = Instant::now();
-        let done = run(&mut |spec| simulate_probed(spec, &mut NoProbe).map_err(|e| e.to_string()))?;
+        let done = simulate_probed(&spec, &mut NoProbe)?;
         wall_seconds.push(start.elapsed().as_secs_f64());
         if let (Some(a), Some(b)) = (cpu_start, thread_cpu_seconds()) {
             cpu_seconds.push(b - a);
@@ -194,7 +193,7 @@ pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, St
     let mut fastest: Option<PhaseClock> = None;
     for _ in 0..repeats.max(1) {
         let mut clock = PhaseClock::default();
-        simulate_probed(&spec, &mut clock).map_err(|e| e.to_string())?;
+        simulate_probed(&spec, &mut clock)?;
         clock.stop();
         if fastest
             .as_ref()
@@ -310,17 +309,26 @@ pub const SECTION_BEGIN: &str =
 /// The last marker of the generated section.
 pub const SECTION_END: &str = "<!-- bench-run:end -->";
 
+/// A marker of the generated section is missing from the document.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MarkerMissing {
+    /// No [`SECTION_BEGIN`] line.
+    #[error("no line {SECTION_BEGIN:?}")]
+    Begin,
+    /// No [`SECTION_END`] line after the begin marker.
+    #[error("no line {SECTION_END:?} after the begin marker")]
+    End,
+}
+
 /// `document` with the text between [`SECTION_BEGIN`] and [`SECTION_END`] replaced by
 /// `section`; an error naming the missing marker otherwise.
-pub fn replace_section(document: &str, section: &str) -> Result<String, String> {
-    let begin = document
-        .find(SECTION_BEGIN)
-        .ok_or_else(|| format!("no line {SECTION_BEGIN:?}"))?;
+pub fn replace_section(document: &str, section: &str) -> Result<String, MarkerMissing> {
+    let begin = document.find(SECTION_BEGIN).ok_or(MarkerMissing::Begin)?;
     let after_begin = begin + SECTION_BEGIN.len();
     let end = document[after_begin..]
         .find(SECTION_END)
         .map(|e| after_begin + e)
-        .ok_or_else(|| format!("no line {SECTION_END:?} after the begin marker"))?;
+        .ok_or(MarkerMissing::End)?;
     Ok(format!(
         "{}\n\n{}\n{}",
         &document[..after_begin],
@@ -398,11 +406,7 @@ mod tests {
             format!("# Title\n\n{SECTION_BEGIN}\n\nnew text\n{SECTION_END}\n\nrest\n")
         );
         assert_eq!(replace_section(&new, "new text").unwrap(), new);
-        assert!(
-            replace_section("# Title\n", "x")
-                .unwrap_err()
-                .contains("no line")
-        );
+        assert!(replace_section("# Title\n", "x").unwrap_err() == MarkerMissing::Begin);
     }
 
     #[test]

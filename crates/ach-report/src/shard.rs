@@ -23,6 +23,145 @@ use serde::{Deserialize, Serialize};
 
 use crate::store;
 
+/// Why a shard could not be chosen, or shards could not be merged. Each message names the
+/// argument, variable, file or shard, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum ShardError {
+    /// `--shard` is neither `INDEX/COUNT` nor `slurm`.
+    #[error("--shard = {text} must be INDEX/COUNT with 0 <= INDEX < COUNT (e.g. 0/4), or slurm")]
+    Syntax {
+        /// The text given.
+        text: String,
+    },
+    /// A Slurm array variable is not a whole number.
+    #[error("--shard slurm: {name} = {text:?} must be a whole number")]
+    SlurmNotANumber {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        text: String,
+    },
+    /// A Slurm array variable is not set.
+    #[error("--shard slurm: {name} is not set: run inside a Slurm array job (sbatch --array=0-N)")]
+    SlurmUnset {
+        /// The variable.
+        name: &'static str,
+    },
+    /// The task's index is outside the array.
+    #[error(
+        "--shard slurm: task {id} (first task {min}) is not one of the {count} tasks: give the \
+         array as a contiguous range (sbatch --array=0-{})",
+        .count.saturating_sub(1)
+    )]
+    SlurmTaskOutside {
+        /// `SLURM_ARRAY_TASK_ID`.
+        id: usize,
+        /// `SLURM_ARRAY_TASK_MIN`.
+        min: usize,
+        /// `SLURM_ARRAY_TASK_COUNT`.
+        count: usize,
+    },
+    /// Two manifests belong to different matrices.
+    #[error(transparent)]
+    DifferentPlans(Box<PlanMismatch>),
+    /// No folder given holds a manifest.
+    #[error(
+        "no shard manifest (shards/shard-*-of-*.json) in {folders}: no shard has finished there"
+    )]
+    NoManifest {
+        /// The folders searched, comma-separated.
+        folders: String,
+    },
+    /// Some shards have no manifest.
+    #[error(
+        "shard {missing} has no manifest in the folders given: it did not finish; run it again \
+         with the same arguments, then merge"
+    )]
+    Unfinished {
+        /// The missing shards (`k/COUNT`), comma-separated.
+        missing: String,
+    },
+    /// A record a manifest lists cannot be read.
+    #[error("{}: cannot read ({source}): rerun shard {index}/{count}", .path.display())]
+    RecordUnreadable {
+        /// The record.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+        /// The shard.
+        index: usize,
+        /// The shard count.
+        count: usize,
+    },
+    /// A record a manifest lists is truncated or not a record.
+    #[error("{}: not a complete record: rerun shard {index}/{count}", .path.display())]
+    RecordIncomplete {
+        /// The record.
+        path: PathBuf,
+        /// The shard.
+        index: usize,
+        /// The shard count.
+        count: usize,
+    },
+    /// A record differs from what its manifest says.
+    #[error(
+        "{}: the record does not match its shard's manifest (seed {seed} / fingerprint \
+         {fingerprint:016x} against {expected_seed} / {expected_fingerprint}): it was \
+         overwritten by another matrix; rerun shard {index}/{count}",
+        .path.display()
+    )]
+    RecordMismatch {
+        /// The record.
+        path: PathBuf,
+        /// Its seed.
+        seed: u64,
+        /// Its fingerprint.
+        fingerprint: u64,
+        /// The manifest's seed.
+        expected_seed: u64,
+        /// The manifest's fingerprint.
+        expected_fingerprint: String,
+        /// The shard.
+        index: usize,
+        /// The shard count.
+        count: usize,
+    },
+    /// A results folder has no readable `shards/` folder.
+    #[error("{}: cannot read ({source}): no shard has finished in {}", .folder.display(), .dir.display())]
+    NoShardFolder {
+        /// The `shards/` folder.
+        folder: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+        /// The results folder.
+        dir: PathBuf,
+    },
+    /// A file or folder cannot be read.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file is not a shard manifest.
+    #[error("{}: not a shard manifest: {source}", .path.display())]
+    NotAManifest {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// A file cannot be written.
+    #[error("{}: cannot write: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
 /// Which part of the run list a process runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shard {
@@ -32,49 +171,70 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// Two shard manifests that belong to different matrices.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{} (plan {plan}, {count} shards, profile {profile}) and a manifest in {} (plan \
+     {first_plan}, {first_count} shards, profile {first_profile}) belong to different \
+     matrices (series, run counts, configurations or profile differ): refusing to mix them",
+    .path.display(),
+    .first_dir.display()
+)]
+pub struct PlanMismatch {
+    /// The manifest that differs.
+    pub path: PathBuf,
+    /// Its plan fingerprint.
+    pub plan: String,
+    /// Its shard count.
+    pub count: usize,
+    /// Its profile's name.
+    pub profile: &'static str,
+    /// The folder of the first manifest found.
+    pub first_dir: PathBuf,
+    /// The first manifest's plan fingerprint.
+    pub first_plan: String,
+    /// The first manifest's shard count.
+    pub first_count: usize,
+    /// The first manifest's profile's name.
+    pub first_profile: &'static str,
+}
+
 impl Shard {
     /// Parses `INDEX/COUNT`, or `slurm` (read from the environment of a Slurm array task:
     /// `SLURM_ARRAY_TASK_ID` minus `SLURM_ARRAY_TASK_MIN`, and `SLURM_ARRAY_TASK_COUNT`).
-    pub fn parse(text: &str) -> Result<Shard, String> {
+    pub fn parse(text: &str) -> Result<Shard, ShardError> {
         if text == "slurm" {
             return Shard::from_slurm(|name| std::env::var(name).ok());
         }
-        let rule = "must be INDEX/COUNT with 0 <= INDEX < COUNT (e.g. 0/4), or slurm";
-        let (index, count) = text
-            .split_once('/')
-            .ok_or_else(|| format!("--shard = {text} {rule}"))?;
+        let syntax = || ShardError::Syntax {
+            text: text.to_string(),
+        };
+        let (index, count) = text.split_once('/').ok_or_else(syntax)?;
         let number = |s: &str| s.trim().parse::<usize>().ok();
         match (number(index), number(count)) {
             (Some(index), Some(count)) if index < count => Ok(Shard { index, count }),
-            _ => Err(format!("--shard = {text} {rule}")),
+            _ => Err(syntax()),
         }
     }
 
     /// The shard of a Slurm array task, from its environment (`var` reads a variable).
-    pub fn from_slurm(var: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
-        let read = |name: &str, default: Option<usize>| -> Result<usize, String> {
+    pub fn from_slurm(var: impl Fn(&str) -> Option<String>) -> Result<Shard, ShardError> {
+        let read = |name: &'static str, default: Option<usize>| -> Result<usize, ShardError> {
             match var(name) {
-                Some(text) => text.trim().parse().map_err(|_| {
-                    format!("--shard slurm: {name} = {text:?} must be a whole number")
-                }),
-                None => default.ok_or_else(|| {
-                    format!(
-                        "--shard slurm: {name} is not set: run inside a Slurm array job \
-                         (sbatch --array=0-N)"
-                    )
-                }),
+                Some(text) => text
+                    .trim()
+                    .parse()
+                    .map_err(|_| ShardError::SlurmNotANumber { name, text }),
+                None => default.ok_or(ShardError::SlurmUnset { name }),
             }
         };
         let id = read("SLURM_ARRAY_TASK_ID", None)?;
         let min = read("SLURM_ARRAY_TASK_MIN", Some(0))?;
         let count = read("SLURM_ARRAY_TASK_COUNT", None)?;
-        let index = id.checked_sub(min).filter(|&i| i < count).ok_or_else(|| {
-            format!(
-                "--shard slurm: task {id} (first task {min}) is not one of the {count} tasks: \
-                 give the array as a contiguous range (sbatch --array=0-{})",
-                count.saturating_sub(1)
-            )
-        })?;
+        let index = id
+            .checked_sub(min)
+            .filter(|&i| i < count)
+            .ok_or(ShardError::SlurmTaskOutside { id, min, count })?;
         Ok(Shard { index, count })
     }
 
@@ -137,7 +297,7 @@ impl Manifest {
     }
 
     /// Writes it (atomically) into `out/shards/`.
-    pub fn write(&self, out: &Path) -> Result<(), String> {
+    pub fn write(&self, out: &Path) -> Result<(), ShardError> {
         let path = Shard {
             index: self.index,
             count: self.count,
@@ -145,7 +305,7 @@ impl Manifest {
         .manifest_path(out);
         let text = serde_json::to_string_pretty(self).expect("a manifest serialises") + "\n";
         store::write_atomic(&path, text.as_bytes())
-            .map_err(|e| format!("{}: cannot write: {e}", path.display()))
+            .map_err(|e| ShardError::Write { source: e, path })
     }
 }
 
@@ -191,7 +351,7 @@ pub fn run_merge(args: MergeArgs) -> ExitCode {
 /// Gathers the records of every shard manifest found in `shard_dirs` into `out`; returns the
 /// number of records. Refuses manifests of different plans, missing shards, and records that
 /// do not match their manifest.
-pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, String> {
+pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, ShardError> {
     let mut found: Vec<(PathBuf, Manifest)> = Vec::new();
     for dir in shard_dirs.iter().chain(std::iter::once(&out.to_path_buf())) {
         for (path, manifest) in read_manifests(dir, dir == out)? {
@@ -199,32 +359,28 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, String> {
                 && (manifest.plan.as_str(), manifest.count, manifest.profile)
                     != (first.plan.as_str(), first.count, first.profile)
             {
-                return Err(format!(
-                    "{} (plan {}, {} shards, profile {}) and a manifest in {} (plan {}, {} \
-                     shards, profile {}) belong to different matrices (series, run counts, \
-                     configurations or profile differ): refusing to mix them",
-                    path.display(),
-                    manifest.plan,
-                    manifest.count,
-                    manifest.profile.name(),
-                    first_dir.display(),
-                    first.plan,
-                    first.count,
-                    first.profile.name()
-                ));
+                return Err(ShardError::DifferentPlans(Box::new(PlanMismatch {
+                    path,
+                    plan: manifest.plan,
+                    count: manifest.count,
+                    profile: manifest.profile.name(),
+                    first_dir: first_dir.clone(),
+                    first_plan: first.plan.clone(),
+                    first_count: first.count,
+                    first_profile: first.profile.name(),
+                })));
             }
             found.push((dir.clone(), manifest));
         }
     }
     let Some((_, first)) = found.first() else {
-        return Err(format!(
-            "no shard manifest (shards/shard-*-of-*.json) in {}: no shard has finished there",
-            shard_dirs
+        return Err(ShardError::NoManifest {
+            folders: shard_dirs
                 .iter()
                 .map(|d| d.display().to_string())
                 .collect::<Vec<_>>()
-                .join(", ")
-        ));
+                .join(", "),
+        });
     };
     let count = first.count;
     let missing: Vec<String> = (0..count)
@@ -232,11 +388,9 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, String> {
         .map(|k| format!("{k}/{count}"))
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "shard {} has no manifest in the folders given: it did not finish; run it again \
-             with the same arguments, then merge",
-            missing.join(", ")
-        ));
+        return Err(ShardError::Unfinished {
+            missing: missing.join(", "),
+        });
     }
     let mut copied = 0;
     let mut done: Vec<usize> = Vec::new();
@@ -247,40 +401,37 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, String> {
         done.push(manifest.index);
         for entry in &manifest.records {
             let source = dir.join(&entry.path);
-            let bytes = std::fs::read(&source).map_err(|e| {
-                format!(
-                    "{}: cannot read ({e}): rerun shard {}/{count}",
-                    source.display(),
-                    manifest.index
-                )
+            let bytes = std::fs::read(&source).map_err(|e| ShardError::RecordUnreadable {
+                path: source.clone(),
+                source: e,
+                index: manifest.index,
+                count,
             })?;
-            let record = store::decode(&bytes).ok_or_else(|| {
-                format!(
-                    "{}: not a complete record: rerun shard {}/{count}",
-                    source.display(),
-                    manifest.index
-                )
+            let record = store::decode(&bytes).ok_or_else(|| ShardError::RecordIncomplete {
+                path: source.clone(),
+                index: manifest.index,
+                count,
             })?;
             let agrees = record.seed == entry.seed
                 && format!("{:016x}", record.fingerprint) == entry.fingerprint
                 && record.profile == manifest.profile;
             if !agrees {
-                return Err(format!(
-                    "{}: the record does not match its shard's manifest (seed {} / fingerprint \
-                     {:016x} against {} / {}): it was overwritten by another matrix; rerun shard \
-                     {}/{count}",
-                    source.display(),
-                    record.seed,
-                    record.fingerprint,
-                    entry.seed,
-                    entry.fingerprint,
-                    manifest.index
-                ));
+                return Err(ShardError::RecordMismatch {
+                    path: source,
+                    seed: record.seed,
+                    fingerprint: record.fingerprint,
+                    expected_seed: entry.seed,
+                    expected_fingerprint: entry.fingerprint.clone(),
+                    index: manifest.index,
+                    count,
+                });
             }
             let target = out.join(&entry.path);
             if std::fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
-                store::write_atomic(&target, &bytes)
-                    .map_err(|e| format!("{}: cannot write: {e}", target.display()))?;
+                store::write_atomic(&target, &bytes).map_err(|e| ShardError::Write {
+                    source: e,
+                    path: target.clone(),
+                })?;
             }
             copied += 1;
         }
@@ -314,19 +465,24 @@ pub fn comparable_files(root: &Path) -> std::io::Result<Vec<(String, Vec<u8>)>> 
 }
 
 /// The shard manifests in `dir/shards/` (none when the folder does not exist and `may_be_new`).
-fn read_manifests(dir: &Path, may_be_new: bool) -> Result<Vec<(PathBuf, Manifest)>, String> {
+fn read_manifests(dir: &Path, may_be_new: bool) -> Result<Vec<(PathBuf, Manifest)>, ShardError> {
     let folder = dir.join("shards");
     let entries = match std::fs::read_dir(&folder) {
         Ok(entries) => entries,
         Err(_) if may_be_new => return Ok(Vec::new()),
         Err(e) if dir.is_dir() => {
-            return Err(format!(
-                "{}: cannot read ({e}): no shard has finished in {}",
-                folder.display(),
-                dir.display()
-            ));
+            return Err(ShardError::NoShardFolder {
+                folder,
+                source: e,
+                dir: dir.to_path_buf(),
+            });
         }
-        Err(e) => return Err(format!("{}: cannot read: {e}", dir.display())),
+        Err(e) => {
+            return Err(ShardError::Read {
+                path: dir.to_path_buf(),
+                source: e,
+            });
+        }
     };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -340,10 +496,15 @@ fn read_manifests(dir: &Path, may_be_new: bool) -> Result<Vec<(PathBuf, Manifest
     paths
         .into_iter()
         .map(|path| {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-            let manifest: Manifest = serde_json::from_str(&text)
-                .map_err(|e| format!("{}: not a shard manifest: {e}", path.display()))?;
+            let text = std::fs::read_to_string(&path).map_err(|e| ShardError::Read {
+                path: path.clone(),
+                source: e,
+            })?;
+            let manifest: Manifest =
+                serde_json::from_str(&text).map_err(|e| ShardError::NotAManifest {
+                    path: path.clone(),
+                    source: e,
+                })?;
             Ok((path, manifest))
         })
         .collect()
@@ -355,10 +516,11 @@ mod tests {
 
     #[test]
     fn shards_are_parsed_and_checked() {
-        assert_eq!(Shard::parse("2/5"), Ok(Shard { index: 2, count: 5 }));
+        assert_eq!(Shard::parse("2/5").unwrap(), Shard { index: 2, count: 5 });
         assert!(
             Shard::parse("5/5")
                 .unwrap_err()
+                .to_string()
                 .contains("0 <= INDEX < COUNT")
         );
         assert!(Shard::parse("x").is_err());
@@ -375,12 +537,14 @@ mod tests {
                 ("SLURM_ARRAY_TASK_ID", "3"),
                 ("SLURM_ARRAY_TASK_MIN", "1"),
                 ("SLURM_ARRAY_TASK_COUNT", "3")
-            ])),
-            Ok(Shard { index: 2, count: 3 })
+            ]))
+            .unwrap(),
+            Shard { index: 2, count: 3 }
         );
         assert!(
             Shard::from_slurm(env(&[("SLURM_ARRAY_TASK_COUNT", "3")]))
                 .unwrap_err()
+                .to_string()
                 .contains("SLURM_ARRAY_TASK_ID is not set")
         );
     }

@@ -92,7 +92,10 @@ fn separate_shard_folders_with_a_killed_shard_merge_to_the_one_machine_outputs()
 
     let merged = scratch("shards_merged");
     let error = merge(&merged, &dirs).unwrap_err();
-    assert!(error.contains("shard 1/3 has no manifest"), "{error}");
+    assert!(
+        error.to_string().contains("shard 1/3 has no manifest"),
+        "{error}"
+    );
 
     run_shard(killed, 1, 3);
     merge(&merged, &dirs).unwrap();
@@ -119,5 +122,8 @@ fn shards_sharing_one_folder_finish_in_place_and_mixtures_are_refused() {
     a.runs = Some(1);
     execute_shard(&plan(&a).unwrap(), shard).unwrap();
     let error = merge(&scratch("shards_mixed"), &[shared.clone(), other]).unwrap_err();
-    assert!(error.contains("refusing to mix them"), "{error}");
+    assert!(
+        error.to_string().contains("refusing to mix them"),
+        "{error}"
+    );
 }

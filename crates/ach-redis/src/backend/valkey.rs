@@ -29,7 +29,7 @@ use crate::error::Error;
 use crate::migrate::{
     FixAction, MigrationMethod, MigrationOptions, ProtocolPoint, SlotMigration, fix, pause_if,
 };
-use crate::resp::{integer, pairs, text};
+use crate::resp::{ReplyShape, integer, pairs, text};
 use crate::slot::SLOT_COUNT;
 use crate::topology::slot_owners;
 
@@ -66,10 +66,10 @@ impl Backend for ValkeyBackend {
                     .arg(0)
                     .arg(SLOT_COUNT - 1),
             )?;
-            let stats = parse_slot_stats(&reply).map_err(|detail| Error::Reply {
+            let stats = parse_slot_stats(&reply).map_err(|shape| Error::Reply {
                 address: address.clone(),
                 command: "CLUSTER SLOT-STATS".into(),
-                detail,
+                detail: shape.to_string(),
             })?;
             let mut has_cpu = true;
             for stat in stats {
@@ -434,10 +434,10 @@ fn running_jobs(cluster: &mut Cluster, address: &str) -> Result<Vec<Job>, Error>
 /// Every job `CLUSTER GETSLOTMIGRATIONS` lists on `address`.
 fn jobs(cluster: &mut Cluster, address: &str) -> Result<Vec<Job>, Error> {
     let reply: Value = cluster.query(address, redis::cmd("CLUSTER").arg("GETSLOTMIGRATIONS"))?;
-    parse_jobs(&reply).map_err(|detail| Error::Reply {
+    parse_jobs(&reply).map_err(|shape| Error::Reply {
         address: address.to_string(),
         command: "CLUSTER GETSLOTMIGRATIONS".into(),
-        detail,
+        detail: shape.to_string(),
     })
 }
 
@@ -480,9 +480,9 @@ impl Job {
 }
 
 /// Parses a `GETSLOTMIGRATIONS` reply (RESP2 flat field lists or RESP3 maps).
-pub fn parse_jobs(reply: &Value) -> Result<Vec<Job>, String> {
+pub fn parse_jobs(reply: &Value) -> Result<Vec<Job>, ReplyShape> {
     let Value::Array(entries) = reply else {
-        return Err(format!("expected an array, got {reply:?}"));
+        return Err(expected("an array", reply));
     };
     entries
         .iter()
@@ -502,7 +502,7 @@ pub fn parse_jobs(reply: &Value) -> Result<Vec<Job>, String> {
                 }
             }
             if job.name.is_empty() || job.state.is_empty() {
-                return Err(format!("an entry without name or state: {entry:?}"));
+                return Err(expected("an entry with a name and a state", entry));
             }
             Ok(job)
         })
@@ -521,23 +521,25 @@ pub struct SlotStat {
 }
 
 /// Parses a `CLUSTER SLOT-STATS` reply: an array of `[slot, {field: value, ...}]`.
-pub fn parse_slot_stats(reply: &Value) -> Result<Vec<SlotStat>, String> {
+pub fn parse_slot_stats(reply: &Value) -> Result<Vec<SlotStat>, ReplyShape> {
     let Value::Array(entries) = reply else {
-        return Err(format!("expected an array, got {reply:?}"));
+        return Err(expected("an array", reply));
     };
     entries
         .iter()
         .map(|entry| {
             let Value::Array(parts) = entry else {
-                return Err(format!("expected [slot, stats], got {entry:?}"));
+                return Err(expected("[slot, stats]", entry));
             };
             let [slot, stats] = parts.as_slice() else {
-                return Err(format!("expected [slot, stats], got {entry:?}"));
+                return Err(expected("[slot, stats]", entry));
             };
             let slot = integer(slot)
                 .and_then(|s| u16::try_from(s).ok())
                 .filter(|&s| usize::from(s) < SLOT_COUNT)
-                .ok_or_else(|| format!("slot {slot:?} is not in 0..16384"))?;
+                .ok_or_else(|| ReplyShape::SlotOutOfRange {
+                    value: format!("{slot:?}"),
+                })?;
             let mut stat = SlotStat {
                 slot,
                 keys: 0,
@@ -554,6 +556,14 @@ pub fn parse_slot_stats(reply: &Value) -> Result<Vec<SlotStat>, String> {
             Ok(stat)
         })
         .collect()
+}
+
+/// A reply of another shape than `what`.
+fn expected(what: &'static str, got: &Value) -> ReplyShape {
+    ReplyShape::Expected {
+        expected: what,
+        got: format!("{got:?}"),
+    }
 }
 
 /// Ascending slots as inclusive ranges of consecutive slots.
@@ -618,7 +628,12 @@ mod tests {
             Value::Int(16384),
             Value::Array(vec![]),
         ])]);
-        assert!(parse_slot_stats(&bad).unwrap_err().contains("16384"));
+        assert!(
+            parse_slot_stats(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("16384")
+        );
     }
 
     #[test]

@@ -38,8 +38,227 @@ use super::builders::build_tables;
 use super::figures;
 use super::load::Results;
 use super::tables::{Table, markdown_cell, to_markdown};
-use crate::experiments;
+use crate::experiments::{self, ExperimentError};
 use crate::store::write_atomic;
+
+/// Why the docs could not be generated, checked or their data rerun. Each message names the
+/// file (and line of a block), the field, the value and the rule.
+#[derive(Debug, thiserror::Error)]
+pub enum DocsError {
+    /// A file or folder cannot be read.
+    #[error("{}: cannot read: {source}", .path.display())]
+    Read {
+        /// The file or folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A saved file of a dataset cannot be read.
+    #[error("{}: cannot read: {source} — regenerate it with `{command}`", .path.display())]
+    SavedMissing {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+        /// The command that regenerates the dataset.
+        command: String,
+    },
+    /// `datasets.toml` is not a manifest.
+    #[error("{}: {source}", .path.display())]
+    NotAManifest {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: toml::de::Error,
+    },
+    /// Two datasets of the manifest share a name.
+    #[error("{}: dataset[{index}].name = {name:?} is given twice: names must be unique", .path.display())]
+    DatasetTwice {
+        /// The manifest.
+        path: PathBuf,
+        /// The later entry.
+        index: usize,
+        /// The name.
+        name: String,
+    },
+    /// `runs.json` is not a saved dataset.
+    #[error("{}: not a saved dataset: {source} — regenerate it with `{command}`", .path.display())]
+    NotADataset {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: serde_json::Error,
+        /// The command that regenerates the dataset.
+        command: String,
+    },
+    /// A saved series file is not a series configuration.
+    #[error("{}: not a series configuration: {source}", .path.display())]
+    NotASeries {
+        /// The file.
+        path: PathBuf,
+        /// The parser's error.
+        source: toml::de::Error,
+    },
+    /// A dataset's command failed.
+    #[error("dataset {name}: {source}")]
+    Experiment {
+        /// The dataset.
+        name: String,
+        /// The cause.
+        source: Box<ExperimentError>,
+    },
+    /// A run's record is missing after the dataset's command ran (a bug).
+    #[error("dataset {name}: a run record is missing after the run")]
+    RecordMissing {
+        /// The dataset.
+        name: String,
+    },
+    /// A folder cannot be created.
+    #[error("{}: cannot create: {source}", .path.display())]
+    Create {
+        /// The folder.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file cannot be written.
+    #[error("{}: cannot write: {source}", .path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A block of a Markdown file is wrong.
+    #[error("{}: {source}", .path.display())]
+    Block {
+        /// The Markdown file.
+        path: PathBuf,
+        /// What is wrong, and on which line.
+        source: BlockError,
+    },
+    /// The manifest lists a figure the dataset's report does not draw.
+    #[error(
+        "{}: dataset {dataset}: figures: {name:?} is not a figure of its report ({known})",
+        .path.display()
+    )]
+    UnknownFigure {
+        /// The manifest.
+        path: PathBuf,
+        /// The dataset.
+        dataset: String,
+        /// The figure named.
+        name: String,
+        /// The report's figures, comma-separated.
+        known: String,
+    },
+    /// `--rerun` names a dataset the manifest does not list.
+    #[error("--rerun: {name:?} is not a dataset of {} ({known}, or all)", .path.display())]
+    UnknownDataset {
+        /// The name given.
+        name: String,
+        /// The manifest.
+        path: PathBuf,
+        /// The datasets, comma-separated.
+        known: String,
+    },
+}
+
+/// A wrong block of a Markdown file: the line it opens on and the rule it breaks.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {rule}")]
+pub struct BlockError {
+    /// The line the block opens on (from 1).
+    pub line: usize,
+    /// The rule broken.
+    pub rule: BlockRule,
+}
+
+/// The rules a marked block must follow.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockRule {
+    /// The opening comment has no `-->`.
+    #[error("a block opened here is never closed by -->")]
+    Unclosed,
+    /// No closing comment follows.
+    #[error("no {close} after this block")]
+    NoClose {
+        /// The closing comment expected.
+        close: &'static str,
+    },
+    /// An option is not `key=value`.
+    #[error("option {pair:?} must be key=value")]
+    NotKeyValue {
+        /// The option's text.
+        pair: String,
+    },
+    /// `part` is not `mean`.
+    #[error("part = {value:?}: the only part is mean")]
+    Part {
+        /// The value given.
+        value: String,
+    },
+    /// `data` or `table` is missing.
+    #[error("a block needs data=<dataset> and table=<table name>")]
+    DataAndTable,
+    /// `data` names no dataset.
+    #[error("data = {data:?} is not a dataset of docs/data/datasets.toml")]
+    UnknownDataset {
+        /// The value given.
+        data: String,
+    },
+    /// `table` names no table of the dataset.
+    #[error("table = {table:?} is not a table of dataset {data} ({known})")]
+    UnknownTable {
+        /// The value given.
+        table: String,
+        /// The dataset.
+        data: String,
+        /// The dataset's tables, comma-separated.
+        known: String,
+    },
+    /// A filter or `columns` names no column of the table.
+    #[error("{header:?} is not a column of table {table} ({known})")]
+    UnknownColumn {
+        /// The header given.
+        header: String,
+        /// The table.
+        table: String,
+        /// The table's headers, comma-separated.
+        known: String,
+    },
+    /// No row passes the filters.
+    #[error("no row of table {table} of dataset {data} matches the filters")]
+    NoRow {
+        /// The table.
+        table: String,
+        /// The dataset.
+        data: String,
+    },
+    /// A value block has no `column`.
+    #[error("a value block needs column=<header>")]
+    ValueColumn,
+    /// A value block's filters pass more or fewer than one row.
+    #[error(
+        "{rows} rows of table {table} of dataset {data} match the filters: a value block needs exactly one"
+    )]
+    NotOneRow {
+        /// How many rows pass.
+        rows: usize,
+        /// The table.
+        table: String,
+        /// The dataset.
+        data: String,
+    },
+    /// A value block's `column` is not one of the kept columns.
+    #[error("{column:?} is not a column of table {table}")]
+    ValueColumnMissing {
+        /// The header given.
+        column: String,
+        /// The table.
+        table: String,
+    },
+}
 
 /// `docs/data/datasets.toml`: the saved datasets and the commands that make them.
 #[derive(Clone, Debug, Deserialize)]
@@ -92,19 +311,23 @@ impl DatasetSpec {
 }
 
 /// Reads `docs/data/datasets.toml`.
-pub fn read_manifest(docs: &Path) -> Result<Manifest, String> {
+pub fn read_manifest(docs: &Path) -> Result<Manifest, DocsError> {
     let path = docs.join("data").join("datasets.toml");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-    let manifest: Manifest =
-        toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(&path).map_err(|source| DocsError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let manifest: Manifest = toml::from_str(&text).map_err(|source| DocsError::NotAManifest {
+        path: path.clone(),
+        source,
+    })?;
     for (k, spec) in manifest.dataset.iter().enumerate() {
         if manifest.dataset[..k].iter().any(|d| d.name == spec.name) {
-            return Err(format!(
-                "{}: dataset[{k}].name = {:?} is given twice: names must be unique",
-                path.display(),
-                spec.name
-            ));
+            return Err(DocsError::DatasetTwice {
+                path,
+                index: k,
+                name: spec.name.clone(),
+            });
         }
     }
     Ok(manifest)
@@ -296,26 +519,32 @@ fn data_folder(docs: &Path, name: &str) -> PathBuf {
 }
 
 /// Reads a saved dataset.
-pub fn read_dataset(docs: &Path, spec: &DatasetSpec) -> Result<Dataset, String> {
+pub fn read_dataset(docs: &Path, spec: &DatasetSpec) -> Result<Dataset, DocsError> {
     let folder = data_folder(docs, &spec.name);
-    let rerun = format!("regenerate it with `{}`", spec.command());
+    let missing = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DocsError::SavedMissing {
+            path,
+            source,
+            command: spec.command(),
+        }
+    };
     let runs_path = folder.join("runs.json");
-    let text = std::fs::read_to_string(&runs_path)
-        .map_err(|e| format!("{}: cannot read: {e} — {rerun}", runs_path.display()))?;
-    let runs: SavedRuns = serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: not a saved dataset: {e} — {rerun}",
-            runs_path.display()
-        )
+    let text = std::fs::read_to_string(&runs_path).map_err(missing(&runs_path))?;
+    let runs: SavedRuns = serde_json::from_str(&text).map_err(|source| DocsError::NotADataset {
+        path: runs_path.clone(),
+        source,
+        command: spec.command(),
     })?;
     let mut configs = Vec::new();
     let mut config_texts = Vec::new();
     for name in &runs.series {
         let path = folder.join("config").join(format!("{name}.toml"));
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: cannot read: {e} — {rerun}", path.display()))?;
-        let config = SeriesConfig::from_toml(&text)
-            .map_err(|e| format!("{}: not a series configuration: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(missing(&path))?;
+        let config = SeriesConfig::from_toml(&text).map_err(|source| DocsError::NotASeries {
+            path: path.clone(),
+            source,
+        })?;
         configs.push(config);
         config_texts.push(text);
     }
@@ -333,7 +562,7 @@ pub fn rerun_dataset(
     docs: &Path,
     spec: &DatasetSpec,
     threads: Option<usize>,
-) -> Result<(), String> {
+) -> Result<(), DocsError> {
     let scratch =
         std::env::temp_dir().join(format!("ach-docs-{}-{}", spec.name, std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
@@ -341,16 +570,19 @@ pub fn rerun_dataset(
         threads,
         ..spec.args(&scratch)
     };
-    let plan = experiments::plan(&args).map_err(|e| format!("dataset {}: {e}", spec.name))?;
-    experiments::execute(&plan, &args).map_err(|e| format!("dataset {}: {e}", spec.name))?;
+    let failed = |source| DocsError::Experiment {
+        name: spec.name.clone(),
+        source: Box::new(source),
+    };
+    let plan = experiments::plan(&args).map_err(failed)?;
+    experiments::execute(&plan, &args).map_err(failed)?;
     let mut runs = Vec::new();
     for job in jobs(&plan.series, plan.runs) {
         let record =
             crate::store::reusable_record(&scratch, &job, plan.profile).ok_or_else(|| {
-                format!(
-                    "dataset {}: a run record is missing after the run",
-                    spec.name
-                )
+                DocsError::RecordMissing {
+                    name: spec.name.clone(),
+                }
             })?;
         runs.push(SavedRun::of(&record));
     }
@@ -362,12 +594,18 @@ pub fn rerun_dataset(
     };
     let folder = data_folder(docs, &spec.name);
     let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(folder.join("config"))
-        .map_err(|e| format!("{}: cannot create: {e}", folder.display()))?;
+    std::fs::create_dir_all(folder.join("config")).map_err(|source| DocsError::Create {
+        path: folder.clone(),
+        source,
+    })?;
     for config in &plan.series {
         let name = format!("{}.toml", config.name);
-        let text = std::fs::read(scratch.join("config").join(&name))
-            .map_err(|e| format!("{}: cannot read: {e}", scratch.display()))?;
+        let text = std::fs::read(scratch.join("config").join(&name)).map_err(|source| {
+            DocsError::Read {
+                path: scratch.clone(),
+                source,
+            }
+        })?;
         write(&folder.join("config").join(&name), &text)?;
     }
     write(&folder.join("runs.json"), render_runs(&saved).as_bytes())?;
@@ -395,8 +633,11 @@ fn render_runs(saved: &SavedRuns) -> String {
     out
 }
 
-fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    write_atomic(path, bytes).map_err(|e| format!("{}: cannot write: {e}", path.display()))
+fn write(path: &Path, bytes: &[u8]) -> Result<(), DocsError> {
+    write_atomic(path, bytes).map_err(|source| DocsError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// A generated file: its path and the text or bytes it should hold.
@@ -410,7 +651,7 @@ pub struct Generated {
 
 /// Every file the saved data generate: each `docs/*.md` with a generated block, with its blocks
 /// filled in, and each listed figure.
-pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
+pub fn generate(docs: &Path) -> Result<Vec<Generated>, DocsError> {
     let manifest = read_manifest(docs)?;
     let mut datasets = Vec::new();
     for spec in &manifest.dataset {
@@ -421,14 +662,19 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
     }
     let mut out = Vec::new();
     let mut entries: Vec<PathBuf> = std::fs::read_dir(docs)
-        .map_err(|e| format!("{}: cannot read: {e}", docs.display()))?
+        .map_err(|source| DocsError::Read {
+            path: docs.to_path_buf(),
+            source,
+        })?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "md"))
         .collect();
     entries.sort();
     for path in entries {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&path).map_err(|source| DocsError::Read {
+            path: path.clone(),
+            source,
+        })?;
         let lookup = |name: &str| {
             datasets
                 .iter()
@@ -438,7 +684,10 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
         if !(text.contains(TABLE_OPEN) || text.contains(VALUE_OPEN)) {
             continue;
         }
-        let filled = fill_blocks(&text, &lookup).map_err(|e| format!("{}: {e}", path.display()))?;
+        let filled = fill_blocks(&text, &lookup).map_err(|source| DocsError::Block {
+            path: path.clone(),
+            source,
+        })?;
         out.push(Generated {
             path,
             bytes: filled.into_bytes(),
@@ -452,12 +701,12 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
         for name in &spec.figures {
             let figure = drawn.iter().find(|f| &f.name == name).ok_or_else(|| {
                 let names: Vec<&str> = drawn.iter().map(|f| f.name.as_str()).collect();
-                format!(
-                    "{}: dataset {}: figures: {name:?} is not a figure of its report ({})",
-                    docs.join("data").join("datasets.toml").display(),
-                    spec.name,
-                    names.join(", ")
-                )
+                DocsError::UnknownFigure {
+                    path: docs.join("data").join("datasets.toml"),
+                    dataset: spec.name.clone(),
+                    name: name.clone(),
+                    known: names.join(", "),
+                }
             })?;
             out.push(Generated {
                 path: docs.join("figures").join(format!("{name}.svg")),
@@ -469,7 +718,7 @@ pub fn generate(docs: &Path) -> Result<Vec<Generated>, String> {
 }
 
 /// The generated files whose content on disk differs from what the saved data give.
-fn stale(docs: &Path) -> Result<Vec<Generated>, String> {
+fn stale(docs: &Path) -> Result<Vec<Generated>, DocsError> {
     Ok(generate(docs)?
         .into_iter()
         .filter(|g| std::fs::read(&g.path).ok().as_deref() != Some(&g.bytes[..]))
@@ -478,12 +727,12 @@ fn stale(docs: &Path) -> Result<Vec<Generated>, String> {
 
 /// The paths of the generated files whose content on disk differs from what the saved data
 /// give.
-pub fn check(docs: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn check(docs: &Path) -> Result<Vec<PathBuf>, DocsError> {
     Ok(stale(docs)?.into_iter().map(|g| g.path).collect())
 }
 
 /// Writes every generated file that changed; returns them.
-pub fn write_generated(docs: &Path) -> Result<Vec<PathBuf>, String> {
+pub fn write_generated(docs: &Path) -> Result<Vec<PathBuf>, DocsError> {
     let mut written = Vec::new();
     for g in stale(docs)? {
         write(&g.path, &g.bytes)?;
@@ -525,7 +774,7 @@ pub fn run(args: Args) -> std::process::ExitCode {
     }
 }
 
-fn run_inner(args: &Args) -> Result<bool, String> {
+fn run_inner(args: &Args) -> Result<bool, DocsError> {
     let docs = &args.docs;
     if args.check {
         let stale = check(docs)?;
@@ -539,11 +788,11 @@ fn run_inner(args: &Args) -> Result<bool, String> {
     for name in &args.rerun {
         if name != "all" && !manifest.dataset.iter().any(|d| &d.name == name) {
             let names: Vec<&str> = manifest.dataset.iter().map(|d| d.name.as_str()).collect();
-            return Err(format!(
-                "--rerun: {name:?} is not a dataset of {} ({}, or all)",
-                docs.join("data").join("datasets.toml").display(),
-                names.join(", ")
-            ));
+            return Err(DocsError::UnknownDataset {
+                name: name.clone(),
+                path: docs.join("data").join("datasets.toml"),
+                known: names.join(", "),
+            });
         }
     }
     for spec in &manifest.dataset {
@@ -567,7 +816,7 @@ const VALUE_CLOSE: &str = "<!-- /value -->";
 fn fill_blocks<'t>(
     text: &str,
     lookup: &dyn Fn(&str) -> Option<&'t [Table]>,
-) -> Result<String, String> {
+) -> Result<String, BlockError> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     loop {
@@ -588,22 +837,22 @@ fn fill_blocks<'t>(
         } else {
             (VALUE_OPEN, VALUE_CLOSE)
         };
+        let at_line = |rule| BlockError { line, rule };
         out.push_str(&rest[..start]);
         let after_open = &rest[start + open.len()..];
         let options_end = after_open
             .find("-->")
-            .ok_or_else(|| format!("line {line}: a block opened here is never closed by -->"))?;
+            .ok_or_else(|| at_line(BlockRule::Unclosed))?;
         let options_text = &after_open[..options_end];
         let body_start = &after_open[options_end + 3..];
         let body_end = body_start
             .find(close)
-            .ok_or_else(|| format!("line {line}: no {close} after this block"))?;
-        let options = Options::parse(options_text).map_err(|e| format!("line {line}: {e}"))?;
+            .ok_or_else(|| at_line(BlockRule::NoClose { close }))?;
+        let options = Options::parse(options_text).map_err(at_line)?;
         let tables = lookup(&options.data).ok_or_else(|| {
-            format!(
-                "line {line}: data = {:?} is not a dataset of docs/data/datasets.toml",
-                options.data
-            )
+            at_line(BlockRule::UnknownDataset {
+                data: options.data.clone(),
+            })
         })?;
         let generated = if is_table {
             options
@@ -612,7 +861,7 @@ fn fill_blocks<'t>(
         } else {
             options.value(tables)
         }
-        .map_err(|e| format!("line {line}: {e}"))?;
+        .map_err(at_line)?;
         let _ = write!(out, "{open}{options_text}-->{generated}{close}");
         rest = &body_start[body_end + close.len()..];
     }
@@ -633,7 +882,7 @@ struct Options {
 }
 
 impl Options {
-    fn parse(text: &str) -> Result<Options, String> {
+    fn parse(text: &str) -> Result<Options, BlockRule> {
         let mut options = Options {
             data: String::new(),
             table: String::new(),
@@ -643,9 +892,9 @@ impl Options {
             mean_only: false,
         };
         for pair in text.split(';').map(str::trim).filter(|p| !p.is_empty()) {
-            let (key, value) = pair
-                .split_once('=')
-                .ok_or_else(|| format!("option {pair:?} must be key=value"))?;
+            let (key, value) = pair.split_once('=').ok_or_else(|| BlockRule::NotKeyValue {
+                pair: pair.to_string(),
+            })?;
             let (key, value) = (key.trim(), value.trim());
             let list = || value.split(',').map(|v| v.trim().to_string()).collect();
             match key {
@@ -654,29 +903,32 @@ impl Options {
                 "columns" => options.columns = Some(list()),
                 "column" => options.column = Some(value.to_string()),
                 "part" if value == "mean" => options.mean_only = true,
-                "part" => return Err(format!("part = {value:?}: the only part is mean")),
+                "part" => {
+                    return Err(BlockRule::Part {
+                        value: value.to_string(),
+                    });
+                }
                 _ => options.filters.push((key.to_string(), list())),
             }
         }
         if options.data.is_empty() || options.table.is_empty() {
-            return Err("a block needs data=<dataset> and table=<table name>".into());
+            return Err(BlockRule::DataAndTable);
         }
         Ok(options)
     }
 
     /// The rows of the named table that pass every filter, with the chosen columns.
-    fn select(&self, tables: &[Table]) -> Result<Table, String> {
+    fn select(&self, tables: &[Table]) -> Result<Table, BlockRule> {
         let table = tables
             .iter()
             .find(|t| t.name == self.table)
             .ok_or_else(|| {
                 let names: Vec<&str> = tables.iter().map(|t| t.name.as_str()).collect();
-                format!(
-                    "table = {:?} is not a table of dataset {} ({})",
-                    self.table,
-                    self.data,
-                    names.join(", ")
-                )
+                BlockRule::UnknownTable {
+                    table: self.table.clone(),
+                    data: self.data.clone(),
+                    known: names.join(", "),
+                }
             })?;
         let index = |header: &str| {
             table
@@ -686,11 +938,11 @@ impl Options {
                 .ok_or_else(|| {
                     let headers: Vec<&str> =
                         table.columns.iter().map(|c| c.header.as_str()).collect();
-                    format!(
-                        "{header:?} is not a column of table {} ({})",
-                        self.table,
-                        headers.join(", ")
-                    )
+                    BlockRule::UnknownColumn {
+                        header: header.to_string(),
+                        table: self.table.clone(),
+                        known: headers.join(", "),
+                    }
                 })
         };
         let mut filters = Vec::new();
@@ -712,10 +964,10 @@ impl Options {
             .map(|row| keep.iter().map(|&k| row[k].clone()).collect())
             .collect();
         if rows.is_empty() {
-            return Err(format!(
-                "no row of table {} of dataset {} matches the filters",
-                self.table, self.data
-            ));
+            return Err(BlockRule::NoRow {
+                table: self.table.clone(),
+                data: self.data.clone(),
+            });
         }
         Ok(Table {
             columns: keep.iter().map(|&k| table.columns[k].clone()).collect(),
@@ -725,25 +977,24 @@ impl Options {
     }
 
     /// The text of `column` in the one row that passes every filter.
-    fn value(&self, tables: &[Table]) -> Result<String, String> {
-        let column = self
-            .column
-            .as_ref()
-            .ok_or("a value block needs column=<header>")?;
+    fn value(&self, tables: &[Table]) -> Result<String, BlockRule> {
+        let column = self.column.as_ref().ok_or(BlockRule::ValueColumn)?;
         let table = self.select(tables)?;
         if table.rows.len() != 1 {
-            return Err(format!(
-                "{} rows of table {} of dataset {} match the filters: a value block needs exactly one",
-                table.rows.len(),
-                self.table,
-                self.data
-            ));
+            return Err(BlockRule::NotOneRow {
+                rows: table.rows.len(),
+                table: self.table.clone(),
+                data: self.data.clone(),
+            });
         }
         let k = table
             .columns
             .iter()
             .position(|c| &c.header == column)
-            .ok_or_else(|| format!("{column:?} is not a column of table {}", self.table))?;
+            .ok_or_else(|| BlockRule::ValueColumnMissing {
+                column: column.clone(),
+                table: self.table.clone(),
+            })?;
         let text = markdown_cell(&table.rows[0][k]);
         Ok(if self.mean_only {
             text.split(" ± ").next().unwrap_or_default().to_string()
@@ -792,7 +1043,7 @@ mod tests {
         vec![table]
     }
 
-    fn fill(text: &str) -> Result<String, String> {
+    fn fill(text: &str) -> Result<String, BlockError> {
         let tables = tables();
         fill_blocks(text, &|name| (name == "d").then_some(tables.as_slice()))
     }
@@ -845,7 +1096,7 @@ mod tests {
             ),
         ];
         for (text, expected) in cases {
-            let error = fill(text).unwrap_err();
+            let error = fill(text).unwrap_err().to_string();
             assert!(error.contains(expected), "{text:?}: {error}");
         }
     }
