@@ -423,6 +423,9 @@ pub fn plan_by_token_load(
         })
         .collect();
     let mut moves = Vec::new();
+    // The three hottest live nodes, kept as the plan grows: the hottest node other than a
+    // receiver and the source is among them, so each check costs O(1) instead of O(nodes).
+    let mut hottest = Hottest::of(&projected, is_live);
     for (token, _) in candidates {
         let from = ring.owners()[token];
         let k = source_slot[from.index()];
@@ -436,18 +439,14 @@ pub fn plan_by_token_load(
         }
         let load = token_loads[token];
         // The hottest live node other than `j` once the token has left its source.
+        let source_after = projected[source] - load;
         let hottest_except = |j: usize| {
-            (0..n)
-                .filter(|&x| x != j && is_live(x))
-                .map(|x| {
-                    if x == source {
-                        projected[x] - load
-                    } else {
-                        projected[x]
-                    }
-                })
-                .filter(|l| l.is_finite())
-                .fold(f64::NEG_INFINITY, f64::max)
+            let others = hottest.except(j, source);
+            if source != j && is_live(source) && source_after.is_finite() {
+                others.max(source_after)
+            } else {
+                others
+            }
         };
         let receiver = (0..receivers.len())
             .filter(|&r| room[r] > 0 && need_left[r] > 0.0 && receivers[r].0 < n)
@@ -467,6 +466,7 @@ pub fn plan_by_token_load(
         projected[to] += load;
         need_left[r] -= load;
         room[r] -= 1;
+        hottest = Hottest::of(&projected, is_live);
         moves.push(TokenMove {
             token,
             from,
@@ -476,9 +476,57 @@ pub fn plan_by_token_load(
     moves
 }
 
+/// The three highest finite loads of live nodes, highest first (ties: lower id), padded with
+/// `-inf`.
+struct Hottest([(f64, usize); 3]);
+
+impl Hottest {
+    fn of(loads: &[f64], is_live: impl Fn(usize) -> bool) -> Hottest {
+        let mut top = [(f64::NEG_INFINITY, usize::MAX); 3];
+        for (x, &load) in loads.iter().enumerate() {
+            if !(is_live(x) && load.is_finite()) {
+                continue;
+            }
+            if let Some(k) = top.iter().position(|&(l, _)| load > l) {
+                top[k..].rotate_right(1);
+                top[k] = (load, x);
+            }
+        }
+        Hottest(top)
+    }
+
+    /// The highest load of a live node other than `a` and `b` (`-inf` when there is none).
+    fn except(&self, a: usize, b: usize) -> f64 {
+        self.0
+            .iter()
+            .find(|&&(_, x)| x != a && x != b && x != usize::MAX)
+            .map_or(f64::NEG_INFINITY, |&(l, _)| l)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        #[test]
+        fn the_hottest_except_two_nodes_is_the_maximum_over_the_others(
+            loads in proptest::collection::vec(proptest::prop_oneof![
+                -2.0f64..2.0, proptest::strategy::Just(f64::NAN), proptest::strategy::Just(1.0)
+            ], 0..12),
+            live_bits in 0u32..4096,
+            a in 0usize..13,
+            b in 0usize..13,
+        ) {
+            let is_live = |x: usize| live_bits & (1 << x) != 0;
+            let expected = (0..loads.len())
+                .filter(|&x| x != a && x != b && is_live(x) && loads[x].is_finite())
+                .map(|x| loads[x])
+                .fold(f64::NEG_INFINITY, f64::max);
+            let got = Hottest::of(&loads, is_live).except(a, b);
+            proptest::prop_assert_eq!(got.to_bits(), expected.to_bits());
+        }
+    }
 
     fn ring() -> TokenRing {
         // Arcs: token 0 = 0.3, 1 = 0.1, 2 = 0.2, 3 = 0.15, 4 = 0.25; owners 0,0,0,0,1.
