@@ -13,6 +13,7 @@ use ach_control::{Ach, AchConfig, AchState, Balancer, Observation, Plan, commit}
 use ach_ring::{InvariantCheck, NodeId, TokenRing, TokenRingState};
 use ach_telemetry::{LoadTracker, LoadTrackerState, TelemetryConfig};
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 
 /// A small seeded generator (xorshift64*), so the load sequences follow from the case's seed.
 struct Rng(u64);
@@ -186,6 +187,20 @@ fn drive(
     spending
 }
 
+/// The live promises over a run: no window of `H` steps moved more than `M_H`, no step more
+/// than `M_max`, no token moved inside its cool-down, no ring invariant broken.
+fn keeps_the_promises(config: &AchConfig, spending: &Spending) -> Result<(), TestCaseError> {
+    let worst_window = spending.worst_window(config.horizon);
+    prop_assert!(
+        worst_window <= config.m_horizon + 1e-12,
+        "a window moved {worst_window}"
+    );
+    prop_assert_eq!(spending.steps_over_m, 0);
+    prop_assert_eq!(spending.cooldown_breaks, 0);
+    prop_assert_eq!(spending.invariant_violations, 0);
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(24))]
 
@@ -203,11 +218,7 @@ proptest! {
         prop_assume!(ring.len() >= nodes * config.v_min);
         let mut cluster = Cluster::new(&ring, nodes, seed, hot_tokens, noise);
         let spending = drive(&config, &mut ring, &mut cluster, 520);
-        let worst_window = spending.worst_window(config.horizon);
-        prop_assert!(worst_window <= config.m_horizon + 1e-12, "a window moved {worst_window}");
-        prop_assert_eq!(spending.steps_over_m, 0);
-        prop_assert_eq!(spending.cooldown_breaks, 0);
-        prop_assert_eq!(spending.invariant_violations, 0);
+        keeps_the_promises(&config, &spending)?;
     }
 
     /// The same promises in a cluster far below saturation (utilisation 0.2 % to 10 %), where
@@ -227,11 +238,7 @@ proptest! {
         let mut cluster = Cluster::new(&ring, nodes, seed, hot_tokens, utilisation * 0.05);
         cluster.utilisation = utilisation;
         let spending = drive(&config, &mut ring, &mut cluster, 300);
-        let worst_window = spending.worst_window(config.horizon);
-        prop_assert!(worst_window <= config.m_horizon + 1e-12, "a window moved {worst_window}");
-        prop_assert_eq!(spending.steps_over_m, 0);
-        prop_assert_eq!(spending.cooldown_breaks, 0);
-        prop_assert_eq!(spending.invariant_violations, 0);
+        keeps_the_promises(&config, &spending)?;
     }
 }
 

@@ -180,16 +180,21 @@ impl Measurement {
     }
 }
 
+/// What every benchmark point runs: run 0 of `config`, profile `paper`, no sweep point.
+pub fn run_zero(config: &SeriesConfig) -> RunSpec<'_> {
+    RunSpec {
+        config,
+        point: None,
+        profile: Profile::Paper,
+        run_index: 0,
+    }
+}
+
 /// Runs `point` `repeats` times in this process and returns the figures, with this process's
 /// peak resident memory. Call it in a fresh process per point (the peak is the process's).
 pub fn measure_in_this_process(point: BenchPoint, repeats: u32) -> Result<Measurement, BenchError> {
     let config = point.config()?;
-    let spec = RunSpec {
-        config: &config,
-        point: None,
-        profile: Profile::Paper,
-        run_index: 0,
-    };
+    let spec = run_zero(&config);
     let mut seconds = Vec::new();
     for _ in 0..repeats.max(1) {
         let start = Instant::now();

@@ -12,11 +12,11 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
+use ach_sim::SeriesConfig;
 use ach_sim::phases::{NoProbe, Phase, PhaseProbe};
 use ach_sim::run::simulate_probed;
-use ach_sim::{Profile, RunSpec, SeriesConfig};
 
-use crate::bench::{BenchError, BenchPoint};
+use crate::bench::{BenchError, BenchPoint, run_zero};
 
 /// The phases of a run in table order, with the number of algorithms for the per-arm planning.
 fn phase_order(arms: usize) -> Vec<Phase> {
@@ -171,12 +171,7 @@ impl PointProfile {
 /// Runs `point` `repeats` times unprobed and `repeats` times probed, in this thread.
 pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, BenchError> {
     let config = point.config()?;
-    let spec = RunSpec {
-        config: &config,
-        point: None,
-        profile: Profile::Paper,
-        run_index: 0,
-    };
+    let spec = run_zero(&config);
     let mut cpu_seconds = Vec::new();
     let mut wall_seconds = Vec::new();
     let mut record = None;
@@ -414,12 +409,7 @@ mod tests {
         let mut config = BenchPoint::C1.config().unwrap();
         config.steps = 30;
         config.warmup = 5;
-        let spec = RunSpec {
-            config: &config,
-            point: None,
-            profile: Profile::Paper,
-            run_index: 0,
-        };
+        let spec = run_zero(&config);
         let mut clock = PhaseClock::default();
         let probed = simulate_probed(&spec, &mut clock).unwrap();
         clock.stop();
