@@ -1,0 +1,359 @@
+#[test]
+fn arc_orders_are_those_of_stable_sorts() {
+    // Ties (equal arcs, and -0.0 against 0.0, which total_cmp orders) in both orders.
+    let arcs: [f64; 10] = [0.25, 0.125, 0.25, -0.0, 0.0, 0.125, 0.5, 0.25, 1e-300, 0.0];
+    let mut shortest: Vec<usize> = (0..arcs.len()).collect();
+    shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+    let mut longest: Vec<usize> = (0..arcs.len()).collect();
+    longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
+    assert_eq!(arc_orders(&arcs), (shortest, longest));
+    let many: Vec<f64> = (0..5000_i32)
+        .map(|i| f64::from((i * 7919) % 97) / 97.0)
+        .collect();
+    let mut shortest: Vec<usize> = (0..many.len()).collect();
+    shortest.sort_by(|&a, &b| many[a].total_cmp(&many[b]));
+    let mut longest: Vec<usize> = (0..many.len()).collect();
+    longest.sort_by(|&a, &b| many[b].total_cmp(&many[a]));
+    assert_eq!(arc_orders(&many), (shortest, longest));
+}
+use super::*;
+
+fn ring() -> TokenRing {
+    TokenRing::round_robin(vec![0.1, 0.4, 0.6, 0.9], 2).unwrap()
+}
+
+#[test]
+fn arcs_sum_to_one_and_wrap() {
+    let r = ring();
+    let expected = [0.2, 0.3, 0.2, 0.3];
+    for (a, e) in r.arcs().iter().zip(expected) {
+        assert!((a - e).abs() < 1e-12);
+    }
+}
+
+#[test]
+fn lookup_is_first_token_at_or_after() {
+    let r = ring();
+    assert_eq!(r.lookup(0.0), 0);
+    assert_eq!(r.lookup(0.1), 0);
+    assert_eq!(r.lookup(0.100001), 1);
+    assert_eq!(r.lookup(0.9), 3);
+    assert_eq!(r.lookup(0.95), 0);
+}
+
+#[test]
+fn counts_and_shares_equal_the_two_passes() {
+    let ring = TokenRing::capacity_weighted(997, &[1.0, 0.55, 0.25, 0.55]).unwrap();
+    for n in [0, 2, 4, 6] {
+        assert_eq!(ring.counts_and_shares(n), (ring.counts(n), ring.shares(n)));
+    }
+}
+
+#[test]
+fn apply_counts_net_changes_and_rolls_back_on_error() {
+    let mut r = ring();
+    let there = TokenMove {
+        token: 1,
+        from: NodeId(1),
+        to: NodeId(0),
+    };
+    let back = TokenMove {
+        token: 1,
+        from: NodeId(0),
+        to: NodeId(1),
+    };
+    assert_eq!(r.apply(&[there, back]).unwrap(), 0.0);
+    let bad = TokenMove {
+        token: 2,
+        from: NodeId(1),
+        to: NodeId(0),
+    };
+    let before = r.clone();
+    let _ = r.owners_longest_first();
+    assert!(matches!(
+        r.apply(&[there, bad]),
+        Err(RingError::WrongSource { token: 2, .. })
+    ));
+    assert_eq!(r, before);
+    // The rollback restores every copy of the owners the ring keeps, and the counts.
+    assert_eq!(r.owners_longest_first(), before.owners_longest_first());
+    assert_eq!(r.counts(2), before.counts(2));
+}
+
+#[test]
+fn invariants_report_every_violation() {
+    let r = TokenRing::new(vec![0.1, 0.4], vec![NodeId(0), NodeId(5)]).unwrap();
+    let live = [true, true];
+    let v = r.check_invariants(&InvariantCheck {
+        n_nodes: 2,
+        live: &live,
+        v_min: 1,
+    });
+    assert_eq!(
+        v,
+        vec![
+            InvariantViolation::TooFewTokens {
+                node: NodeId(1),
+                count: 0,
+                v_min: 1
+            },
+            InvariantViolation::InvalidOwner {
+                token: 1,
+                owner: NodeId(5),
+                n_nodes: 2
+            },
+        ]
+    );
+}
+
+#[test]
+fn owners_with_ids_far_beyond_the_tokens_are_counted_too() {
+    // Ids of V + 1024 or more are not kept in the per-node counts; every query still
+    // counts them.
+    let far = NodeId(5000);
+    let mut r = TokenRing::new(vec![0.1, 0.4], vec![NodeId(0), far]).unwrap();
+    assert_eq!(r.count(far), 1);
+    assert_eq!(r.counts(5001)[5000], 1);
+    assert_eq!(r.counts(2), vec![1, 0]);
+    let check = InvariantCheck {
+        n_nodes: 2,
+        live: &[true, true],
+        v_min: 0,
+    };
+    assert_eq!(r.check_owner_invariants(&check).len(), 1);
+    r.apply(&[TokenMove {
+        token: 1,
+        from: far,
+        to: NodeId(1),
+    }])
+    .unwrap();
+    assert_eq!(r.count(far), 0);
+    assert_eq!(r.counts(2), vec![1, 1]);
+    assert!(r.check_owner_invariants(&check).is_empty());
+    assert_eq!(r, TokenRing::round_robin(vec![0.1, 0.4], 2).unwrap());
+}
+
+#[test]
+fn construction_rejects_bad_positions() {
+    assert!(matches!(
+        TokenRing::round_robin(vec![0.2, 0.2], 1),
+        Err(RingError::PositionsNotIncreasing { index: 1, .. })
+    ));
+    assert!(matches!(
+        TokenRing::round_robin(vec![1.0], 1),
+        Err(RingError::PositionOutOfRange { index: 0, .. })
+    ));
+    assert_eq!(TokenRing::round_robin(vec![], 1), Err(RingError::NoTokens));
+}
+
+/// The next `f64` above `x` (finite `x >= 0`), without `f64::next_up` (Rust 1.86).
+fn next_up(x: f64) -> f64 {
+    if x == 0.0 {
+        f64::from_bits(1)
+    } else {
+        f64::from_bits(x.to_bits() + 1)
+    }
+}
+
+/// The next `f64` below `x` (finite `x > 0`).
+fn next_down(x: f64) -> f64 {
+    f64::from_bits(x.to_bits() - 1)
+}
+
+/// Inputs on and around every boundary the lookup has: each position and its neighbours,
+/// the ends of the circle, values outside `[0, 1)`, infinities and NaN.
+fn edge_inputs(positions: &[f64]) -> Vec<f64> {
+    let mut inputs = vec![
+        0.0,
+        -0.0,
+        f64::from_bits(1),
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+        -1.0,
+        -0.5,
+        next_down(1.0),
+        1.0,
+        next_up(1.0),
+        1.5,
+        f64::MAX,
+        f64::MIN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+    ];
+    for &p in positions {
+        inputs.push(p);
+        inputs.push(next_up(p));
+        if p > 0.0 {
+            inputs.push(next_down(p));
+        }
+    }
+    inputs
+}
+
+/// A deterministic, well spread point of `[0, 1)`: the top 53 bits of XXH3 of `k`.
+fn sample_point(k: u64) -> f64 {
+    (crate::classic::key_hash(&k.to_le_bytes()) >> 11) as f64 / (1u64 << 53) as f64
+}
+
+fn assert_fast_equals_binary_search(ring: &TokenRing, extra: &[f64]) {
+    for h in edge_inputs(ring.positions())
+        .into_iter()
+        .chain(extra.iter().copied())
+    {
+        assert_eq!(
+            ring.lookup(h),
+            ring.lookup_binary_search(h),
+            "h = {h:e} ({:#x})",
+            h.to_bits()
+        );
+    }
+}
+
+#[test]
+fn lookup_outside_the_circle_and_nan_is_token_zero() {
+    let r = ring();
+    for h in [
+        -0.0,
+        -1.0,
+        1.0,
+        7.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ] {
+        assert_eq!(r.lookup(h), 0, "h = {h}");
+        assert_eq!(r.lookup_binary_search(h), 0, "h = {h}");
+    }
+    assert_fast_equals_binary_search(&r, &[]);
+}
+
+#[test]
+fn lookup_of_exact_positions_and_neighbours() {
+    let r = ring();
+    for (token, &p) in r.positions().iter().enumerate() {
+        assert_eq!(r.lookup(p), token);
+        assert_eq!(r.lookup(next_down(p)), token);
+        assert_eq!(r.lookup(next_up(p)), (token + 1) % r.len());
+    }
+}
+
+#[test]
+fn lookup_with_clustered_positions_and_position_zero() {
+    // All tokens in one bucket, plus one at exactly 0 and one just below 1.
+    let mut positions = vec![0.0];
+    positions.extend((0..500).map(|k| 0.25 + k as f64 * 1e-12));
+    positions.push(next_down(1.0));
+    let r = TokenRing::round_robin(positions, 3).unwrap();
+    let extra: Vec<f64> = (0..10_000).map(sample_point).collect();
+    assert_fast_equals_binary_search(&r, &extra);
+    assert_eq!(r.lookup(0.0), 0);
+    assert_eq!(r.lookup(next_up(0.0)), 1);
+    assert_eq!(r.lookup(next_down(1.0)), 501);
+}
+
+#[test]
+fn single_token_owns_everything() {
+    let r = TokenRing::round_robin(vec![0.3], 1).unwrap();
+    assert_eq!(r.arcs(), &[1.0]);
+    assert_fast_equals_binary_search(&r, &[0.1, 0.3, 0.9]);
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Number of sample keys for measuring the fraction of key space that moved.
+    const SAMPLE_KEYS: u64 = 200_000;
+
+    fn ring_strategy() -> impl Strategy<Value = TokenRing> {
+        (proptest::collection::vec(0.0f64..1.0, 1..400), 1usize..8).prop_map(
+            |(mut positions, n_nodes)| {
+                positions.sort_by(f64::total_cmp);
+                positions.dedup();
+                TokenRing::round_robin(positions, n_nodes).unwrap()
+            },
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+        #[test]
+        fn fast_lookup_equals_binary_search(
+            ring in ring_strategy(),
+            hashes in proptest::collection::vec(proptest::num::f64::ANY, 0..500),
+            unit_hashes in proptest::collection::vec(0.0f64..1.0, 0..2000),
+        ) {
+            let extra: Vec<f64> = hashes.into_iter().chain(unit_hashes).collect();
+            assert_fast_equals_binary_search(&ring, &extra);
+        }
+
+        #[test]
+        fn m_keys_is_the_arcs_of_changed_tokens_and_the_measured_fraction(
+            mut ring in ring_strategy(),
+            n_nodes in 1u32..8,
+            raw_moves in proptest::collection::vec((any::<usize>(), 0u32..8), 0..60),
+        ) {
+            let before = ring.clone();
+            // Build the owners in arc order now, so that the moves below must keep them.
+            let _ = (ring.owners_longest_first(), ring.owners_shortest_first());
+            let moves: Vec<TokenMove> = {
+                let mut owners = ring.owners().to_vec();
+                raw_moves
+                    .into_iter()
+                    .map(|(token, to)| {
+                        let token = token % owners.len();
+                        let to = NodeId(to % n_nodes);
+                        let mv = TokenMove { token, from: owners[token], to };
+                        owners[token] = to;
+                        mv
+                    })
+                    .collect()
+            };
+            let m_keys = ring.apply(&moves).unwrap();
+
+            // Exact: the arcs of the tokens whose owner differs, summed in token order.
+            let changed_arcs: f64 = (0..ring.len())
+                .filter(|&s| before.owner(s) != ring.owner(s))
+                .map(|s| ring.arcs()[s])
+                .sum();
+            prop_assert_eq!(m_keys, changed_arcs);
+            prop_assert_eq!(m_keys, before.m_keys_to(ring.owners()));
+            // The owners in arc order follow every change.
+            let in_order = |order: &[usize]| -> Vec<NodeId> {
+                order.iter().map(|&s| ring.owner(s)).collect()
+            };
+            prop_assert_eq!(ring.owners_longest_first(), in_order(ring.tokens_longest_first()));
+            prop_assert_eq!(ring.owners_shortest_first(), in_order(ring.tokens_shortest_first()));
+            // So do the counts, and a ring built from the same owners is equal.
+            for n in [0, 3, 8, 9] {
+                prop_assert_eq!(ring.counts(n), ring.counts_by_scan(n));
+            }
+            let rebuilt = TokenRing::new(ring.positions().to_vec(), ring.owners().to_vec());
+            prop_assert_eq!(&ring, &rebuilt.unwrap());
+
+            // Sampled: the fraction of deterministic pseudo-random keys whose owner changed,
+            // within 5 binomial standard errors (plus one key of slack for tiny fractions).
+            let moved = (0..SAMPLE_KEYS)
+                .map(sample_point)
+                .filter(|&h| before.owner(before.lookup(h)) != ring.owner(ring.lookup(h)))
+                .count();
+            let measured = moved as f64 / SAMPLE_KEYS as f64;
+            let keys = SAMPLE_KEYS as f64;
+            let tolerance = 5.0 * (m_keys * (1.0 - m_keys) / keys).sqrt() + 1.0 / keys;
+            prop_assert!(
+                (measured - m_keys).abs() <= tolerance,
+                "measured {} vs M_keys {} (tolerance {})", measured, m_keys, tolerance
+            );
+
+            // The invariants other than v_min hold whatever the owners.
+            let n = n_nodes.max(8) as usize;
+            let live = vec![true; n];
+            let violations = ring.check_invariants(&InvariantCheck { n_nodes: n, live: &live, v_min: 0 });
+            prop_assert!(violations.is_empty(), "{:?}", violations);
+            assert_fast_equals_binary_search(&ring, &[]);
+        }
+    }
+}

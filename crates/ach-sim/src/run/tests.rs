@@ -1,0 +1,276 @@
+use super::*;
+use crate::config::{Churn, Degradation, NodeClass, built_in_series};
+
+fn small(name: &str) -> SeriesConfig {
+    let mut c = built_in_series()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("built-in series");
+    c.tokens = 60;
+    c.keys = 600;
+    c.steps = 30;
+    c.warmup = 5;
+    c.cluster.classes.truncate(4);
+    c.churn.clear();
+    c.degradation.clear();
+    c
+}
+
+fn refs(arms: &mut [Arm]) -> Vec<&mut Arm> {
+    arms.iter_mut().collect()
+}
+
+fn setup(config: &SeriesConfig, profile: Profile) -> (Cluster, Vec<Arm>) {
+    let positions: Vec<f64> = (0..config.tokens)
+        .map(|s| (s as f64 + 0.5) / config.tokens as f64)
+        .collect();
+    let ring = TokenRing::round_robin(positions, config.cluster.classes.len()).unwrap();
+    let arms = config
+        .algorithms
+        .iter()
+        .map(|name| {
+            let registry = Registry::built_in();
+            Arm::new(registry.get(name).unwrap(), config, ring.clone()).unwrap()
+        })
+        .collect();
+    (Cluster::new(config, profile), arms)
+}
+
+#[test]
+fn paper_removal_gives_tokens_to_node_zero_and_keeps_the_node_in_view() {
+    let config = small("C1");
+    let (mut cluster, mut arms) = setup(&config, Profile::Paper);
+    remove_node(NodeId(2), &mut cluster, &mut refs(&mut arms));
+    for arm in &arms {
+        assert_eq!(arm.ring.count(NodeId(2)), 0);
+        // Round-robin over 4 nodes: node 0 had 15 tokens and now also has node 2's 15.
+        assert_eq!(arm.ring.count(NodeId(0)), 30);
+    }
+    assert_eq!(cluster.service_rate[2], 0.0);
+    assert!(!cluster.member[2]);
+    assert!(
+        cluster.usable[2],
+        "the paper profile keeps the removed node in view"
+    );
+}
+
+#[test]
+fn corrected_removal_hands_each_token_to_the_next_live_owner_clockwise() {
+    let config = small("C1");
+    let (mut cluster, mut arms) = setup(&config, Profile::Corrected);
+    remove_node(NodeId(2), &mut cluster, &mut refs(&mut arms));
+    let ring = &arms[0].ring;
+    // Token 2 (owned by node 2) is followed by token 3, owned by node 3.
+    assert_eq!(ring.owner(2), NodeId(3));
+    // The last token of node 2 is 58; token 59 is node 3's.
+    assert_eq!(ring.owner(58), NodeId(3));
+    assert_eq!(ring.counts(4), vec![15, 15, 0, 30]);
+    assert!(!cluster.usable[2]);
+    // Remove node 3 too: its tokens go clockwise to node 0 (token 60 wraps to token 0).
+    remove_node(NodeId(3), &mut cluster, &mut refs(&mut arms));
+    assert_eq!(arms[0].ring.owner(59), NodeId(0));
+    assert_eq!(arms[0].ring.owner(2), NodeId(0));
+    assert_eq!(arms[0].ring.counts(4), vec![45, 15, 0, 0]);
+}
+
+#[test]
+fn a_joining_node_takes_v_min_tokens_from_the_largest_owner() {
+    let config = small("C1");
+    let (mut cluster, mut arms) = setup(&config, Profile::Paper);
+    remove_node(NodeId(3), &mut cluster, &mut refs(&mut arms));
+    join_node(
+        NodeClass::Medium.capacity(),
+        &config,
+        &mut cluster,
+        &mut refs(&mut arms),
+    );
+    let ring = &arms[0].ring;
+    // Node 0 owns the most (30); its three lowest-indexed tokens are 0, 3 and 4.
+    assert_eq!(ring.tokens_of(NodeId(4)), vec![0, 3, 4]);
+    assert_eq!(cluster.capacity.len(), 5);
+    assert_eq!(cluster.service_rate[4], 0.55 * 350.0);
+    assert_eq!(arms[0].telemetry.node_count(), 5);
+}
+
+#[test]
+fn degradation_scales_service_rates_at_its_step_only() {
+    let mut config = small("C1");
+    config.degradation.push(Degradation {
+        t: 3,
+        nodes: vec![1],
+        factor: 0.4,
+    });
+    let (mut cluster, mut arms) = setup(&config, Profile::Paper);
+    assert!(!apply_events(
+        &config,
+        2,
+        &mut cluster,
+        &mut refs(&mut arms)
+    ));
+    assert!(apply_events(&config, 3, &mut cluster, &mut refs(&mut arms)));
+    assert_eq!(cluster.service_rate[1], 350.0 * 0.4);
+    assert_eq!(cluster.service_rate[0], 350.0);
+}
+
+fn run(config: &SeriesConfig, profile: Profile, run_index: u32) -> RunRecord {
+    simulate(&RunSpec {
+        config,
+        point: None,
+        profile,
+        run_index,
+    })
+    .unwrap()
+}
+
+/// Node 3 leaves at t = 10; a strong node joins at t = 20.
+fn node_3_leaves_then_a_strong_node_joins() -> Vec<Churn> {
+    vec![
+        Churn {
+            t: 10,
+            remove: vec![3],
+            add: vec![],
+        },
+        Churn {
+            t: 20,
+            remove: vec![],
+            add: vec![NodeClass::Strong],
+        },
+    ]
+}
+
+#[test]
+fn churn_runs_cleanly_in_both_profiles() {
+    let mut config = small("C3");
+    config.steps = 40;
+    config.churn = node_3_leaves_then_a_strong_node_joins();
+    for profile in [Profile::Paper, Profile::Corrected] {
+        let record = run(&config, profile, 0);
+        for a in &record.algorithms {
+            assert_eq!(
+                a.aggregates.n_viol, 0,
+                "{} {profile:?}: {:?}",
+                a.name, a.violations
+            );
+            assert_eq!(a.d_trace.len(), 40);
+            assert!(a.d_trace.iter().all(|d| d.is_finite() && *d >= 0.0));
+        }
+    }
+}
+
+#[test]
+fn a_run_is_a_pure_function_of_config_profile_and_index() {
+    let config = small("C4c");
+    let a = run(&config, Profile::Paper, 1);
+    assert_eq!(a, run(&config, Profile::Paper, 1));
+    assert_ne!(a, run(&config, Profile::Paper, 2));
+    assert_ne!(a.algorithms, run(&config, Profile::Corrected, 1).algorithms);
+    // Noisy telemetry: the true imbalance is recorded and differs from the observed one.
+    let ach = a.algorithm("ACH").unwrap();
+    assert_eq!(ach.d_true_trace.len(), ach.d_trace.len());
+    assert_ne!(ach.d_true_trace, ach.d_trace);
+}
+
+#[test]
+fn algorithms_see_the_same_requests() {
+    // A0 and A1 never move after the first step, so in a noise-free run with all arms seeing
+    // one request stream, a second run with A0 alone must give A0 the very same trace.
+    let mut config = small("C1");
+    let all = run(&config, Profile::Paper, 0);
+    config.algorithms = vec!["Static-W".into()];
+    let alone = run(&config, Profile::Paper, 0);
+    assert_eq!(all.algorithm("Static-W"), alone.algorithm("Static-W"));
+}
+
+#[test]
+fn corrected_profile_excludes_removed_nodes_from_the_imbalance() {
+    let config = small("C1");
+    let (mut cluster, mut arms) = setup(&config, Profile::Corrected);
+    remove_node(NodeId(1), &mut cluster, &mut refs(&mut arms));
+    let mut scratch = Vec::new();
+    let loads = [0.5, 0.0, 0.5, 0.5];
+    assert_eq!(imbalance(&loads, &cluster.usable, &mut scratch), 0.0);
+    assert!(imbalance(&loads, &[true; 4], &mut scratch) > 0.1);
+}
+
+#[test]
+fn a_group_gives_each_run_its_own_record() {
+    let base = small("C1");
+    let mut noisy = small("C4c");
+    noisy.algorithms = vec!["ACH".into(), "Static-W".into()];
+    let mut other_seed = small("C1");
+    other_seed.seed_base = 7;
+    let mut tighter = small("C1");
+    tighter.ach.eps_on = 0.2;
+    tighter.algorithms = vec!["ACH".into()];
+    let configs = [&base, &noisy, &other_seed, &tighter];
+    let specs: Vec<RunSpec<'_>> = configs
+        .iter()
+        .map(|config| RunSpec {
+            config,
+            point: None,
+            profile: Profile::Paper,
+            run_index: 1,
+        })
+        .collect();
+    assert_eq!(
+        shared_workload_key(&specs[0]),
+        shared_workload_key(&specs[1])
+    );
+    assert_eq!(
+        shared_workload_key(&specs[0]),
+        shared_workload_key(&specs[3])
+    );
+    assert_ne!(
+        shared_workload_key(&specs[0]),
+        shared_workload_key(&specs[2])
+    );
+    let grouped = simulate_group(&specs);
+    for (spec, record) in specs.iter().zip(grouped) {
+        assert_eq!(record.unwrap(), simulate(spec).unwrap());
+    }
+}
+
+#[test]
+fn ch_bl_moves_nothing_and_forwards_under_c1s_capacities() {
+    let mut config = small("C1");
+    config.algorithms = vec!["Static-W".into(), "ACH".into(), "CH-BL".into()];
+    let record = run(&config, Profile::Paper, 0);
+    let ch_bl = record.algorithm("CH-BL").unwrap();
+    assert_eq!(ch_bl.aggregates.m_cum, 0.0);
+    assert!(ch_bl.m_trace.iter().all(|&m| m == 0.0));
+    let fraction = ch_bl.aggregates.forwarded_fraction.unwrap();
+    // Round-robin tokens over three strong nodes and a medium one: the medium node's equal
+    // share of the requests (1/4) is above its bound (1.25 * 0.55 / 3.55 of them).
+    assert!(fraction > 0.0 && fraction <= 1.0, "{fraction}");
+    for other in ["Static-W", "ACH"] {
+        assert_eq!(
+            record
+                .algorithm(other)
+                .unwrap()
+                .aggregates
+                .forwarded_fraction,
+            None
+        );
+    }
+    // The other arms are exactly those of a run without CH-BL.
+    config.algorithms.pop();
+    let without = run(&config, Profile::Paper, 0);
+    assert_eq!(record.algorithms[..2], without.algorithms[..]);
+}
+
+#[test]
+fn ch_bl_with_bounds_never_reached_is_static_w() {
+    // With a huge eps nothing is ever forwarded, and CH-BL's own routing must give exactly
+    // the loads of the owner routing: Static-W's traces, bit for bit.
+    let mut config = small("C3");
+    config.algorithms = vec!["Static-W".into(), "CH-BL".into()];
+    config.ch_bl = Some(crate::config::ChBlConfig { eps: 1e9 });
+    config.churn = node_3_leaves_then_a_strong_node_joins();
+    for profile in [Profile::Paper, Profile::Corrected] {
+        let record = run(&config, profile, 0);
+        let (static_w, ch_bl) = (&record.algorithms[0], &record.algorithms[1]);
+        assert_eq!(ch_bl.aggregates.forwarded_fraction, Some(0.0));
+        assert_eq!(static_w.d_trace, ch_bl.d_trace, "{profile:?}");
+        assert_eq!(static_w.aggregates.n_viol, ch_bl.aggregates.n_viol);
+    }
+}
