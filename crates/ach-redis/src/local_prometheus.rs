@@ -223,6 +223,8 @@ impl LocalExporter {
         let child = Command::new(&binary)
             .arg("-redis.addr")
             .arg(format!("redis://{redis_address}"))
+            // `redis_total_system_memory_bytes`, the memory reading's capacity by default.
+            .arg("-include-system-metrics")
             .arg("-web.listen-address")
             .arg(format!("127.0.0.1:{port}"))
             .stdin(Stdio::null())
