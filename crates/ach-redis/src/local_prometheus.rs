@@ -175,7 +175,7 @@ impl LocalPrometheus {
                 Ok(_) | Err(_) if started.elapsed() < timeout => {
                     std::thread::sleep(Duration::from_millis(250));
                 }
-                Ok(_) => return Err(PrometheusError::NoSeries(query.to_string())),
+                Ok(_) => return Err(PrometheusError::NoSeries(format!("{query:?}"))),
                 Err(error) => return Err(error),
             }
         }

@@ -17,7 +17,7 @@
 //! With the exporter's multi-target `/scrape?target=redis://host:port`, relabel `instance` from
 //! `__param_target` as its README shows.
 //!
-//! **What is read**, each over the rate window (`--prometheus-window`, at least two scrape
+//! **What is read**, each over the rate window (`--prometheus-window-s`, at least two scrape
 //! intervals):
 //! - cpu: `rate(redis_cpu_sys_seconds_total) + rate(redis_cpu_user_seconds_total)`, in cores;
 //! - memory: `redis_memory_used_bytes`, `redis_memory_max_bytes` and
@@ -177,7 +177,7 @@ impl PrometheusTelemetry {
             if matches!(name, "cpu" | "used_memory" | "fresh") && values.iter().all(Option::is_none)
             {
                 return Err(PrometheusError::NoSeries(format!(
-                    "{query} (no series has {}= one of {})",
+                    "{query:?} (for a series with {} = one of {})",
                     self.node_label,
                     nodes.join(", ")
                 )));
