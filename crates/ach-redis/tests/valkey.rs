@@ -361,3 +361,127 @@ fn a_mixed_cluster_is_refused_with_exit_2() {
         "{err}"
     );
 }
+
+/// `CONFIG SET` of `name` to `value` on every server of the cluster.
+fn config_set_everywhere(cluster: &LocalCluster, name: &str, value: &str) {
+    for server in cluster.servers() {
+        let mut connection = server.connection().unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut connection)
+            .unwrap();
+    }
+}
+
+/// The jobs of every server that have not ended, as `(address, state)`.
+fn running_jobs(cluster: &LocalCluster) -> Vec<(String, String)> {
+    let mut running = Vec::new();
+    for server in cluster.servers() {
+        let Ok(mut connection) = server.connection() else {
+            continue;
+        };
+        let Ok(reply) = redis::cmd("CLUSTER")
+            .arg("GETSLOTMIGRATIONS")
+            .query::<redis::Value>(&mut connection)
+        else {
+            continue;
+        };
+        let jobs = ach_redis::backend::valkey::parse_jobs(&reply).unwrap();
+        running.extend(
+            jobs.into_iter()
+                .filter(|job| !job.ended())
+                .map(|job| (server.address(), job.state)),
+        );
+    }
+    running
+}
+
+/// Ctrl-C while an atomic job runs (in its `snapshotting` state): the job is cancelled (`CLUSTER CANCELSLOTMIGRATIONS`), the
+/// rebalancer waits for it to end, logs it `cancelled`, writes the step and exits 0; nothing is
+/// lost, the cluster check is clean and `fix` finds nothing left open. The job is made long by
+/// Valkey's `rdb-key-save-delay` (microseconds the snapshotting child sleeps between keys,
+/// `server.h`: "for testing"; atomic migration's snapshot is written key by key through the same
+/// path): 20 ms per key over the few hundred keys of a group of slots.
+#[test]
+fn ctrl_c_cancels_a_running_atomic_job_and_nothing_is_lost() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 3);
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "20000");
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let seed = cluster.seed();
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args(["rebalance", "--cluster", &seed, "--algorithm", "static-wt"])
+        .args(["--weight", &heavy, "--steps", "3", "--interval-ms", "200"])
+        .args(["--log", log.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    // Wait until a job copies its snapshot on some source, then Ctrl-C.
+    let started = Instant::now();
+    let running = loop {
+        let running = running_jobs(&cluster);
+        if running.iter().any(|(_, state)| state == "snapshotting") {
+            break running;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no atomic job seen running: {}",
+            std::fs::read_to_string(progress.path()).unwrap()
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the rebalancer ended first"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let signalled = Instant::now();
+    let interrupted = std::process::Command::new("bash")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = child.wait().unwrap();
+    let stopped_after = signalled.elapsed();
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    println!(
+        "running when signalled: {running:?}; exited {stopped_after:?} after SIGINT\n{stderr}"
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("stopped by request"), "{stderr}");
+    assert!(running_jobs(&cluster).is_empty(), "a job still runs");
+    // The step's log line records the cancelled job, and no migration after it.
+    let lines = read_log(log.path());
+    let migrations: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter_map(|line| line["outcome"]["migrations"].as_array())
+        .flatten()
+        .collect();
+    let last = migrations.last().expect("a migration is logged");
+    assert_eq!(last["method"], "atomic", "{last}");
+    assert_eq!(last["outcome"], "cancelled", "{last}");
+    assert!(
+        lines.last().unwrap()["outcome"]["interrupted"] == true,
+        "{:?}",
+        lines.last()
+    );
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "0");
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    let fix = ach_redis(&["fix", "--cluster", &seed]);
+    let fixed = String::from_utf8_lossy(&fix.stdout).to_string();
+    assert!(
+        fix.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    assert!(fixed.contains("fix: no open slot"), "{fixed}");
+}
