@@ -485,3 +485,161 @@ fn ctrl_c_cancels_a_running_atomic_job_and_nothing_is_lost() {
     );
     assert!(fixed.contains("fix: no open slot"), "{fixed}");
 }
+
+fn node_id(server: &LocalServer) -> String {
+    let mut connection = server.connection().unwrap();
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut connection)
+        .unwrap()
+}
+
+/// One replica per primary of `cluster`: started, introduced, made a replica of its primary,
+/// and waited for until its link to the primary is up.
+fn add_replicas(cluster: &LocalCluster) -> Vec<LocalServer> {
+    let replicas: Vec<LocalServer> = cluster
+        .servers()
+        .iter()
+        .map(|_| {
+            LocalServer::start_of(ServerKind::Valkey, ServerMode::Cluster)
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let mut seed = cluster.servers()[0].connection().unwrap();
+    for replica in &replicas {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("MEET")
+            .arg("127.0.0.1")
+            .arg(replica.port())
+            .query(&mut seed)
+            .unwrap();
+    }
+    for (replica, primary) in replicas.iter().zip(cluster.servers()) {
+        let primary_id = node_id(primary);
+        let mut connection = replica.connection().unwrap();
+        let started = Instant::now();
+        // The replica must know its primary before it can follow it.
+        loop {
+            let replicated = redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(&primary_id)
+                .query::<()>(&mut connection);
+            if replicated.is_ok() {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{replicated:?}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut connection)
+                .unwrap();
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{info}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    replicas
+}
+
+/// A failover of the source while its atomic job runs (`CLUSTER FAILOVER` on its replica, the
+/// graceful kind that loses no acknowledged write), during a rebalance under writing and
+/// reading clients: whatever the job and the fallback do (valkey-io/valkey#2724: a failover at
+/// the wrong moment can hand slots back; the fallback migrates only what the source still owns,
+/// in its own view), no key is lost or stale, no client errs, and the cluster check is clean.
+#[test]
+fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 3);
+    let replicas = add_replicas(&cluster);
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "10000");
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(300));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let seed = cluster.seed();
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args(["rebalance", "--cluster", &seed, "--algorithm", "static-wt"])
+        .args(["--weight", &heavy, "--steps", "1", "--interval-ms", "200"])
+        .args(["--log", log.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    let source = loop {
+        let running = running_jobs(&cluster);
+        if let Some((address, _)) = running.iter().find(|(_, state)| state == "snapshotting") {
+            break address.clone();
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no atomic job seen running: {}",
+            std::fs::read_to_string(progress.path()).unwrap()
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the rebalancer ended first");
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let index = cluster
+        .servers()
+        .iter()
+        .position(|s| s.address() == source)
+        .unwrap();
+    let mut replica = replicas[index].connection().unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut replica)
+        .unwrap();
+    // The replica takes over: it reports itself a primary.
+    let promoted = Instant::now();
+    loop {
+        let role: redis::Value = redis::cmd("ROLE").query(&mut replica).unwrap();
+        if format!("{role:?}").contains("master") {
+            break;
+        }
+        assert!(promoted.elapsed() < Duration::from_secs(30), "{role:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!("failover of {source} promoted its replica after {:?}", promoted.elapsed());
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(|l| if l.len() > 300 { &l[..300] } else { l })
+        .collect();
+    println!("{}", lines.join("\n"));
+    assert!(status.success(), "{stderr}");
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "0");
+    for replica in &replicas {
+        let mut connection = replica.connection().unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdb-key-save-delay")
+            .arg("0")
+            .query(&mut connection)
+            .unwrap();
+    }
+    let report = workload.finish();
+    // Every migration the log recorded, for the report.
+    let mut failed_atomic = 0;
+    for line in read_log(log.path()) {
+        for m in line["outcome"]["migrations"].as_array().into_iter().flatten() {
+            println!(
+                "step {}: {} {} -> {} {} keys, {}: {}",
+                line["step"], m["method"], m["from"], m["to"], m["keys"], m["outcome"], m["message"]
+            );
+            if m["method"] == "atomic" && m["outcome"] == "failed" && m["from"] == source.as_str() {
+                failed_atomic += 1;
+            }
+        }
+        println!("step {} errors: {}", line["step"], line["outcome"]["errors"]);
+    }
+    assert!(failed_atomic >= 1, "the failed-over source's job did not fail: {stderr}");
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+}
