@@ -116,8 +116,8 @@ impl Signals {
                 figures.stats_off.join(", ")
             )),
             BackendKind::Redis => Some(
-                "no per-slot load on this backend (CLUSTER SLOT-STATS needs Valkey): a slot \
-                 hot with few keys is not seen"
+                "no per-slot load on this backend (it reads no CLUSTER SLOT-STATS; the valkey \
+                 backend, for Valkey >= 9, does): a slot hot with few keys is not seen"
                     .into(),
             ),
             BackendKind::Valkey => None,
