@@ -398,6 +398,57 @@ fn running_jobs(cluster: &LocalCluster) -> Vec<(String, String)> {
     running
 }
 
+/// Starts `rebalance` by Static-Wt with server 0 three times as heavy (which moves slots at
+/// its first step) for `steps` steps of 200 ms, logging to `log`, its progress to `progress`.
+fn spawn_heavy_rebalance(
+    cluster: &LocalCluster,
+    steps: &str,
+    log: &tempfile::NamedTempFile,
+    progress: &tempfile::NamedTempFile,
+) -> std::process::Child {
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    std::process::Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            &cluster.seed(),
+            "--algorithm",
+            "static-wt",
+        ])
+        .args(["--weight", &heavy, "--steps", steps, "--interval-ms", "200"])
+        .args(["--log", log.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until some source's atomic job is `snapshotting` (failing the test after 60 s or when
+/// the rebalancer ends first) and returns the jobs running then.
+fn wait_until_snapshotting(
+    cluster: &LocalCluster,
+    rebalancer: &mut std::process::Child,
+    progress: &tempfile::NamedTempFile,
+) -> Vec<(String, String)> {
+    let started = Instant::now();
+    loop {
+        let running = running_jobs(cluster);
+        if running.iter().any(|(_, state)| state == "snapshotting") {
+            return running;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no atomic job seen running: {}",
+            std::fs::read_to_string(progress.path()).unwrap()
+        );
+        assert!(
+            rebalancer.try_wait().unwrap().is_none(),
+            "the rebalancer ended first"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Ctrl-C while an atomic job runs (in its `snapshotting` state): the job is cancelled (`CLUSTER CANCELSLOTMIGRATIONS`), the
 /// rebalancer waits for it to end, logs it `cancelled`, writes the step and exits 0; nothing is
 /// lost, the cluster check is clean and `fix` finds nothing left open. The job is made long by
@@ -413,35 +464,10 @@ fn ctrl_c_cancels_a_running_atomic_job_and_nothing_is_lost() {
     config_set_everywhere(&cluster, "rdb-key-save-delay", "20000");
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
     let log = tempfile::NamedTempFile::new().unwrap();
-    let heavy = format!("{}=3", cluster.servers()[0].address());
-    let seed = cluster.seed();
     let progress = tempfile::NamedTempFile::new().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ach-redis"))
-        .args(["rebalance", "--cluster", &seed, "--algorithm", "static-wt"])
-        .args(["--weight", &heavy, "--steps", "3", "--interval-ms", "200"])
-        .args(["--log", log.path().to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(progress.reopen().unwrap())
-        .spawn()
-        .unwrap();
-    // Wait until a job copies its snapshot on some source, then Ctrl-C.
-    let started = Instant::now();
-    let running = loop {
-        let running = running_jobs(&cluster);
-        if running.iter().any(|(_, state)| state == "snapshotting") {
-            break running;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no atomic job seen running: {}",
-            std::fs::read_to_string(progress.path()).unwrap()
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the rebalancer ended first"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
+    let seed = cluster.seed();
+    let mut child = spawn_heavy_rebalance(&cluster, "3", &log, &progress);
+    let running = wait_until_snapshotting(&cluster, &mut child, &progress);
     let signalled = Instant::now();
     let interrupted = std::process::Command::new("bash")
         .args(["-c", &format!("kill -INT {}", child.id())])
@@ -563,34 +589,14 @@ fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
     config_set_everywhere(&cluster, "rdb-key-save-delay", "10000");
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(300));
     let log = tempfile::NamedTempFile::new().unwrap();
-    let heavy = format!("{}=3", cluster.servers()[0].address());
-    let seed = cluster.seed();
     let progress = tempfile::NamedTempFile::new().unwrap();
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_ach-redis"))
-        .args(["rebalance", "--cluster", &seed, "--algorithm", "static-wt"])
-        .args(["--weight", &heavy, "--steps", "1", "--interval-ms", "200"])
-        .args(["--log", log.path().to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(progress.reopen().unwrap())
-        .spawn()
+    let mut child = spawn_heavy_rebalance(&cluster, "1", &log, &progress);
+    let running = wait_until_snapshotting(&cluster, &mut child, &progress);
+    let source = running
+        .iter()
+        .find(|(_, state)| state == "snapshotting")
+        .map(|(address, _)| address.clone())
         .unwrap();
-    let started = Instant::now();
-    let source = loop {
-        let running = running_jobs(&cluster);
-        if let Some((address, _)) = running.iter().find(|(_, state)| state == "snapshotting") {
-            break address.clone();
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "no atomic job seen running: {}",
-            std::fs::read_to_string(progress.path()).unwrap()
-        );
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "the rebalancer ended first"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    };
     let index = cluster
         .servers()
         .iter()
