@@ -157,26 +157,13 @@ fn info_used_memory(cluster: &LocalCluster, index: usize) -> f64 {
 
 #[test]
 fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
-    let cluster = LocalCluster::start(3).unwrap_or_else(|e| panic!("{e}"));
+    let mut monitored = Monitored::start(3);
+    let cluster = &monitored.cluster;
     let nodes: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
-    let exporters: Vec<LocalExporter> = nodes
-        .iter()
-        .map(|node| LocalExporter::start(node).unwrap_or_else(|e| panic!("{e}")))
-        .collect();
-    let prometheus = LocalPrometheus::start(
-        &[ScrapeJob {
-            job: "redis".into(),
-            targets: exporters.iter().map(LocalExporter::address).collect(),
-            instances: nodes.clone(),
-        }],
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    // Two scrapes of every exporter, so that every rate has two points.
+    // Three scrapes of every exporter, so that every rate has two points.
+    monitored.wait_scraped(3);
     let timeout = Duration::from_secs(30);
-    prometheus
-        .wait_for_series("count(count_over_time(redis_up[1m]) >= 3) == 3", timeout)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let prometheus = &monitored.prometheus;
     let mut telemetry = PrometheusTelemetry::new(&prometheus.url()).unwrap();
     telemetry.window = Duration::from_secs(10);
     let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
@@ -186,7 +173,7 @@ fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
             .unwrap_or_else(|| panic!("no cpu for {}", nodes[i]));
         assert!((0.0..1.5).contains(&cpu), "{reading:?}");
         let used = reading.used_memory.expect("used memory");
-        let info = info_used_memory(&cluster, i);
+        let info = info_used_memory(cluster, i);
         assert!(
             (used - info).abs() / info < 0.05,
             "{used} against INFO {info}"
@@ -201,8 +188,7 @@ fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
     // series go stale, and the others keep theirs.
     telemetry.node_label = "instance".into();
     telemetry.max_age = Duration::from_secs(3);
-    let mut exporters = exporters;
-    drop(exporters.remove(0));
+    drop(monitored.exporters.remove(0));
     let started = std::time::Instant::now();
     loop {
         let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
@@ -339,7 +325,7 @@ fn a_metrics_port_in_use_stops_the_rebalance_before_anything_moves() {
 /// each exporter's series labelled `instance="<its master's host:port>"`.
 struct Monitored {
     cluster: LocalCluster,
-    _exporters: Vec<LocalExporter>,
+    exporters: Vec<LocalExporter>,
     prometheus: LocalPrometheus,
 }
 
@@ -362,7 +348,7 @@ impl Monitored {
         .unwrap_or_else(|e| panic!("{e}"));
         Monitored {
             cluster,
-            _exporters: exporters,
+            exporters,
             prometheus,
         }
     }
