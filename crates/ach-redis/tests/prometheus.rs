@@ -626,3 +626,72 @@ fn a_bad_prometheus_stops_every_command_before_anything_moves() {
     assert_eq!(own_slots(cluster), before, "slots moved");
     common::assert_check_clean(cluster);
 }
+
+/// A Prometheus that stops answering during a `rebalance --telemetry prometheus`: the steps
+/// after it are logged unhealthy with the server named and move nothing, and the run goes on to
+/// its last step and exits 0.
+#[test]
+fn a_prometheus_lost_mid_run_skips_the_steps_and_the_run_goes_on() {
+    let _serial = common::serial();
+    let Monitored {
+        cluster,
+        exporters,
+        prometheus,
+    } = Monitored::start(3);
+    let monitored_url = prometheus.url();
+    let data = common::DataSet::new(300, 0, 0, (0, 0));
+    data.load(&cluster, 1);
+    prometheus
+        .wait_for_series(
+            "count(count_over_time(redis_up[1m]) >= 3) == 3",
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            &cluster.seed(),
+            "--algorithm",
+            "static-w",
+        ])
+        .args(["--steps", "4", "--interval-ms", "1000"])
+        .args(["--log", log.path().to_str().unwrap()])
+        .args([
+            "--telemetry",
+            "prometheus",
+            "--prometheus-url",
+            &monitored_url,
+        ])
+        .args(["--prometheus-window-s", "5"])
+        .stdout(Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while common::read_log(log.path()).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no step logged"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(prometheus);
+    let status = child.wait().unwrap();
+    drop(exporters);
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    assert!(status.success(), "{stderr}");
+    let lines = common::read_log(log.path());
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert_eq!(lines[0]["healthy"], true, "{}", lines[0]);
+    let last = &lines[3];
+    assert_eq!(last["healthy"], false, "{last}");
+    let problems = last["problems"].to_string();
+    assert!(
+        problems.contains(&format!("cannot reach Prometheus at {monitored_url}")),
+        "{problems}"
+    );
+    assert!(last["outcome"].is_null(), "{last}");
+}
