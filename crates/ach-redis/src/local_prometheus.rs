@@ -175,7 +175,7 @@ impl LocalPrometheus {
                 Ok(_) | Err(_) if started.elapsed() < timeout => {
                     std::thread::sleep(Duration::from_millis(250));
                 }
-                Ok(_) => return Err(PrometheusError::NoSeries(query.to_string())),
+                Ok(_) => return Err(PrometheusError::NoSeries(format!("{query:?}"))),
                 Err(error) => return Err(error),
             }
         }
@@ -223,6 +223,8 @@ impl LocalExporter {
         let child = Command::new(&binary)
             .arg("-redis.addr")
             .arg(format!("redis://{redis_address}"))
+            // `redis_total_system_memory_bytes`, the memory reading's capacity by default.
+            .arg("-include-system-metrics")
             .arg("-web.listen-address")
             .arg(format!("127.0.0.1:{port}"))
             .stdin(Stdio::null())

@@ -51,9 +51,9 @@ pub enum PrometheusError {
         /// Prometheus's `errorType: error`.
         error: String,
     },
-    /// The query returned no series.
+    /// The query returned no series (the query, quoted, and what was looked for).
     #[error(
-        "the query {0:?} returned no series: is the exporter scraped, and are its labels as configured?"
+        "the query {0} returned no series: is the exporter scraped, and are its labels as configured?"
     )]
     NoSeries(String),
 }

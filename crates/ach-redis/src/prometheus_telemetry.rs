@@ -17,7 +17,7 @@
 //! With the exporter's multi-target `/scrape?target=redis://host:port`, relabel `instance` from
 //! `__param_target` as its README shows.
 //!
-//! **What is read**, each over the rate window (`--prometheus-window`, at least two scrape
+//! **What is read**, each over the rate window (`--prometheus-window-s`, at least two scrape
 //! intervals):
 //! - cpu: `rate(redis_cpu_sys_seconds_total) + rate(redis_cpu_user_seconds_total)`, in cores;
 //! - memory: `redis_memory_used_bytes`, `redis_memory_max_bytes` and
@@ -37,6 +37,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::prometheus_api::{PrometheusClient, PrometheusError, Sample};
+use crate::telemetry::{ReadingRules, memory_reading};
 
 /// The commands a latency reading leaves out: the rebalancer's own and the monitoring's.
 const CONTROL_COMMANDS: &str =
@@ -69,6 +70,36 @@ pub struct PrometheusReadings {
     pub mean_latency_usec: Option<f64>,
     /// Commands per second over the window.
     pub ops_per_sec: Option<f64>,
+}
+
+impl PrometheusReadings {
+    /// The `[cpu, memory, latency]` reading the load tracker takes, before weighting, by the
+    /// rules INFO's readings follow: cpu in cores over `cpu_per_weight`; memory over
+    /// `maxmemory`, the configured capacity or the machine's memory; latency (here the mean
+    /// time per data command over the window, not a p99) over the target, capped at 1. A
+    /// reading without its series is NaN (a missing sample), except the latency of a node that
+    /// is read (it has a cpu reading) but served no data command over the window: 0, as for
+    /// INFO, since no client waited.
+    pub fn reading(&self, rules: &ReadingRules) -> [f64; 3] {
+        let cpu = self
+            .cpu_cores
+            .map_or(f64::NAN, |cores| cores / rules.cpu_per_weight);
+        let memory = match self.used_memory {
+            Some(used) => memory_reading(
+                used,
+                self.maxmemory.unwrap_or(0.0),
+                self.total_system_memory.unwrap_or(f64::NAN),
+                rules,
+            ),
+            None => f64::NAN,
+        };
+        let latency = match (self.mean_latency_usec, self.cpu_cores) {
+            (Some(usec), _) => (usec / rules.latency_target_usec).min(1.0),
+            (None, Some(_)) => 0.0,
+            (None, None) => f64::NAN,
+        };
+        [cpu, memory, latency]
+    }
 }
 
 impl PrometheusTelemetry {
@@ -146,7 +177,7 @@ impl PrometheusTelemetry {
             if matches!(name, "cpu" | "used_memory" | "fresh") && values.iter().all(Option::is_none)
             {
                 return Err(PrometheusError::NoSeries(format!(
-                    "{query} (no series has {}= one of {})",
+                    "{query:?} (for a series with {} = one of {})",
                     self.node_label,
                     nodes.join(", ")
                 )));
@@ -215,6 +246,42 @@ mod tests {
             sample("127.0.0.1:9999", 1.0),
         ];
         assert_eq!(telemetry.by_node(&samples, &nodes), [None, Some(0.5)]);
+    }
+
+    #[test]
+    fn readings_follow_the_info_rules_and_missing_series_are_missing_samples() {
+        let rules = ReadingRules {
+            memory_capacity: None,
+            latency_target_usec: 1000.0,
+            cpu_per_weight: 0.5,
+        };
+        let read = PrometheusReadings {
+            cpu_cores: Some(0.25),
+            used_memory: Some(100.0),
+            maxmemory: Some(0.0),
+            total_system_memory: Some(400.0),
+            mean_latency_usec: Some(250.0),
+            ops_per_sec: Some(10.0),
+        };
+        assert_eq!(read.reading(&rules), [0.5, 0.25, 0.25]);
+        let capped = PrometheusReadings {
+            maxmemory: Some(200.0),
+            mean_latency_usec: Some(5000.0),
+            ..read.clone()
+        };
+        assert_eq!(capped.reading(&rules), [0.5, 0.5, 1.0]);
+        // Read but idle: no data command over the window is no wait.
+        let idle = PrometheusReadings {
+            mean_latency_usec: None,
+            ..read
+        };
+        assert_eq!(idle.reading(&rules)[2], 0.0);
+        assert!(
+            PrometheusReadings::default()
+                .reading(&rules)
+                .iter()
+                .all(|r| r.is_nan())
+        );
     }
 
     #[test]

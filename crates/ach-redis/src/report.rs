@@ -20,14 +20,19 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
         let signals = &observed.signals;
         let _ = writeln!(
             out,
+            "telemetry: {} from {}",
+            signals.telemetry, signals.source
+        );
+        let _ = writeln!(
+            out,
             "backend: {}; per-slot statistics: {}",
             signals.backend.name(),
             if signals.slot_stats { "on" } else { "off" }
         );
         let _ = writeln!(
             out,
-            "signals: cpu from {}; latency from {}; memory from INFO memory; slots: {}",
-            signals.cpu, signals.latency, signals.slots
+            "signals: cpu from {}; latency from {}; memory from {}; slots: {}",
+            signals.cpu, signals.latency, signals.memory, signals.slots
         );
         if let Some(note) = &signals.note {
             let _ = writeln!(out, "note: {note}");
@@ -48,13 +53,20 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
             "cpu",
             "memory",
             "latency",
-            "p99 us",
+            if signals.telemetry == "prometheus" {
+                "mean us"
+            } else {
+                "p99 us"
+            },
             "ops/s",
             "load"
         );
         for node in &observed.nodes {
-            let p99 = node.p99_usec;
-            let ops = node.sample.as_ref().map_or(f64::NAN, |s| s.ops_per_sec);
+            let latency_usec = if signals.telemetry == "prometheus" {
+                node.mean_latency_usec
+            } else {
+                node.p99_usec
+            };
             let _ = writeln!(
                 out,
                 "{:<21} {:<8} {:>5} {:>8} {:>6.2} {:>6.3} {:>6.3} {:>7.3} {:>8.1} {:>9.0} {:>6.3}",
@@ -66,8 +78,8 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
                 node.reading[0],
                 node.reading[1],
                 node.reading[2],
-                p99,
-                ops,
+                latency_usec,
+                node.ops_per_sec,
                 node.load
             );
         }

@@ -277,6 +277,22 @@ pub struct ReadingRules {
     pub cpu_per_weight: f64,
 }
 
+/// The memory reading: `used` over `maxmemory` when the node sets one, otherwise over the
+/// configured capacity, otherwise over the machine's memory (NaN when a figure is missing).
+pub fn memory_reading(
+    used: f64,
+    maxmemory: f64,
+    total_system_memory: f64,
+    rules: &ReadingRules,
+) -> f64 {
+    let capacity = if maxmemory > 0.0 {
+        maxmemory
+    } else {
+        rules.memory_capacity.unwrap_or(total_system_memory)
+    };
+    used / capacity
+}
+
 /// One node's `[cpu, memory, latency]` reading between two samples, before weighting. An
 /// entry that cannot be computed (no earlier sample, a field missing) is NaN.
 pub fn reading(previous: Option<&NodeSample>, now: &NodeSample, rules: &ReadingRules) -> [f64; 3] {
@@ -291,12 +307,12 @@ pub fn reading(previous: Option<&NodeSample>, now: &NodeSample, rules: &ReadingR
         },
         _ => f64::NAN,
     };
-    let capacity = if now.maxmemory > 0.0 {
-        now.maxmemory
-    } else {
-        rules.memory_capacity.unwrap_or(now.total_system_memory)
-    };
-    let memory = now.used_memory / capacity;
+    let memory = memory_reading(
+        now.used_memory,
+        now.maxmemory,
+        now.total_system_memory,
+        rules,
+    );
     let latency = match interval_p99(previous, now) {
         Some(p99) => (p99 / rules.latency_target_usec).min(1.0),
         // The first sample, or histograms that were reset: a missing sample.

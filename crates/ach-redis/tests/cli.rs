@@ -228,8 +228,9 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
         "--sample-ms",
     );
     match kind {
-        // The valkey backend on Redis, and Redis's lack of per-slot counters.
-        ServerKind::Redis => {
+        // The valkey backend on Redis (and Valkey 8), and the redis backend's lack of per-slot
+        // counters.
+        ServerKind::Redis | ServerKind::Valkey8 => {
             assert_exit_2(
                 &["status", "--cluster", &seed, "--backend", "valkey"],
                 "the valkey backend needs Valkey >= 9.0",

@@ -157,26 +157,13 @@ fn info_used_memory(cluster: &LocalCluster, index: usize) -> f64 {
 
 #[test]
 fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
-    let cluster = LocalCluster::start(3).unwrap_or_else(|e| panic!("{e}"));
+    let mut monitored = Monitored::start(3);
+    let cluster = &monitored.cluster;
     let nodes: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
-    let exporters: Vec<LocalExporter> = nodes
-        .iter()
-        .map(|node| LocalExporter::start(node).unwrap_or_else(|e| panic!("{e}")))
-        .collect();
-    let prometheus = LocalPrometheus::start(
-        &[ScrapeJob {
-            job: "redis".into(),
-            targets: exporters.iter().map(LocalExporter::address).collect(),
-            instances: nodes.clone(),
-        }],
-        &[],
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
-    // Two scrapes of every exporter, so that every rate has two points.
+    // Three scrapes of every exporter, so that every rate has two points.
+    monitored.wait_scraped(3);
     let timeout = Duration::from_secs(30);
-    prometheus
-        .wait_for_series("count(count_over_time(redis_up[1m]) >= 3) == 3", timeout)
-        .unwrap_or_else(|e| panic!("{e}"));
+    let prometheus = &monitored.prometheus;
     let mut telemetry = PrometheusTelemetry::new(&prometheus.url()).unwrap();
     telemetry.window = Duration::from_secs(10);
     let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
@@ -186,7 +173,7 @@ fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
             .unwrap_or_else(|| panic!("no cpu for {}", nodes[i]));
         assert!((0.0..1.5).contains(&cpu), "{reading:?}");
         let used = reading.used_memory.expect("used memory");
-        let info = info_used_memory(&cluster, i);
+        let info = info_used_memory(cluster, i);
         assert!(
             (used - info).abs() / info < 0.05,
             "{used} against INFO {info}"
@@ -201,8 +188,7 @@ fn readings_from_prometheus_match_the_nodes_and_missing_series_are_errors() {
     // series go stale, and the others keep theirs.
     telemetry.node_label = "instance".into();
     telemetry.max_age = Duration::from_secs(3);
-    let mut exporters = exporters;
-    drop(exporters.remove(0));
+    drop(monitored.exporters.remove(0));
     let started = std::time::Instant::now();
     loop {
         let readings = telemetry.read(&nodes).unwrap_or_else(|e| panic!("{e}"));
@@ -333,4 +319,379 @@ fn a_metrics_port_in_use_stops_the_rebalance_before_anything_moves() {
         .unwrap();
     let myself = nodes.lines().find(|l| l.contains("myself")).unwrap();
     assert!(myself.ends_with(" 0-5460"), "slots moved: {myself}");
+}
+
+/// A cluster with one `redis_exporter` per master and a Prometheus scraping them every second,
+/// each exporter's series labelled `instance="<its master's host:port>"`.
+struct Monitored {
+    cluster: LocalCluster,
+    exporters: Vec<LocalExporter>,
+    prometheus: LocalPrometheus,
+}
+
+impl Monitored {
+    fn start(masters: usize) -> Monitored {
+        let cluster = common::start_cluster(masters);
+        let nodes: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
+        let exporters: Vec<LocalExporter> = nodes
+            .iter()
+            .map(|node| LocalExporter::start(node).unwrap_or_else(|e| panic!("{e}")))
+            .collect();
+        let prometheus = LocalPrometheus::start(
+            &[ScrapeJob {
+                job: "redis".into(),
+                targets: exporters.iter().map(LocalExporter::address).collect(),
+                instances: nodes,
+            }],
+            &[],
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        Monitored {
+            cluster,
+            exporters,
+            prometheus,
+        }
+    }
+
+    /// Waits until every exporter has been scraped `scrapes` times in the last minute.
+    fn wait_scraped(&self, scrapes: usize) {
+        let masters = self.cluster.servers().len();
+        self.prometheus
+            .wait_for_series(
+                &format!("count(count_over_time(redis_up[1m]) >= {scrapes}) == {masters}"),
+                Duration::from_secs(60),
+            )
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// `--telemetry prometheus --prometheus-url ... --prometheus-window-s WINDOW`.
+    fn telemetry_args(&self, window_s: u64) -> Vec<String> {
+        [
+            "--telemetry",
+            "prometheus",
+            "--prometheus-url",
+            &self.prometheus.url(),
+            "--prometheus-window-s",
+            &window_s.to_string(),
+        ]
+        .map(str::to_string)
+        .to_vec()
+    }
+}
+
+fn run_json(args: &[String]) -> serde_json::Value {
+    let output = common::ach_redis(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}: {stderr}");
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+}
+
+fn column(node: &serde_json::Value, path: &[&str]) -> f64 {
+    let mut value = node;
+    for part in path {
+        value = &value[*part];
+    }
+    value.as_f64().unwrap_or(f64::NAN)
+}
+
+/// `status --telemetry prometheus` against INFO-based `status` on the same cluster under a
+/// steady client load. Both runs read the same counters of the same processes (the exporter
+/// turns INFO into series), so they differ only by their windows: INFO's covers the 10 s
+/// `--sample-ms` of its own run, Prometheus's the 10 s `rate()` window that ends right after
+/// it (so half of each window is shared), sampled by 1 s scrapes. The tolerances, per column:
+/// - slots and keys: equal (one snapshot of the cluster each, no key written or deleted);
+/// - memory (used over the machine's memory, both from `used_memory`): 2 % relative, the
+///   client buffers and allocator noise of a few seconds;
+/// - cpu (cores): 35 % relative plus 0.01 cores, the change of a client-driven load between
+///   two windows half apart on a 2-core machine shared with other work (the clients, the
+///   exporters and Prometheus run on it too), and `rate()`'s extrapolation over 1 s scrapes;
+/// - ops/s: 35 % relative, for the same reason (INFO's `instantaneous_ops_per_sec` is a
+///   1.6 s sampled average, Prometheus's a 10 s rate);
+/// - latency: not the same statistic (INFO's is the p99 bucket bound of the interval's
+///   histogram, a power of two; Prometheus's the mean time per data command), so the mean
+///   must lie at or under the p99 bound and above a 16th of it (four buckets);
+/// - load: the composite of the three readings, within 35 % relative plus 0.01.
+#[test]
+fn status_from_prometheus_agrees_with_status_from_info() {
+    let _serial = common::serial();
+    let monitored = Monitored::start(3);
+    let cluster = &monitored.cluster;
+    let data = std::sync::Arc::new(common::DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(cluster, 2);
+    let workload = common::Workload::start(cluster, &data, 2, Duration::from_secs(120));
+    // A full window of scrapes under the load.
+    std::thread::sleep(Duration::from_secs(5));
+    monitored.wait_scraped(12);
+    let base = ["status", "--json", "--cluster", &cluster.seed()].map(str::to_string);
+    let mut info_args = base.to_vec();
+    info_args.extend(["--sample-ms".to_string(), "10000".to_string()]);
+    let info = run_json(&info_args);
+    let mut prometheus_args = base.to_vec();
+    prometheus_args.extend(monitored.telemetry_args(10));
+    prometheus_args.extend(["--sample-ms".to_string(), "1".to_string()]);
+    let prometheus = run_json(&prometheus_args);
+    let report = workload.finish();
+    assert_eq!(report.errors, 0, "{:?}", report.error_samples);
+    assert_eq!(info["observed"]["signals"]["telemetry"], "info");
+    assert_eq!(prometheus["observed"]["signals"]["telemetry"], "prometheus");
+    let info_nodes = info["observed"]["nodes"].as_array().unwrap();
+    let prometheus_nodes = prometheus["observed"]["nodes"].as_array().unwrap();
+    assert_eq!(info_nodes.len(), 3);
+    let near = |a: f64, b: f64, relative: f64, absolute: f64| {
+        a.is_finite() && b.is_finite() && (a - b).abs() <= relative * a.max(b) + absolute
+    };
+    for (i, p) in info_nodes.iter().zip(prometheus_nodes) {
+        let figures = format!("INFO {i}\nPrometheus {p}");
+        println!("{}", figures.replace('\n', " | "));
+        assert_eq!(i["address"], p["address"]);
+        assert_eq!(i["slots"], p["slots"], "{figures}");
+        assert_eq!(i["keys"], p["keys"], "{figures}");
+        let reading =
+            |node: &serde_json::Value, k: usize| node["reading"][k].as_f64().unwrap_or(f64::NAN);
+        assert!(
+            near(reading(i, 1), reading(p, 1), 0.02, 0.0),
+            "memory: {figures}"
+        );
+        assert!(
+            near(reading(i, 0), reading(p, 0), 0.35, 0.01),
+            "cpu: {figures}"
+        );
+        let (i_ops, p_ops) = (column(i, &["ops_per_sec"]), column(p, &["ops_per_sec"]));
+        assert!(
+            p_ops > 100.0 && near(i_ops, p_ops, 0.35, 0.0),
+            "ops/s: {figures}"
+        );
+        let p99 = column(i, &["p99_usec"]);
+        let mean = column(p, &["mean_latency_usec"]);
+        assert!(
+            mean > 0.0 && mean <= p99 && mean > p99 / 16.0,
+            "latency: {figures}"
+        );
+        assert!(
+            near(column(i, &["load"]), column(p, &["load"]), 0.35, 0.01),
+            "load: {figures}"
+        );
+    }
+}
+
+/// `rebalance --telemetry prometheus` moves slots (Static-Wt with one master three times as
+/// heavy) under writing and reading clients, with no client error and nothing lost.
+#[test]
+fn a_rebalance_steered_by_prometheus_moves_slots_with_no_error() {
+    let _serial = common::serial();
+    let monitored = Monitored::start(3);
+    let cluster = &monitored.cluster;
+    let data = std::sync::Arc::new(common::DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(cluster, 2);
+    monitored.wait_scraped(3);
+    let workload = common::Workload::start(cluster, &data, 2, Duration::from_secs(120));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let mut args: Vec<String> = [
+        "rebalance",
+        "--cluster",
+        &cluster.seed(),
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        "3",
+        "--interval-ms",
+        "500",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]
+    .map(str::to_string)
+    .to_vec();
+    args.extend(monitored.telemetry_args(5));
+    let output = common::ach_redis(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let report = workload.finish();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let lines = common::read_log(log.path());
+    let moved: u64 = lines
+        .iter()
+        .map(|line| line["outcome"]["keys_moved"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(moved > 0, "no key moved: {stderr}");
+    for line in &lines {
+        let observed = &line["observed"];
+        assert_eq!(observed["signals"]["telemetry"], "prometheus", "{line}");
+        let errors = line["outcome"]["errors"].as_array().map_or(0, Vec::len);
+        assert_eq!(errors, 0, "{line}");
+    }
+    let nodes: String = {
+        let mut connection = cluster.servers()[0].connection().unwrap();
+        redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut connection)
+            .unwrap()
+    };
+    assert!(
+        !nodes
+            .lines()
+            .any(|l| l.contains("myself") && l.ends_with(" 0-5460")),
+        "{nodes}"
+    );
+    common::assert_nothing_lost(cluster, &report);
+    common::assert_check_clean(cluster);
+}
+
+/// The first master's slots, as `CLUSTER NODES` shows them on its own line.
+fn own_slots(cluster: &LocalCluster) -> String {
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let nodes: String = redis::cmd("CLUSTER")
+        .arg("NODES")
+        .query(&mut connection)
+        .unwrap();
+    let myself = nodes
+        .lines()
+        .find(|l| l.contains("myself"))
+        .unwrap()
+        .to_string();
+    myself.split(' ').skip(8).collect::<Vec<_>>().join(" ")
+}
+
+/// An unreachable Prometheus and a node label no series has: `status`, `plan` and `rebalance`
+/// exit 2 with a message naming the server or the query, and nothing moves.
+#[test]
+fn a_bad_prometheus_stops_every_command_before_anything_moves() {
+    let _serial = common::serial();
+    let monitored = Monitored::start(3);
+    let cluster = &monitored.cluster;
+    monitored.wait_scraped(3);
+    let before = own_slots(cluster);
+    let unreachable = format!("http://127.0.0.1:{}", free_port());
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let rebalance = [
+        "rebalance",
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "100",
+    ];
+    let commands: [&[&str]; 3] = [
+        &["status"],
+        &["plan", "--algorithm", "static-wt", "--weight", &heavy],
+        &rebalance,
+    ];
+    let url = monitored.prometheus.url();
+    let cases: [(&[&str], &str); 3] = [
+        (&["--prometheus-url", &unreachable], "is unreachable"),
+        (
+            &[
+                "--prometheus-url",
+                &url,
+                "--prometheus-node-label",
+                "no_such_label",
+            ],
+            "returned no series",
+        ),
+        (
+            &["--prometheus-url", "ftp://127.0.0.1:1"],
+            "is not an http:// or https:// URL",
+        ),
+    ];
+    let seed = cluster.seed();
+    for command in commands {
+        for (options, message) in cases {
+            let mut args: Vec<&str> = command.to_vec();
+            args.extend(["--cluster", &seed, "--telemetry", "prometheus"]);
+            args.extend(options);
+            let output = common::ach_redis(&args);
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+            assert!(stderr.contains(message), "{args:?}: {stderr}");
+            assert!(!stderr.contains("panicked"), "{stderr}");
+        }
+    }
+    // --telemetry prometheus without a URL, and a URL without --telemetry prometheus.
+    for args in [
+        vec!["status", "--cluster", &seed, "--telemetry", "prometheus"],
+        vec!["status", "--cluster", &seed, "--prometheus-url", &url],
+    ] {
+        let output = common::ach_redis(&args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("--prometheus-url") || stderr.contains("--telemetry"),
+            "{stderr}"
+        );
+    }
+    assert_eq!(own_slots(cluster), before, "slots moved");
+    common::assert_check_clean(cluster);
+}
+
+/// A Prometheus that stops answering during a `rebalance --telemetry prometheus`: the steps
+/// after it are logged unhealthy with the server named and move nothing, and the run goes on to
+/// its last step and exits 0.
+#[test]
+fn a_prometheus_lost_mid_run_skips_the_steps_and_the_run_goes_on() {
+    let _serial = common::serial();
+    let Monitored {
+        cluster,
+        exporters,
+        prometheus,
+    } = Monitored::start(3);
+    let monitored_url = prometheus.url();
+    let data = common::DataSet::new(300, 0, 0, (0, 0));
+    data.load(&cluster, 1);
+    prometheus
+        .wait_for_series(
+            "count(count_over_time(redis_up[1m]) >= 3) == 3",
+            Duration::from_secs(60),
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            &cluster.seed(),
+            "--algorithm",
+            "static-w",
+        ])
+        .args(["--steps", "4", "--interval-ms", "1000"])
+        .args(["--log", log.path().to_str().unwrap()])
+        .args([
+            "--telemetry",
+            "prometheus",
+            "--prometheus-url",
+            &monitored_url,
+        ])
+        .args(["--prometheus-window-s", "5"])
+        .stdout(Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while common::read_log(log.path()).is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no step logged"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(prometheus);
+    let status = child.wait().unwrap();
+    drop(exporters);
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    assert!(status.success(), "{stderr}");
+    let lines = common::read_log(log.path());
+    assert_eq!(lines.len(), 4, "{stderr}");
+    assert_eq!(lines[0]["healthy"], true, "{}", lines[0]);
+    let last = &lines[3];
+    assert_eq!(last["healthy"], false, "{last}");
+    let problems = last["problems"].to_string();
+    assert!(
+        problems.contains(&format!("cannot reach Prometheus at {monitored_url}")),
+        "{problems}"
+    );
+    assert!(last["outcome"].is_null(), "{last}");
 }

