@@ -34,6 +34,7 @@ use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_metrics};
 use crate::report::{plan_text, status_text};
+use crate::security::SecurityArgs;
 use crate::telemetry::ReadingRules;
 
 /// Load-aware, budgeted rebalancing of a Redis Cluster with ACH.
@@ -175,6 +176,8 @@ struct Common {
     /// (CONFIG SET cluster-slot-stats-enabled yes); never done without this flag.
     #[arg(long)]
     enable_slot_stats: bool,
+    #[command(flatten)]
+    security: SecurityArgs,
 }
 
 /// A `--weight` that does not read as `NODE=W` with a finite weight > 0.
@@ -261,6 +264,7 @@ fn connect(common: &Common) -> Result<Cluster, Error> {
         ConnectOptions {
             timeout: Duration::from_millis(common.timeout_ms),
             backend: common.backend,
+            security: common.security.security()?,
         },
     )?;
     if common.enable_slot_stats {

@@ -45,6 +45,7 @@ pub mod prometheus_telemetry;
 pub mod rebalance;
 pub mod report;
 mod resp;
+pub mod security;
 pub mod slot;
 pub mod telemetry;
 pub mod topology;

@@ -9,7 +9,10 @@
 //! 3. `CLUSTER GETKEYSINSLOT s batch` and `MIGRATE host port "" 0 timeout KEYS ...` on `S`,
 //!    until `S` has no key left in `s`. A `BUSYKEY` reply means `T` already holds a copy left by
 //!    an interrupted `MIGRATE`; `S`'s copy is the live one (it serves that key while
-//!    migrating), so the batch is sent again with `REPLACE`.
+//!    migrating), so the batch is sent again with `REPLACE`. On a secured cluster `MIGRATE`
+//!    logs in to `T` with `AUTH2 user password`, the rebalancer's own credentials
+//!    ([`Cluster::credentials`]); over TLS (`tls-cluster yes`) the source opens that connection
+//!    with TLS by itself.
 //! 4. `CLUSTER SETSLOT s NODE T` on `T` (it bumps its epoch and claims `s`), then on `S`, then on
 //!    every other master (gossip would spread it too, more slowly).
 //!
@@ -199,6 +202,7 @@ fn move_keys(
     options: &MigrationOptions,
 ) -> Result<(u64, u64), Error> {
     let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
+    let credentials = cluster.credentials().clone();
     let mut moved = 0u64;
     let mut busy = 0u64;
     let mut first_batch = true;
@@ -223,6 +227,12 @@ fn move_keys(
                 .arg(options.migrate_timeout_ms);
             if replace {
                 command.arg("REPLACE");
+            }
+            if let Some(password) = &credentials.password {
+                command
+                    .arg("AUTH2")
+                    .arg(&credentials.user)
+                    .arg(password.expose());
             }
             command.arg("KEYS").arg(&keys);
             command
