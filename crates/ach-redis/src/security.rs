@@ -31,6 +31,12 @@ pub const ACL_COMMANDS: &str = "+info +latency|histogram +cluster|info +cluster|
 pub const ACL_COMMANDS_VALKEY: &str = "+cluster|slot-stats +cluster|migrateslots \
     +cluster|getslotmigrations +cluster|cancelslotmigrations";
 
+/// The least a Valkey 9 `masteruser` needs for atomic slot migration (after `on >PASSWORD`):
+/// the source logs in to the target as that user and the target runs `CLUSTER SYNCSLOTS`,
+/// `SELECT` and the snapshot's writes as it, ACL-checked (observed on valkey-server 9.1.2).
+pub const ATOMIC_MIGRATION_RULE: &str =
+    "resetkeys ~* resetchannels -@all +cluster|syncslots +select +@write";
+
 /// The least-privilege ACL rule of the rebalancer's user (everything after `ACL SETUSER NAME`),
 /// `password` in clear as `ACL SETUSER` takes it: key access for `MIGRATE` only, no channel,
 /// only the commands `ach-redis` runs (with `valkey`, those of the valkey backend too).

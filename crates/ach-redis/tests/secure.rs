@@ -17,7 +17,7 @@ use ach_redis::local::tls::{TestCertificates, make_certificates};
 use ach_redis::local::{
     LocalCluster, LocalServer, MasterAuth, ServerKind, ServerMode, ServerSecurity,
 };
-use ach_redis::security::least_privilege_rule;
+use ach_redis::security::{ATOMIC_MIGRATION_RULE, least_privilege_rule};
 use ach_redis::topology::{parse_cluster_nodes, slot_owners};
 use common::{
     DataSet, Workload, assert_check_clean, assert_nothing_lost, read_log, serial, used_memory_mb,
@@ -36,6 +36,11 @@ const USER_PASSWORD: &str = "ach-Pw-51d0e2b8";
 /// The least-privilege user.
 const USER: &str = "ach-rebalancer";
 
+/// The user Valkey's atomic migration logs in to the target as (`masteruser`), with the least
+/// it needs, in [`least_privileged`] clusters.
+const MIGRATOR: &str = "ach-migrator";
+const MIGRATOR_PASSWORD: &str = "mig-Pw-0c4e7a19";
+
 /// `requirepass` and `masterauth` of the `default` user (what Valkey's atomic migration logs
 /// in to the target with), and the rebalancer's least-privilege user.
 fn secured(kind: ServerKind) -> ServerSecurity {
@@ -51,6 +56,23 @@ fn secured(kind: ServerKind) -> ServerSecurity {
         )],
         tls: None,
     }
+}
+
+/// [`secured`] with, on Valkey, a least-privilege `masteruser` instead of `default` for
+/// `masterauth` (Redis's `MIGRATE` logs in with the rebalancer's own credentials).
+fn least_privileged(kind: ServerKind) -> ServerSecurity {
+    let mut security = secured(kind);
+    if kind == ServerKind::Redis {
+        return security;
+    }
+    security.master_auth = Some(MasterAuth {
+        user: Some(MIGRATOR.into()),
+        password: MIGRATOR_PASSWORD.into(),
+    });
+    security.acl_users.push(format!(
+        "{MIGRATOR} on >{MIGRATOR_PASSWORD} {ATOMIC_MIGRATION_RULE}"
+    ));
+    security
 }
 
 /// A 4-master secured cluster whose server 0 holds `hot_slots` slots of 200 keys besides 3000
@@ -263,7 +285,7 @@ fn requirepass_cluster_rebalances_under_load_and_nothing_shows_the_password(kind
 
 fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
     let _serial = serial();
-    let (cluster, _data, capacity) = hot_secured_cluster(kind, &secured(kind), 20);
+    let (cluster, _data, capacity) = hot_secured_cluster(kind, &least_privileged(kind), 20);
     let seed = cluster.seed();
     let as_user = |args: &[&str]| {
         let mut all = args.to_vec();
@@ -519,4 +541,5 @@ fn docs_give_the_least_privilege_rule() {
         let rule = least_privilege_rule("PASSWORD", valkey);
         assert!(docs.contains(&rule), "docs/redis.md lacks the rule {rule:?}");
     }
+    assert!(docs.contains(ATOMIC_MIGRATION_RULE), "docs/redis.md lacks the masteruser rule");
 }
