@@ -307,7 +307,9 @@ impl Connector {
             .rsplit_once(':')
             .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
             .ok_or_else(|| format!("{address:?} is not HOST:PORT"))?;
-        let mut settings = redis::RedisConnectionInfo::default();
+        // No `CLIENT SETINFO` on connecting: the least-privilege user has no permission for
+        // it, and Redis >= 7.2 and Valkey would log every refusal in `ACL LOG`.
+        let mut settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
         if let Some(password) = &self.credentials.password {
             settings = settings
                 .set_username(&self.credentials.user)

@@ -349,6 +349,19 @@ fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
     let run = rebalance_watched(USER_PASSWORD, &seed, &capacity, &["--user", USER]);
     assert!(keys_moved(&run.steps, method_of(kind)) > 0, "{}", run.stderr);
     assert_check_clean(&cluster);
+    // The rule covers everything: no node refused anything (ACL LOG lists every refusal).
+    for server in cluster.servers() {
+        let mut connection = server.connection().unwrap();
+        let refusals: Vec<redis::Value> = redis::cmd("ACL")
+            .arg("LOG")
+            .query(&mut connection)
+            .unwrap();
+        assert!(
+            refusals.is_empty(),
+            "{} refused: {refusals:?}",
+            server.address()
+        );
+    }
     assert_not_shown(
         USER_PASSWORD,
         &[
@@ -542,4 +555,45 @@ fn docs_give_the_least_privilege_rule() {
         assert!(docs.contains(&rule), "docs/redis.md lacks the rule {rule:?}");
     }
     assert!(docs.contains(ATOMIC_MIGRATION_RULE), "docs/redis.md lacks the masteruser rule");
+}
+
+#[test]
+fn valkey_without_masterauth_fails_atomic_jobs_then_moves_keys_by_migrate_auth2() {
+    let _serial = serial();
+    let security = ServerSecurity {
+        master_auth: None,
+        ..secured(ServerKind::Valkey)
+    };
+    let (cluster, data, capacity) = hot_secured_cluster(ServerKind::Valkey, &security, 20);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let run = rebalance_watched(ADMIN_PASSWORD, &cluster.seed(), &capacity, &[]);
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    let migrations: Vec<&serde_json::Value> = run
+        .steps
+        .iter()
+        .flat_map(|step| step["outcome"]["migrations"].as_array().into_iter().flatten())
+        .collect();
+    let refused = migrations
+        .iter()
+        .filter(|m| m["method"] == "atomic" && m["outcome"] == "failed")
+        .inspect(|m| {
+            let message = m["message"].as_str().unwrap_or_default();
+            // NOAUTH, or for a long list of slot ranges the limit an unauthenticated
+            // client's request hits first ("unauthenticated multibulk length").
+            assert!(
+                message.contains("handshake to target")
+                    && (message.contains("NOAUTH") || message.contains("unauthenticated")),
+                "{m}"
+            );
+        })
+        .count();
+    let by_keys = migrations
+        .iter()
+        .filter(|m| m["method"] == "keys" && m["outcome"] == "success")
+        .count();
+    assert!(refused >= 2, "atomic jobs refused by the target: {refused}\n{}", run.stderr);
+    assert!(by_keys >= 1, "slots moved key by key: {by_keys}\n{}", run.stderr);
+    assert_not_shown(ADMIN_PASSWORD, &[("stderr", &run.stderr), ("the --log file", &run.log)]);
 }
