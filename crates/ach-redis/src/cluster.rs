@@ -272,7 +272,8 @@ impl Cluster {
     /// Why a connection to `address` could not be opened, with what to check.
     fn connect_error(&self, address: &str, error: redis::RedisError) -> Error {
         let credentials = self.connector.credentials();
-        if error.kind() == redis::ErrorKind::AuthenticationFailed || error.code() == Some("WRONGPASS")
+        if error.kind() == redis::ErrorKind::AuthenticationFailed
+            || error.code() == Some("WRONGPASS")
         {
             return Error::Auth {
                 address: address.to_string(),

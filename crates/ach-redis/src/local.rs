@@ -316,8 +316,9 @@ impl LocalServer {
 
     /// A new plain connection to the server, logged in as `default` (over TLS when on).
     pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
-        let invalid =
-            |detail: String| redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "", detail));
+        let invalid = |detail: String| {
+            redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "", detail))
+        };
         self.security
             .harness()
             .connector()

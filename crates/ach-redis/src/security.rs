@@ -136,7 +136,11 @@ pub fn read_password_file(path: &Path) -> Result<Password, Error> {
             path.display()
         ))
     };
-    let mode = std::fs::metadata(path).map_err(file_error)?.permissions().mode() & 0o777;
+    let mode = std::fs::metadata(path)
+        .map_err(file_error)?
+        .permissions()
+        .mode()
+        & 0o777;
     if mode & 0o077 != 0 {
         return Err(Error::Input(format!(
             "--password-file {}: mode {mode:04o} lets its group or others read it; make it \
@@ -181,7 +185,10 @@ impl TlsConfig {
     pub(crate) fn load(&self) -> Result<TlsFiles, Error> {
         let read = |option: &str, path: &Path| {
             std::fs::read(path).map_err(|source| {
-                Error::Input(format!("{option} {}: cannot be read: {source}", path.display()))
+                Error::Input(format!(
+                    "{option} {}: cannot be read: {source}",
+                    path.display()
+                ))
             })
         };
         let client_tls = match (&self.cert, &self.key) {
@@ -253,7 +260,11 @@ impl Security {
         &self,
         addresses: &[String],
     ) -> Result<redis::cluster::ClusterClientBuilder, Error> {
-        let scheme = if self.tls.is_some() { "rediss" } else { "redis" };
+        let scheme = if self.tls.is_some() {
+            "rediss"
+        } else {
+            "redis"
+        };
         let urls: Vec<String> = addresses
             .iter()
             .map(|address| format!("{scheme}://{address}/"))

