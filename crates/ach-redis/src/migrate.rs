@@ -253,6 +253,36 @@ fn move_keys(
     }
 }
 
+/// Checks, before anything moves, that the ACL user may run every command of the key-by-key
+/// protocol on every master (each is a source or a target): each is sent in a form the server
+/// checks against the ACL and then refuses or answers without changing anything (`CLUSTER
+/// SETSLOT 0` with no valid action, `MIGRATE` of no key, which answers `NOKEY` without
+/// connecting anywhere, `RESTORE-ASKING` of an invalid payload, `SELECT 0` on the rebalancer's
+/// own connection, `GETKEYSINSLOT 0 0`). A `NOPERM` is an [`Error::Permission`] naming the
+/// command; every other answer passes (a node that cannot be reached is the snapshot's
+/// business).
+pub fn check_permissions(cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(), Error> {
+    let probes: [(&str, &[&str]); 5] = [
+        ("CLUSTER", &["GETKEYSINSLOT", "0", "0"]),
+        ("CLUSTER", &["SETSLOT", "0", "ach-redis-permission-check"]),
+        ("MIGRATE", &["127.0.0.1", "1", "", "0", "1", "KEYS"]),
+        ("SELECT", &["0"]),
+        ("RESTORE-ASKING", &["{ach-redis}:permission-check", "0", "not-a-payload"]),
+    ];
+    for master in &snapshot.masters {
+        for (name, args) in probes {
+            let mut command = redis::cmd(name);
+            command.arg(args);
+            if let Err(error @ (Error::Permission { .. } | Error::Auth { .. })) =
+                cluster.query::<redis::Value>(&master.address, &command)
+            {
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Waits forever when `options` asks to pause at `point` (the test hook `--pause-at`).
 pub(crate) fn pause_if(options: &MigrationOptions, point: ProtocolPoint, slot: u16) {
     if options.pause_at == Some(point) {
@@ -289,12 +319,14 @@ pub struct FixAction {
 /// so no client was sent there) is rolled back with `SETSLOT STABLE`, as is a slot whose other
 /// side is not a known master. Uses only cluster commands (no `DEBUG`), so it works on Redis 7.0.
 ///
-/// Fails when a node cannot be reached or is failing: nothing is touched then.
+/// Fails when a node cannot be reached or is failing, or when the ACL user lacks a command of
+/// the protocol ([`check_permissions`]): nothing is touched then.
 pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixAction>, Error> {
     let snapshot = cluster.snapshot()?;
     if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
         return Err(Error::Degraded(snapshot.problems.clone()));
     }
+    check_permissions(cluster, &snapshot)?;
     let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
     slots.sort_unstable();
     slots.dedup();

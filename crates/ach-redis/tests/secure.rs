@@ -400,6 +400,11 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
     security.acl_users.push(format!(
         "blind on >{USER_PASSWORD} ~* -@all +info +cluster|info"
     ));
+    // The rebalancer's rule without MIGRATE: caught before the first migration.
+    security.acl_users.push(format!(
+        "no-migrate {} -migrate",
+        least_privilege_rule(USER_PASSWORD, kind == ServerKind::Valkey)
+    ));
     let (cluster, _data, capacity) = hot_secured_cluster(kind, &security, 20);
     let seed = cluster.seed();
     let before = owners(&cluster);
@@ -408,7 +413,7 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
     std::fs::write(&open_file, format!("{ADMIN_PASSWORD}\n")).unwrap();
     std::fs::set_permissions(&open_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let open_file = open_file.to_str().unwrap().to_string();
-    let cases: [(&str, Option<&str>, Vec<&str>, &str); 5] = [
+    let cases: [(&str, Option<&str>, Vec<&str>, &str); 6] = [
         (
             "wrong password",
             Some("not-the-password"),
@@ -432,6 +437,12 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
             Some(USER_PASSWORD),
             vec!["--user", "blind"],
             "user \"blind\" may not run CLUSTER NODES",
+        ),
+        (
+            "a migration command the user lacks",
+            Some(USER_PASSWORD),
+            vec!["--user", "no-migrate"],
+            "user \"no-migrate\" may not run MIGRATE",
         ),
         (
             "a password file others can read",
@@ -463,6 +474,12 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
         }
     }
     assert_eq!(owners(&cluster), before, "a slot moved");
+    let status = ach_redis_as(
+        Some(ADMIN_PASSWORD),
+        &["status", "--cluster", &seed, "--sample-ms", "10"],
+    );
+    let status = String::from_utf8_lossy(&status.stdout).to_string();
+    assert!(status.contains("open slots: none"), "{status}");
 }
 
 /// TLS servers (`--port 0`, `tls-port`, `tls-cluster yes`, client certificates checked) with
