@@ -267,7 +267,10 @@ pub fn check_permissions(cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(
         ("CLUSTER", &["SETSLOT", "0", "ach-redis-permission-check"]),
         ("MIGRATE", &["127.0.0.1", "1", "", "0", "1", "KEYS"]),
         ("SELECT", &["0"]),
-        ("RESTORE-ASKING", &["{ach-redis}:permission-check", "0", "not-a-payload"]),
+        (
+            "RESTORE-ASKING",
+            &["{ach-redis}:permission-check", "0", "not-a-payload"],
+        ),
     ];
     for master in &snapshot.masters {
         for (name, args) in probes {
