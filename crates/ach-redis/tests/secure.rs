@@ -168,6 +168,22 @@ struct Run {
     steps: Vec<serde_json::Value>,
 }
 
+impl Run {
+    /// Fails when `secret` shows in anything the run wrote or exposed.
+    fn assert_shows_no(&self, secret: &str) {
+        assert_not_shown(
+            secret,
+            &[
+                ("stdout", &self.stdout),
+                ("stderr", &self.stderr),
+                ("the --log file", &self.log),
+                ("/metrics", &self.metrics),
+                ("/proc/PID/cmdline", &self.cmdline),
+            ],
+        );
+    }
+}
+
 /// Runs `rebalance` with `extra` options, logging and serving metrics, reading its
 /// `/proc/PID/cmdline` and `/metrics` while it runs; fails unless it exits 0.
 fn rebalance_watched(password: &str, seed: &str, capacity: &str, extra: &[&str]) -> Run {
@@ -274,16 +290,7 @@ fn requirepass_cluster_rebalances_under_load_and_nothing_shows_the_password(kind
     // MIGRATE with AUTH2.
     let moved = keys_moved(&run.steps, method_of(kind));
     assert!(moved > 0, "nothing moved:\n{}", run.stderr);
-    assert_not_shown(
-        ADMIN_PASSWORD,
-        &[
-            ("stdout", &run.stdout),
-            ("stderr", &run.stderr),
-            ("the --log file", &run.log),
-            ("/metrics", &run.metrics),
-            ("/proc/PID/cmdline", &run.cmdline),
-        ],
-    );
+    run.assert_shows_no(ADMIN_PASSWORD);
 }
 
 fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
@@ -381,16 +388,7 @@ fn least_privilege_user_runs_status_plan_rebalance_and_fix(kind: ServerKind) {
             server.address()
         );
     }
-    assert_not_shown(
-        USER_PASSWORD,
-        &[
-            ("stdout", &run.stdout),
-            ("stderr", &run.stderr),
-            ("the --log file", &run.log),
-            ("/metrics", &run.metrics),
-            ("/proc/PID/cmdline", &run.cmdline),
-        ],
-    );
+    run.assert_shows_no(USER_PASSWORD);
 }
 
 fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
@@ -565,16 +563,7 @@ fn tls_cluster_rebalances_under_load_and_refuses_bad_certificates() {
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
     assert!(keys_moved(&run.steps, "keys") > 0, "{}", run.stderr);
-    assert_not_shown(
-        ADMIN_PASSWORD,
-        &[
-            ("stdout", &run.stdout),
-            ("stderr", &run.stderr),
-            ("the --log file", &run.log),
-            ("/metrics", &run.metrics),
-            ("/proc/PID/cmdline", &run.cmdline),
-        ],
-    );
+    run.assert_shows_no(ADMIN_PASSWORD);
 }
 
 #[test]
@@ -659,8 +648,5 @@ fn valkey_without_masterauth_fails_atomic_jobs_then_moves_keys_by_migrate_auth2(
         "slots moved key by key: {by_keys}\n{}",
         run.stderr
     );
-    assert_not_shown(
-        ADMIN_PASSWORD,
-        &[("stderr", &run.stderr), ("the --log file", &run.log)],
-    );
+    run.assert_shows_no(ADMIN_PASSWORD);
 }
