@@ -100,7 +100,8 @@ impl Credentials {
     }
 
     /// The credentials of the command line: `user`, and the password from `password_file`
-    /// when given, otherwise from `$REDISCLI_AUTH` when set and not empty, otherwise none.
+    /// when given, otherwise from `$REDISCLI_AUTH` when set and not empty, otherwise none
+    /// (an error for a user other than `default`).
     pub fn from_sources(user: &str, password_file: Option<&Path>) -> Result<Credentials, Error> {
         if user.is_empty() || user.chars().any(char::is_whitespace) {
             return Err(Error::Input(format!(
@@ -114,6 +115,12 @@ impl Credentials {
                 .filter(|text| !text.is_empty())
                 .map(Password::new),
         };
+        if password.is_none() && user != DEFAULT_USER {
+            return Err(Error::Input(format!(
+                "--user {user}: no password (set {PASSWORD_VARIABLE} or --password-file); \
+                 without one ach-redis would not log in and run as the default user"
+            )));
+        }
         Ok(Credentials::new(user, password))
     }
 

@@ -411,7 +411,7 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
     std::fs::write(&open_file, format!("{ADMIN_PASSWORD}\n")).unwrap();
     std::fs::set_permissions(&open_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let open_file = open_file.to_str().unwrap().to_string();
-    let cases: [(&str, Option<&str>, Vec<&str>, &str); 6] = [
+    let cases: [(&str, Option<&str>, Vec<&str>, &str); 7] = [
         (
             "wrong password",
             Some("not-the-password"),
@@ -429,6 +429,12 @@ fn bad_credentials_exit_2_before_anything_moves(kind: ServerKind) {
             None,
             vec![],
             "requires authentication and ach-redis has no password",
+        ),
+        (
+            "a user named without a password",
+            None,
+            vec!["--user", USER],
+            "--user ach-rebalancer: no password",
         ),
         (
             "a command the user lacks",
