@@ -217,21 +217,11 @@ fn rebalance_watched(password: &str, seed: &str, capacity: &str, extra: &[&str])
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id()))
         .map(|bytes| String::from_utf8_lossy(&bytes).replace('\0', " "))
         .unwrap_or_default();
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut stdout)
-        .unwrap();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    let status = child.wait().unwrap();
+    // Both pipes at once: a long stderr (failed jobs list their slots) must not block it.
+    let output = child.wait_with_output().unwrap();
+    let status = output.status;
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
     assert!(status.success(), "rebalance failed:\n{stderr}");
     assert!(
         cmdline.contains("rebalance"),
