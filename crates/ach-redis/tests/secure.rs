@@ -211,7 +211,7 @@ fn rebalance_watched(password: &str, seed: &str, capacity: &str, extra: &[&str])
         &metrics_address,
     ];
     args.extend_from_slice(extra);
-    let mut child = spawn_as(password, &args);
+    let child = spawn_as(password, &args);
     let metrics = scrape(&metrics_address);
     // While it serves /metrics it runs: its arguments are there to read.
     let cmdline = std::fs::read(format!("/proc/{}/cmdline", child.id()))
