@@ -36,6 +36,7 @@ use crate::node_telemetry::NodeTelemetry;
 use crate::prometheus_telemetry::PrometheusTelemetry;
 use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_metrics};
 use crate::report::{plan_text, status_text};
+use crate::security::SecurityArgs;
 use crate::telemetry::ReadingRules;
 
 /// Load-aware, budgeted rebalancing of a Redis Cluster with ACH.
@@ -191,6 +192,8 @@ struct Common {
     enable_slot_stats: bool,
     #[command(flatten)]
     telemetry: TelemetryOptions,
+    #[command(flatten)]
+    security: SecurityArgs,
 }
 
 /// Where the per-node readings come from (`--telemetry`, docs/prometheus.md).
@@ -329,6 +332,7 @@ fn connect(common: &Common) -> Result<Cluster, Error> {
         ConnectOptions {
             timeout: Duration::from_millis(common.timeout_ms),
             backend: common.backend,
+            security: common.security.security()?,
         },
     )?;
     if common.enable_slot_stats {

@@ -5,6 +5,10 @@
 //! *pipelines* fail or stop refreshing the slot map while a slot is migrating (observed with
 //! 1.8), so the rebalancer never uses them: it knows which node it talks to at every step of
 //! the protocol.
+//!
+//! Every connection authenticates and speaks TLS as the [`Security`] of [`ConnectOptions`]
+//! says (`--user`, `REDISCLI_AUTH` or `--password-file`, `--tls` ...); a refused login or a
+//! missing ACL permission is a typed error naming the node and the user, never the password.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,6 +17,7 @@ use redis::{Cmd, Connection, FromRedisValue};
 
 use crate::backend::{Backend, BackendChoice, BackendKind, ServerVersion, choose};
 use crate::error::Error;
+use crate::security::{Connector, Credentials, Security};
 use crate::slot::SLOT_COUNT;
 use crate::topology::{NodeLine, format_slot_ranges, parse_cluster_nodes, slot_owners};
 
@@ -21,18 +26,32 @@ use crate::topology::{NodeLine, format_slot_ranges, parse_cluster_nodes, slot_ow
 pub struct Cluster {
     seed: String,
     timeout: Duration,
+    connector: Connector,
     connections: BTreeMap<String, Connection>,
     backend: &'static dyn Backend,
     servers: Vec<(String, ServerVersion)>,
 }
 
 /// How to connect.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ConnectOptions {
     /// The longest wait for a connection or a reply.
     pub timeout: Duration,
     /// The backend: detected from `INFO server`, or forced.
     pub backend: BackendChoice,
+    /// The credentials and TLS of every connection.
+    pub security: Security,
+}
+
+impl ConnectOptions {
+    /// An open cluster over plain TCP, the backend detected, replies awaited `timeout`.
+    pub fn new(timeout: Duration) -> ConnectOptions {
+        ConnectOptions {
+            timeout,
+            backend: BackendChoice::Auto,
+            security: Security::default(),
+        }
+    }
 }
 
 /// A master of the cluster as the snapshot saw it.
@@ -99,23 +118,19 @@ impl Cluster {
     /// Connects to `seed` (`host:port`), checks that it is a cluster node and detects the
     /// backend. Every command waits at most `timeout` for its reply.
     pub fn connect(seed: &str, timeout: Duration) -> Result<Cluster, Error> {
-        Cluster::connect_with(
-            seed,
-            ConnectOptions {
-                timeout,
-                backend: BackendChoice::Auto,
-            },
-        )
+        Cluster::connect_with(seed, ConnectOptions::new(timeout))
     }
 
     /// Connects to `seed`, checks that it is a cluster node, reads `INFO server` of every
     /// master it can reach and picks the backend ([`choose`]): a mixed cluster, or
-    /// `--backend valkey` on a server without atomic migration, is an input error.
+    /// `--backend valkey` on a server without atomic migration, is an input error. The TLS
+    /// files are read first; a login the seed refuses is an [`Error::Auth`].
     pub fn connect_with(seed: &str, options: ConnectOptions) -> Result<Cluster, Error> {
         validate_address(seed)?;
         let mut cluster = Cluster {
             seed: seed.to_string(),
             timeout: options.timeout,
+            connector: options.security.connector()?,
             connections: BTreeMap::new(),
             backend: BackendKind::Redis.backend(),
             servers: Vec::new(),
@@ -134,11 +149,14 @@ impl Cluster {
             .collect();
         masters.sort_by_key(|address| address_key(address));
         for address in masters {
-            // A master that cannot be reached now shows up as a problem of the snapshot.
-            if let Ok(info) = cluster.query::<String>(&address, redis::cmd("INFO").arg("server")) {
-                cluster
+            // A master that cannot be reached now shows up as a problem of the snapshot; one
+            // that refuses the credentials stops everything here, before anything moves.
+            match cluster.query::<String>(&address, redis::cmd("INFO").arg("server")) {
+                Ok(info) => cluster
                     .servers
-                    .push((address, ServerVersion::from_info(&info)));
+                    .push((address, ServerVersion::from_info(&info))),
+                Err(error @ (Error::Auth { .. } | Error::Permission { .. })) => return Err(error),
+                Err(_) => {}
             }
         }
         cluster.backend = choose(options.backend, &cluster.servers)?.backend();
@@ -153,6 +171,11 @@ impl Cluster {
     /// What every master reachable at connection time runs, by address.
     pub fn servers(&self) -> &[(String, ServerVersion)] {
         &self.servers
+    }
+
+    /// The user and password every connection logs in with (`MIGRATE` passes them on).
+    pub fn credentials(&self) -> &Credentials {
+        self.connector.credentials()
     }
 
     /// The address the cluster was reached through.
@@ -179,12 +202,35 @@ impl Cluster {
             if source.is_io_error() || source.is_connection_dropped() || source.is_timeout() {
                 self.connections.remove(address);
             }
-            Error::Command {
-                address: address.to_string(),
-                command: command_name(command),
-                source,
-            }
+            self.command_error(address, command_name(command), source)
         })
+    }
+
+    /// The error of `command` on `address`: a refused login or a missing ACL permission is
+    /// told apart from other failures.
+    fn command_error(&self, address: &str, command: String, source: redis::RedisError) -> Error {
+        let user = &self.connector.credentials().user;
+        match source.code() {
+            Some("NOAUTH") => Error::Auth {
+                address: address.to_string(),
+                detail: format!(
+                    "the node requires authentication and ach-redis has no password (set \
+                     {} or --password-file, and --user for an ACL user other than default)",
+                    crate::security::PASSWORD_VARIABLE
+                ),
+            },
+            Some("NOPERM") => Error::Permission {
+                address: address.to_string(),
+                user: user.clone(),
+                command,
+                detail: source.detail().unwrap_or_default().to_string(),
+            },
+            _ => Error::Command {
+                address: address.to_string(),
+                command,
+                source,
+            },
+        }
     }
 
     /// Runs a pipeline on the node at `address` (one node: plain pipelining is safe).
@@ -197,11 +243,7 @@ impl Cluster {
         let connection = self.connection(address)?;
         pipeline.query::<T>(connection).map_err(|source| {
             self.connections.remove(address);
-            Error::Command {
-                address: address.to_string(),
-                command: what.to_string(),
-                source,
-            }
+            self.command_error(address, what.to_string(), source)
         })
     }
 
@@ -211,11 +253,10 @@ impl Cluster {
                 address: address.to_string(),
                 detail,
             };
-            let client = redis::Client::open(format!("redis://{address}/"))
-                .map_err(|e| unreachable(e.to_string()))?;
+            let client = self.connector.client(address).map_err(unreachable)?;
             let connection = client
                 .get_connection_with_timeout(self.timeout)
-                .map_err(|e| unreachable(e.to_string()))?;
+                .map_err(|e| self.connect_error(address, e))?;
             connection
                 .set_read_timeout(Some(self.timeout))
                 .and_then(|()| connection.set_write_timeout(Some(self.timeout)))
@@ -226,6 +267,35 @@ impl Cluster {
             .connections
             .get_mut(address)
             .expect("inserted just above"))
+    }
+
+    /// Why a connection to `address` could not be opened, with what to check.
+    fn connect_error(&self, address: &str, error: redis::RedisError) -> Error {
+        let credentials = self.connector.credentials();
+        if error.kind() == redis::ErrorKind::AuthenticationFailed
+            || error.code() == Some("WRONGPASS")
+        {
+            return Error::Auth {
+                address: address.to_string(),
+                detail: format!(
+                    "authentication as {} failed: wrong password, or the user is unknown or \
+                     disabled",
+                    credentials.describe()
+                ),
+            };
+        }
+        let hint = if self.connector.uses_tls() {
+            " (TLS: check that --cacert holds the CA that signed the server's certificate, \
+             and that --cert and --key are a client certificate the server accepts)"
+        } else if error.is_connection_dropped() || error.is_unrecoverable_error() {
+            " (if the cluster speaks only TLS, add --tls and --cacert)"
+        } else {
+            ""
+        };
+        Error::Unreachable {
+            address: address.to_string(),
+            detail: format!("{error}{hint}"),
+        }
     }
 
     /// `CLUSTER NODES` of one node, parsed.

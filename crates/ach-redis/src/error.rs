@@ -23,6 +23,30 @@ pub enum Error {
         /// `host:port` of the node.
         address: String,
     },
+    /// A node refused the credentials, or wants some and got none (the message names the
+    /// user, never the password).
+    #[error("{address}: {detail}")]
+    Auth {
+        /// `host:port` of the node.
+        address: String,
+        /// What failed and what to do.
+        detail: String,
+    },
+    /// The ACL user lacks the permission for a command the rebalancer needs (`NOPERM`).
+    #[error(
+        "{address}: user {user:?} may not run {command} (NOPERM: {detail}); give it the \
+         rebalancer's ACL rule (docs/redis.md, \"Secured clusters\")"
+    )]
+    Permission {
+        /// `host:port` of the node.
+        address: String,
+        /// The ACL user.
+        user: String,
+        /// The command refused.
+        command: String,
+        /// The server's message.
+        detail: String,
+    },
     /// The cluster cannot be worked on now: the reasons, one per problem.
     #[error("the cluster is degraded: {}", .0.join("; "))]
     Degraded(Vec<String>),
@@ -58,12 +82,15 @@ pub enum Error {
 
 impl Error {
     /// The exit code of the command for this error: 2 for bad input and for a cluster that
-    /// cannot be worked on (unreachable, not a cluster, degraded), 1 for failures while working.
+    /// cannot be worked on (unreachable, not a cluster, credentials refused, a permission
+    /// missing, degraded), 1 for failures while working.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Input(_)
             | Error::Unreachable { .. }
             | Error::NotCluster { .. }
+            | Error::Auth { .. }
+            | Error::Permission { .. }
             | Error::Degraded(_) => 2,
             Error::Command { .. } | Error::Reply { .. } | Error::File { .. } => 1,
         }

@@ -46,6 +46,7 @@ pub mod prometheus_telemetry;
 pub mod rebalance;
 pub mod report;
 pub mod resp;
+pub mod security;
 pub mod slot;
 pub mod telemetry;
 pub mod topology;

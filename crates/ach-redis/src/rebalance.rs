@@ -126,7 +126,12 @@ pub fn run_with_metrics(
                 degraded(&mut record, problems, log, progress)?;
                 continue;
             }
-            Err(error @ (Error::Input(_) | Error::NotCluster { .. })) => return Err(error),
+            Err(
+                error @ (Error::Input(_)
+                | Error::NotCluster { .. }
+                | Error::Auth { .. }
+                | Error::Permission { .. }),
+            ) => return Err(error),
             Err(error) => {
                 mark_unhealthy(metrics);
                 degraded(&mut record, vec![error.to_string()], log, progress)?;

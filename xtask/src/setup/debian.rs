@@ -17,6 +17,8 @@ pub const PACKAGES: &[&str] = &[
     // The Prometheus tests: a prometheus child scraping an exporter child.
     "prometheus",
     "prometheus-redis-exporter",
+    // ach-redis's TLS test: its CA and certificates, made at run time.
+    "openssl",
 ];
 
 /// Why the packages could not be installed.

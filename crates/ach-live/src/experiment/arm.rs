@@ -216,6 +216,7 @@ fn start_workload(
         interval,
     });
     let rebalance_stop = Arc::new(AtomicBool::new(false));
+    let security = loaded.live.cluster.security().harness();
     let rebalancer = start_rebalancer(
         arm,
         &RebalancerSetup {
@@ -225,6 +226,7 @@ fn start_workload(
             steps: config.steps(),
             interval,
             cpu_per_weight,
+            security: &security,
         },
         Arc::clone(&rebalance_stop),
     )?;

@@ -12,6 +12,7 @@ use ach_redis::cluster::Snapshot;
 use ach_redis::control::Controller;
 use ach_redis::local::redis_cli_binary;
 use ach_redis::rebalance::{self, LoopOptions};
+use ach_redis::security::Security;
 
 use super::Arm;
 use super::cluster::connect;
@@ -50,6 +51,8 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) steps: u32,
     pub(super) interval: Duration,
     pub(super) cpu_per_weight: f64,
+    /// How to log in to the cluster: `redis-cli` gets the password in `REDISCLI_AUTH`.
+    pub(super) security: &'a Security,
 }
 
 /// Starts the arm's rebalancer; `stop` ends the rebalance loop.
@@ -65,6 +68,7 @@ pub(super) fn start_rebalancer(
         steps,
         interval,
         cpu_per_weight,
+        security,
     } = *setup;
     if *arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary()?);
@@ -78,6 +82,7 @@ pub(super) fn start_rebalancer(
             command.arg(format!("{}={weight}", master.id));
         }
         command.arg("--cluster-use-empty-masters");
+        security.apply_to_redis_cli(&mut command);
         let child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -95,7 +95,7 @@ impl DataSet {
 
     /// Writes every key once (version 0 of writer `i % writers`) with a cluster client.
     pub fn load(&self, cluster: &LocalCluster, writers: usize) {
-        let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+        let client = cluster.cluster_client().unwrap().build().unwrap();
         let mut connection = client.get_connection().unwrap();
         for (i, key) in self.keys.iter().enumerate() {
             let _: () = connection.set(key, self.value(i % writers, 0)).unwrap();
@@ -152,17 +152,19 @@ impl Workload {
         let stop = Arc::new(AtomicBool::new(false));
         let ops = Arc::new(AtomicU64::new(0));
         let mut handles = Vec::new();
+        let client = cluster
+            .cluster_client()
+            .unwrap()
+            .retries(16)
+            .build()
+            .unwrap();
         for writer in 0..writers {
-            let urls = cluster.urls();
+            let client = client.clone();
             let data = Arc::clone(data);
             let stop = Arc::clone(&stop);
             let ops = Arc::clone(&ops);
             handles.push(std::thread::spawn(move || {
                 let mut report = WorkloadReport::default();
-                let client = redis::cluster::ClusterClientBuilder::new(urls)
-                    .retries(16)
-                    .build()
-                    .unwrap();
                 let mut connection = client.get_connection().unwrap();
                 let mine: Vec<&String> = data
                     .keys
@@ -305,7 +307,7 @@ pub fn assert_nothing_lost(cluster: &LocalCluster, report: &WorkloadReport) {
 /// Reads every key with a fresh cluster client and returns the keys whose value is not the
 /// last one written (missing keys included).
 pub fn wrong_values(cluster: &LocalCluster, expected: &BTreeMap<String, String>) -> Vec<String> {
-    let client = redis::cluster::ClusterClient::new(cluster.urls()).unwrap();
+    let client = cluster.cluster_client().unwrap().build().unwrap();
     let mut connection = client.get_connection().unwrap();
     let mut wrong = Vec::new();
     for (key, value) in expected {
@@ -322,10 +324,13 @@ pub fn wrong_values(cluster: &LocalCluster, expected: &BTreeMap<String, String>)
 pub fn assert_check_clean(cluster: &LocalCluster) {
     let started = Instant::now();
     loop {
-        let output = Command::new(redis_cli_binary().unwrap_or_else(|e| panic!("{e}")))
-            .args(["--cluster", "check", &cluster.seed()])
-            .output()
-            .expect("redis-cli runs");
+        let mut command = Command::new(redis_cli_binary().unwrap_or_else(|e| panic!("{e}")));
+        command.args(["--cluster", "check", &cluster.seed()]);
+        cluster
+            .security()
+            .harness()
+            .apply_to_redis_cli(&mut command);
+        let output = command.output().expect("redis-cli runs");
         let text = String::from_utf8_lossy(&output.stdout).to_string();
         let clean = text.contains("[OK] All nodes agree about slots configuration.")
             && text.contains("[OK] All 16384 slots covered.")
