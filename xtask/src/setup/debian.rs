@@ -17,6 +17,14 @@ pub const PACKAGES: &[&str] = &[
     // The Prometheus tests: a prometheus child scraping an exporter child.
     "prometheus",
     "prometheus-redis-exporter",
+    // ach-report's LaTeX compile test: pdflatex with booktabs, siunitx and threeparttable,
+    // pdftoppm to look at pages, and the font the PDF figures embed.
+    "texlive-latex-base",
+    "texlive-latex-recommended",
+    "texlive-latex-extra",
+    "texlive-science",
+    "poppler-utils",
+    "fonts-dejavu-core",
 ];
 
 /// Why the packages could not be installed.
