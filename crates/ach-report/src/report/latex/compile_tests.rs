@@ -99,7 +99,7 @@ fn table_document(part: &LatexTable) -> String {
 fn compile_tables(
     dataset: &str,
     tables: &[&crate::report::tables::Table],
-) -> (Vec<(String, Placement, f64, f64)>, Vec<String>) {
+) -> (Vec<(String, Placement, f64, f64, f64)>, Vec<String>) {
     let folder = folder(dataset);
     std::fs::write(folder.join("preamble.tex"), PREAMBLE).unwrap();
     let mut sizes = Vec::new();
@@ -123,7 +123,7 @@ fn compile_tables(
                     part.placement.environment()
                 ));
             }
-            sizes.push((part.name.clone(), part.placement, width, height));
+            sizes.push((part.name.clone(), part.placement, part.estimated_width_pt, width, height));
         }
     }
     (sizes, problems_found)
@@ -143,10 +143,13 @@ fn every_table_of_the_saved_datasets_compiles_and_fits_a_two_column_page() {
         let dataset = docs::read_dataset(&docs_folder, spec).expect("the dataset reads");
         let report_tables = build_tables(&dataset.results());
         let (sizes, problems) = compile_tables(&spec.name, &report_tables.all());
-        println!("{}: width x height of every table (pt)", spec.name);
-        for (name, placement, width, height) in &sizes {
+        println!(
+            "{}: every table's float, estimated width, measured width x height (pt)",
+            spec.name
+        );
+        for (name, placement, estimated, width, height) in &sizes {
             println!(
-                "  {name:<40} {:<7} {width:>6.1} x {height:>6.1}",
+                "  {name:<40} {:<7} {estimated:>6.1} {width:>6.1} x {height:>6.1}",
                 placement.environment()
             );
         }

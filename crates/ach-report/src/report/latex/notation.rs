@@ -4,7 +4,7 @@
 //! special characters escaped.
 
 /// The ASCII names of the report and their symbols, longest first where one starts another.
-const SYMBOLS: [(&str, &str); 20] = [
+const SYMBOLS: [(&str, &str); 21] = [
     ("D-bar (true)", "$\\bar D_{\\mathrm{true}}$"),
     ("D-bar true", "$\\bar D_{\\mathrm{true}}$"),
     ("D-bar", "$\\bar D$"),
@@ -24,6 +24,7 @@ const SYMBOLS: [(&str, &str); 20] = [
     ("CI95", "CI$_{95}$"),
     ("Cliff's delta", "Cliff's $\\delta$"),
     ("p (raw)", "$p$"),
+    ("Wilcoxon p", "Wilcoxon $p$"),
     ("p (Holm)", "$p_{\\mathrm{Holm}}$"),
 ];
 
