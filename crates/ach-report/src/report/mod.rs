@@ -64,7 +64,10 @@ fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), Repor
         )?;
         for part in latex::render(table) {
             write_file(&folder.join(format!("{}.tex", part.name)), &part.tabular)?;
-            write_file(&folder.join(format!("{}_float.tex", part.name)), &part.float)?;
+            write_file(
+                &folder.join(format!("{}_float.tex", part.name)),
+                &part.float,
+            )?;
         }
         write_file(
             &folder.join(format!("{}.csv", table.name)),

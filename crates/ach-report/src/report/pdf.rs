@@ -133,8 +133,18 @@ mod tests {
         let pdf = svg_to_pdf(SVG, &fonts).expect("the SVG converts");
         assert!(pdf.starts_with(b"%PDF-"));
         let text = String::from_utf8_lossy(&pdf);
-        // The page is 229.5 pt wide (at 640 px, 420 px high: 150.6 pt).
-        assert!(text.contains("/MediaBox [0 0 229.5 150.6"), "{}", &text[..400]);
+        // The page is 229.5 pt wide (at 640 px by 420: 150.6 pt high).
+        let media_box = text
+            .split("/MediaBox [")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .expect("a media box");
+        let sides: Vec<f64> = media_box
+            .split_whitespace()
+            .map(|n| n.parse().expect("a number"))
+            .collect();
+        assert!((sides[2] - 229.5).abs() < 0.01, "{media_box}");
+        assert!((sides[3] - 229.5 * 420.0 / 640.0).abs() < 0.01, "{media_box}");
         assert!(text.contains("/FontFile2"), "the font is embedded");
         assert_eq!(visible_texts(SVG), 1);
     }

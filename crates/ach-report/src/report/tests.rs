@@ -9,8 +9,8 @@ use ach_sim::summary::summarize;
 use ach_sim::{Profile, SeriesConfig, SweepPoint, built_in_series};
 
 use super::builders::build_tables;
-use super::load::{Results, reduce_records};
 use super::latex;
+use super::load::{Results, reduce_records};
 use super::tables::{Table, to_csv, to_markdown};
 use super::{figures, render};
 
@@ -293,17 +293,24 @@ fn latex_tables_are_balanced_booktabs_with_one_cell_per_column() {
                 .find_map(|l| l.strip_prefix("\\begin{tabular}"))
                 .expect("a column specification");
             // Columns are separated by spaces; an estimate is two, joined by a thin space.
-            let columns =
-                spec.split(' ').count() + spec.matches("@{\\,}").count();
+            let columns = spec.split(' ').count() + spec.matches("@{\\,}").count();
             let body = text
                 .lines()
                 .skip_while(|l| *l != "\\midrule")
                 .skip(1)
                 .take_while(|l| *l != "\\bottomrule");
             for line in body {
-                assert_eq!(line.matches(" & ").count() + 1, columns, "{}: {line}", part.name);
+                assert_eq!(
+                    line.matches(" & ").count() + 1,
+                    columns,
+                    "{}: {line}",
+                    part.name
+                );
             }
-            assert!(part.float.contains(&format!("\\label{{tab:{}}}", part.name)));
+            assert!(
+                part.float
+                    .contains(&format!("\\label{{tab:{}}}", part.name))
+            );
         }
     }
 }
@@ -450,7 +457,10 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
             assert!(path.is_file(), "{} written", path.display());
         }
         for part in latex::render(table) {
-            for file in [format!("{}.tex", part.name), format!("{}_float.tex", part.name)] {
+            for file in [
+                format!("{}.tex", part.name),
+                format!("{}_float.tex", part.name),
+            ] {
                 let path = out.join("tables").join(file);
                 assert!(path.is_file(), "{} written", path.display());
             }
@@ -467,7 +477,11 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
     for path in &figures {
         let svg = std::fs::read_to_string(path).expect("svg");
         assert_well_formed_svg(&path.display().to_string(), &svg);
-        assert!(path.with_extension("pdf").is_file(), "{} as PDF", path.display());
+        assert!(
+            path.with_extension("pdf").is_file(),
+            "{} as PDF",
+            path.display()
+        );
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
             report.contains(&format!("](figures/{name})")),

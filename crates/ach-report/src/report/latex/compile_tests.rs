@@ -123,7 +123,13 @@ fn compile_tables(
                     part.placement.environment()
                 ));
             }
-            sizes.push((part.name.clone(), part.placement, part.estimated_width_pt, width, height));
+            sizes.push((
+                part.name.clone(),
+                part.placement,
+                part.estimated_width_pt,
+                width,
+                height,
+            ));
         }
     }
     (sizes, problems_found)

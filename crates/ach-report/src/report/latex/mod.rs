@@ -271,9 +271,7 @@ fn align_differences(table: &Table, row: &[Cell], laid: &mut [Laid]) {
     };
     let decimals = NumberShape::of(mean).decimals;
     for (i, cell) in row.iter().enumerate() {
-        if let Cell::Difference {
-            value: Some(v), ..
-        } = cell
+        if let Cell::Difference { value: Some(v), .. } = cell
             && v.is_finite()
             && table.columns[i].role == Role::Value
         {
@@ -307,8 +305,8 @@ fn column_kind(align: Align, role: Role, cells: &[Laid]) -> Kind {
         let repeated = cells.iter().enumerate().any(|(i, c)| {
             matches!(c, Laid::Text(_)) && cells[..i].iter().any(|earlier| earlier == c)
         });
-        let long = longest_text > NOTE_FROM_CHARS
-            || (repeated && longest_text > REPEATED_NOTE_FROM_CHARS);
+        let long =
+            longest_text > NOTE_FROM_CHARS || (repeated && longest_text > REPEATED_NOTE_FROM_CHARS);
         return if role == Role::Value && align == Align::Left && long {
             Kind::Notes
         } else {
@@ -376,8 +374,7 @@ fn lay_columns(table: &Table) -> (Vec<LaidColumn>, Vec<String>) {
         .collect();
     let constant = |c: &LaidColumn| {
         c.cells.len() >= 2
-            && c
-                .cells
+            && c.cells
                 .iter()
                 .all(|cell| cell.reading() == c.cells[0].reading())
     };
@@ -399,9 +396,6 @@ fn lay_columns(table: &Table) -> (Vec<LaidColumn>, Vec<String>) {
             }
             false
         });
-    }
-    if let Some(legend) = label_legend(table) {
-        facts.push(legend);
     }
     (columns, facts)
 }
@@ -632,10 +626,10 @@ fn tabular(
     columns: &[LaidColumn],
     rows: std::ops::Range<usize>,
     facts: &[String],
+    legend: Option<&str>,
     size: FontSize,
 ) -> String {
-    let note_columns: Vec<&LaidColumn> =
-        columns.iter().filter(|c| c.kind == Kind::Notes).collect();
+    let note_columns: Vec<&LaidColumn> = columns.iter().filter(|c| c.kind == Kind::Notes).collect();
     let columns: Vec<&LaidColumn> = columns.iter().filter(|c| c.kind != Kind::Notes).collect();
     let mut notes: Vec<String> = Vec::new();
     let mut body = String::new();
@@ -657,7 +651,10 @@ fn tabular(
             });
             letters.push(note_letter(index));
         }
-        let mut cells: Vec<String> = columns.iter().map(|c| body_cell(c, &c.cells[row])).collect();
+        let mut cells: Vec<String> = columns
+            .iter()
+            .map(|c| body_cell(c, &c.cells[row]))
+            .collect();
         if let Some(first) = cells.first_mut()
             && !letters.is_empty()
         {
@@ -665,7 +662,7 @@ fn tabular(
         }
         let _ = writeln!(body, "{} \\\\", cells.join(" & "));
     }
-    let with_notes = !notes.is_empty() || !facts.is_empty();
+    let with_notes = !notes.is_empty() || !facts.is_empty() || legend.is_some();
     let mut out = String::new();
     let _ = writeln!(out, "% {title}");
     let _ = writeln!(
@@ -697,6 +694,9 @@ fn tabular(
         if !facts.is_empty() {
             let _ = writeln!(out, "\\item[] In every row: {}.", facts.join("; "));
         }
+        if let Some(legend) = legend {
+            let _ = writeln!(out, "\\item[] {legend}.");
+        }
         for (index, note) in notes.iter().enumerate() {
             let _ = writeln!(out, "\\item[{}] {note}", note_letter(index));
         }
@@ -723,6 +723,7 @@ fn float(placement: Placement, name: &str, caption: &str, tabular: &str) -> Stri
 /// Every generated file of one table: one [`LatexTable`] per part.
 pub fn render(table: &Table) -> Vec<LatexTable> {
     let (columns, facts) = lay_columns(table);
+    let legend = label_legend(table);
     let ranges = parts(&columns, table.rows.len());
     let count = ranges.len();
     ranges
@@ -750,7 +751,7 @@ pub fn render(table: &Table) -> Vec<LatexTable> {
                 Placement::FullWidth
             };
             let size = FontSize::fitting(estimated, placement.width_pt());
-            let tabular = tabular(&title, &columns, rows, &facts, size);
+            let tabular = tabular(&title, &columns, rows, &facts, legend.as_deref(), size);
             let float = float(placement, &name, &latex_caption(&title), &tabular);
             LatexTable {
                 name,
@@ -819,8 +820,13 @@ mod tests {
         ]));
         assert_eq!(rendered.len(), 1);
         let text = &rendered[0].tabular;
-        assert!(text.contains("\\item[] In every row: Algorithm ACH; $n_{\\mathrm{viol}}$ \\num{0}."));
-        assert!(text.contains("C1\\tnote{a} & 0.178 & \\pm 0.004 \\\\"), "{text}");
+        assert!(
+            text.contains("\\item[] In every row: Algorithm ACH; $n_{\\mathrm{viol}}$ \\num{0}.")
+        );
+        assert!(
+            text.contains("C1\\tnote{a} & 0.178 & \\pm 0.004 \\\\"),
+            "{text}"
+        );
         assert!(text.contains("C3 & 0.300 & \\pm 0.004 \\\\"), "{text}");
         assert!(text.contains("\\item[a] a remark long enough to be a table note"));
         assert!(text.contains("\\multicolumn{2}{c}{$\\bar D$}"));

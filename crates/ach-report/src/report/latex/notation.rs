@@ -122,7 +122,10 @@ mod tests {
         assert_eq!(latex_text("-21.5"), "$-$21.5");
         assert_eq!(latex_text("C1-C4c"), "C1--C4c");
         assert_eq!(latex_text("Static-W"), "Static-W");
-        assert_eq!(latex_text("42, 1042, ..., 29042"), "42, 1042, \\dots{}, 29042");
+        assert_eq!(
+            latex_text("42, 1042, ..., 29042"),
+            "42, 1042, \\dots{}, 29042"
+        );
         assert_eq!(latex_text("10 % & more_x"), "10 \\% \\& more\\_x");
         assert_eq!(latex_text("< 0.001"), "$<$ 0.001");
         assert_eq!(latex_text("mean ± CI95"), "mean $\\pm$ CI$_{95}$");

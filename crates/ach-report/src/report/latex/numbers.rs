@@ -5,8 +5,9 @@
 //! that digit would be a 1 or a 2 (a rounded 0.1 or 0.2 loses up to a quarter of its value);
 //! the mean is rounded to the same decimal place. So `0.17783 ± 0.00362` prints
 //! `0.178 ± 0.004`, `1.6269 ± 0.1293` prints `1.63 ± 0.13` and `29.9601 ± 0.2513` prints
-//! `29.96 ± 0.25`. At most [`MAX_DECIMALS`] decimals, at least none. A CI of exactly zero (every
-//! run gave the same value) or no CI (one run) supports no precision of its own: the mean keeps
+//! `29.96 ± 0.25`. At most [`MAX_DECIMALS`] decimals, at least none. A CI of zero (every run
+//! gave the same value; below half the last of those places) or no CI (one run) supports no
+//! precision of its own: the mean keeps
 //! the table's default decimals and no `±` is printed; an exact zero prints `0`.
 //!
 //! **p-values.** From [`P_FIXED_FROM`] up with three decimals (`0.685`, `0.063`, `0.001`), below
@@ -22,7 +23,9 @@ pub const P_FIXED_FROM: f64 = 0.001;
 /// The decimals a CI half-width of `ci95` supports, by the rule of the module; `None` when it
 /// supports none (zero, negative or not finite).
 pub fn decimals_for_ci(ci95: f64) -> Option<usize> {
-    if !(ci95.is_finite() && ci95 > 0.0) {
+    // Below half the last place of `MAX_DECIMALS` a CI is zero (floating-point residue of
+    // runs that agree exactly).
+    if !(ci95.is_finite() && ci95 >= 0.5 * 10f64.powi(-(MAX_DECIMALS as i32))) {
         return None;
     }
     // `{:.1e}` rounds to two significant digits: "2.5e-1", "9.6e-3".
@@ -37,7 +40,9 @@ pub fn decimals_for_ci(ci95: f64) -> Option<usize> {
 }
 
 fn mantissa_exponent(text: &str) -> (f64, i32) {
-    let (mantissa, exponent) = text.split_once('e').expect("`e` formatting has an exponent");
+    let (mantissa, exponent) = text
+        .split_once('e')
+        .expect("`e` formatting has an exponent");
     (
         mantissa.parse().expect("a formatted mantissa parses"),
         exponent.parse().expect("a formatted exponent parses"),
@@ -160,7 +165,8 @@ mod tests {
         // One digit: 0.0096 carries to 0.01.
         assert_eq!(decimals_for_ci(0.0096), Some(2));
         assert_eq!(decimals_for_ci(12.0), Some(0));
-        assert_eq!(decimals_for_ci(3.0e-12), Some(MAX_DECIMALS));
+        assert_eq!(decimals_for_ci(3.0e-6), Some(MAX_DECIMALS));
+        assert_eq!(decimals_for_ci(3.0e-17), None);
         assert_eq!(decimals_for_ci(0.0), None);
         assert_eq!(decimals_for_ci(f64::NAN), None);
     }
