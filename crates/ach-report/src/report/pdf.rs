@@ -113,12 +113,65 @@ pub fn svg_to_pdf(svg: &str, fonts: &PdfFonts) -> Result<Vec<u8>, PdfError> {
     }
     // The page is the SVG's size at `dpi` pixels per inch: choose it so the page is a column wide.
     let dpi = (f64::from(tree.size().width()) * 72.0 / FIGURE_WIDTH_PT) as f32;
-    svg2pdf::to_pdf(
+    let mut pdf = svg2pdf::to_pdf(
         &tree,
         svg2pdf::ConversionOptions::default(),
         svg2pdf::PageOptions { dpi },
     )
-    .map_err(|e| PdfError::Conversion(e.to_string()))
+    .map_err(|e| PdfError::Conversion(e.to_string()))?;
+    sort_resource_entries(&mut pdf);
+    Ok(pdf)
+}
+
+/// Whether `line` is one entry of a resource dictionary: `      /xo13 34 0 R`.
+fn is_resource_entry(line: &[u8]) -> bool {
+    let text = line.trim_ascii_start();
+    text.len() < line.len()
+        && text.starts_with(b"/")
+        && text.ends_with(b" 0 R")
+        && text.split(|&b| b == b' ').count() == 4
+        && text[1..]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b' ')
+}
+
+/// Sorts the entries of every resource dictionary. `svg2pdf` writes them in the order of a
+/// `HashMap`, so the same SVG would give other bytes on every conversion; sorting the lines
+/// of a dictionary keeps its length, so every offset of the file stays valid. Streams (binary)
+/// are left as they are.
+fn sort_resource_entries(pdf: &mut [u8]) {
+    let mut start = 0;
+    while start < pdf.len() {
+        if pdf[start..].starts_with(b"stream\n") {
+            match find(&pdf[start..], b"\nendstream") {
+                Some(end) => start += end + b"\nendstream".len(),
+                None => return,
+            }
+            continue;
+        }
+        let line_end = |from: usize| find(&pdf[from..], b"\n").map_or(pdf.len(), |n| from + n);
+        let at_line_start = start == 0 || pdf[start - 1] == b'\n';
+        if at_line_start && is_resource_entry(&pdf[start..line_end(start)]) {
+            let mut end = start;
+            while end < pdf.len() && is_resource_entry(&pdf[end..line_end(end)]) {
+                end = line_end(end) + 1;
+            }
+            let end = end.min(pdf.len());
+            let mut lines: Vec<Vec<u8>> = pdf[start..end]
+                .split_inclusive(|&b| b == b'\n')
+                .map(<[u8]>::to_vec)
+                .collect();
+            lines.sort();
+            pdf[start..end].copy_from_slice(&lines.concat());
+            start = end;
+        } else {
+            start += 1;
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -146,6 +199,10 @@ mod tests {
         assert!((sides[2] - 229.5).abs() < 0.01, "{media_box}");
         assert!((sides[3] - 229.5 * 420.0 / 640.0).abs() < 0.01, "{media_box}");
         assert!(text.contains("/FontFile2"), "the font is embedded");
+        // The same SVG gives the same bytes.
+        for _ in 0..8 {
+            assert!(svg_to_pdf(SVG, &fonts).unwrap() == pdf, "deterministic");
+        }
         assert_eq!(visible_texts(SVG), 1);
     }
 

@@ -489,6 +489,8 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
         );
     }
     // A second rendering gives byte-identical files.
+    let pdfs: Vec<PathBuf> = figures.iter().map(|p| p.with_extension("pdf")).collect();
+    let first_pdfs: Vec<Vec<u8>> = pdfs.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let first: Vec<Vec<u8>> = figures.iter().map(|p| std::fs::read(p).unwrap()).collect();
     render(&out).expect("render again");
     assert_eq!(
@@ -497,6 +499,8 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
     );
     let second: Vec<Vec<u8>> = figures.iter().map(|p| std::fs::read(p).unwrap()).collect();
     assert!(first == second, "figures are deterministic");
+    let second_pdfs: Vec<Vec<u8>> = pdfs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(first_pdfs == second_pdfs, "PDF figures are deterministic");
     let _ = std::fs::remove_dir_all(&out);
 }
 
