@@ -197,7 +197,10 @@ mod tests {
             .map(|n| n.parse().expect("a number"))
             .collect();
         assert!((sides[2] - 229.5).abs() < 0.01, "{media_box}");
-        assert!((sides[3] - 229.5 * 420.0 / 640.0).abs() < 0.01, "{media_box}");
+        assert!(
+            (sides[3] - 229.5 * 420.0 / 640.0).abs() < 0.01,
+            "{media_box}"
+        );
         assert!(text.contains("/FontFile2"), "the font is embedded");
         // The same SVG gives the same bytes.
         for _ in 0..8 {
