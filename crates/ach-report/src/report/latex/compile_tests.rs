@@ -94,12 +94,15 @@ fn table_document(part: &LatexTable) -> String {
     )
 }
 
+/// A part's name, float, estimated width, measured width and height (pt).
+type Size = (String, Placement, f64, f64, f64);
+
 /// Compiles every part of `tables`; returns `(name, placement, width, height)` per part and
 /// the problems found.
 fn compile_tables(
     dataset: &str,
     tables: &[&crate::report::tables::Table],
-) -> (Vec<(String, Placement, f64, f64, f64)>, Vec<String>) {
+) -> (Vec<Size>, Vec<String>) {
     let folder = folder(dataset);
     std::fs::write(folder.join("preamble.tex"), PREAMBLE).unwrap();
     let mut sizes = Vec::new();

@@ -434,10 +434,8 @@ fn header_lines(header: &str) -> Option<(&str, &str)> {
     for (i, c) in header.char_indices() {
         match c {
             '$' => in_math = !in_math,
-            ' ' if !in_math => {
-                if best.is_none_or(|b| i.abs_diff(middle) < b.abs_diff(middle)) {
-                    best = Some(i);
-                }
+            ' ' if !in_math && best.is_none_or(|b| i.abs_diff(middle) < b.abs_diff(middle)) => {
+                best = Some(i);
             }
             _ => {}
         }
@@ -473,7 +471,7 @@ fn reading_in_text(cell: &Laid) -> String {
 /// `eps_on=0.05`, its parameter), packed greedily into parts of at most [`MAX_ROWS`] rows.
 fn parts(columns: &[LaidColumn], rows: usize) -> Vec<std::ops::Range<usize>> {
     if rows <= MAX_ROWS || columns.is_empty() {
-        return vec![0..rows];
+        return std::iter::once(0..rows).collect();
     }
     let key = |i: usize| {
         let reading = columns[0].cells[i].reading();
