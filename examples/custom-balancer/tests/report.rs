@@ -44,8 +44,10 @@ fn the_extra_algorithm_is_in_every_table_and_figure() {
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
             // Tables 2-4 and the text values set the paper's published numbers against ours:
             // they list the paper's algorithms only.
-            let paper_checks = ["table2_", "table3_", "table4_", "text_values."];
-            if paper_checks.iter().any(|prefix| name.starts_with(prefix)) {
+            let paper_checks = ["table2_", "table3_", "table4_", "text_values"];
+            // A PDF's text is compressed; the SVG it was made from is checked.
+            if paper_checks.iter().any(|prefix| name.starts_with(prefix)) || name.ends_with(".pdf")
+            {
                 continue;
             }
             let text = read(&path);

@@ -19,6 +19,14 @@ pub const PACKAGES: &[&str] = &[
     "prometheus-redis-exporter",
     // ach-redis's TLS test: its CA and certificates, made at run time.
     "openssl",
+    // ach-report's LaTeX compile test: pdflatex with booktabs, siunitx and threeparttable,
+    // pdftoppm to look at pages, and the font the PDF figures embed.
+    "texlive-latex-base",
+    "texlive-latex-recommended",
+    "texlive-latex-extra",
+    "texlive-science",
+    "poppler-utils",
+    "fonts-dejavu-core",
 ];
 
 /// Why the packages could not be installed.

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use super::figures::FigureError;
+use super::pdf::PdfError;
 
 /// What to do when saved results are missing.
 pub const RUN_FIRST: &str = "run `cargo xtask experiments` first";
@@ -52,6 +53,14 @@ pub enum ReportError {
         series: String,
         /// The cause.
         source: FigureError,
+    },
+    /// A figure could not be written as PDF (for the folder: the fonts are missing).
+    #[error("{}: {source}", path.display())]
+    Pdf {
+        /// The PDF file, or the figures' folder.
+        path: PathBuf,
+        /// The cause.
+        source: PdfError,
     },
 }
 

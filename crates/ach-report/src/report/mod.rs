@@ -2,8 +2,10 @@
 //! (SVG), written into the results folder:
 //!
 //! - `DIR/REPORT.md`
-//! - `DIR/tables/<name>.{md,tex,csv}`
-//! - `DIR/figures/<name>.svg`
+//! - `DIR/tables/<name>.{md,csv}`, and `DIR/tables/<name>.tex` (a float-free `tabular`) with
+//!   `DIR/tables/<name>_float.tex` (the same in a `table` or `table*` with caption and label)
+//!   for each table or part of a long one, and `DIR/tables/preamble.tex` (the packages);
+//! - `DIR/figures/<name>.{svg,pdf}` (the PDF a column wide, fonts embedded)
 //!
 //! Rendering is deterministic: the same results give byte-identical files.
 
@@ -12,9 +14,11 @@ mod compare;
 pub mod docs;
 mod error;
 mod figures;
+pub mod latex;
 mod load;
 mod markdown;
 mod paper;
+pub mod pdf;
 mod tables;
 
 #[cfg(test)]
@@ -58,16 +62,30 @@ fn write_tables(out: &Path, tables: &builders::ReportTables) -> Result<(), Repor
             &folder.join(format!("{}.md", table.name)),
             &format!("## {}\n\n{}", table.title, tables::to_markdown(table)),
         )?;
-        write_file(
-            &folder.join(format!("{}.tex", table.name)),
-            &tables::to_latex(table),
-        )?;
+        for part in latex::render(table) {
+            write_file(&folder.join(format!("{}.tex", part.name)), &part.tabular)?;
+            write_file(
+                &folder.join(format!("{}_float.tex", part.name)),
+                &part.float,
+            )?;
+        }
         write_file(
             &folder.join(format!("{}.csv", table.name)),
             &tables::to_csv(table),
         )?;
     }
-    Ok(())
+    write_file(&folder.join("preamble.tex"), latex::PREAMBLE)
+}
+
+/// Writes a figure as SVG and as PDF.
+fn write_figure(folder: &Path, figure: &Figure, fonts: &pdf::PdfFonts) -> Result<(), ReportError> {
+    write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
+    let path = folder.join(format!("{}.pdf", figure.name));
+    let bytes = pdf::svg_to_pdf(&figure.svg, fonts).map_err(|source| ReportError::Pdf {
+        path: path.clone(),
+        source,
+    })?;
+    write_atomic(&path, &bytes).map_err(|source| ReportError::Write { path, source })
 }
 
 /// Draws every figure from `results` (reading run records from `out` one series at a time)
@@ -83,9 +101,13 @@ fn write_figures(
         registry: &results.registry,
         styles,
     };
+    let fonts = pdf::PdfFonts::load().map_err(|source| ReportError::Pdf {
+        path: folder.clone(),
+        source,
+    })?;
     let mut entries = Vec::new();
     for figure in &summary_figures {
-        write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
+        write_figure(&folder, figure, &fonts)?;
         entries.push(markdown::FigureEntry::from(figure));
     }
     for series in &results.summary.series {
@@ -107,7 +129,7 @@ fn write_figures(
                 source,
             })?;
         for figure in &drawn {
-            write_file(&folder.join(format!("{}.svg", figure.name)), &figure.svg)?;
+            write_figure(&folder, figure, &fonts)?;
             entries.push(markdown::FigureEntry::from(figure));
         }
     }

@@ -1,5 +1,5 @@
-//! One table model, rendered three ways: Markdown (REPORT.md), LaTeX booktabs (ready to
-//! `\input`), and tidy CSV (one row per series x algorithm x metric, full precision).
+//! One table model, rendered three ways: Markdown (REPORT.md), tidy CSV (one row per series x
+//! algorithm x metric, full precision), and LaTeX ([`super::latex`]).
 
 use std::fmt::Write as _;
 
@@ -152,20 +152,8 @@ pub struct Table {
     pub csv_shape: CsvShape,
 }
 
-/// Which text format a cell is being rendered for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
-    Markdown,
-    Latex,
-}
-
-/// Missing values in each format.
-fn missing(format: Format) -> &'static str {
-    match format {
-        Format::Markdown => "—",
-        Format::Latex => "--",
-    }
-}
+/// A missing value in Markdown.
+const MISSING: &str = "—";
 
 /// `value` with `decimals` decimals, `-0.000` shown as `0.000`.
 fn fixed(value: f64, decimals: usize) -> String {
@@ -201,50 +189,11 @@ fn finite(value: Option<f64>) -> Option<f64> {
     value.filter(|v| v.is_finite())
 }
 
-/// A number as LaTeX text: a leading minus becomes a math minus (a hyphen is too short).
-fn latex_minus(text: String) -> String {
-    match text.strip_prefix('-') {
-        Some(rest) => format!("$-${rest}"),
-        None => text,
-    }
-}
-
 /// A cell as its Markdown table text.
 pub fn markdown_cell(cell: &Cell) -> String {
-    display(cell, Format::Markdown)
-}
-
-/// A cell as Markdown or LaTeX text.
-fn display(cell: &Cell, format: Format) -> String {
-    let text = display_plain(cell, format);
-    if text == missing(format) {
-        // A missing value is a dash, not a negative number.
-        return text;
-    }
-    match (format, cell) {
-        (Format::Latex, Cell::Number { .. } | Cell::Difference { .. } | Cell::Estimate { .. }) => {
-            latex_minus(text)
-        }
-        _ => text,
-    }
-}
-
-/// A cell as Markdown or LaTeX text, numbers with a plain hyphen-minus.
-fn display_plain(cell: &Cell, format: Format) -> String {
-    let none = missing(format);
-    let plus_minus = match format {
-        Format::Markdown => " ± ",
-        Format::Latex => " $\\pm$ ",
-    };
+    let none = MISSING;
     match cell {
-        Cell::Text(text) => match format {
-            Format::Markdown => escape_markdown(text),
-            Format::Latex => escape_latex(text),
-        },
-        Cell::Label { text, .. } => match format {
-            Format::Markdown => escape_markdown(text),
-            Format::Latex => escape_latex(text),
-        },
+        Cell::Text(text) | Cell::Label { text, .. } => escape_markdown(text),
         Cell::Number { value, decimals } => {
             finite(*value).map_or(none.to_string(), |v| fixed(v, *decimals))
         }
@@ -263,47 +212,21 @@ fn display_plain(cell: &Cell, format: Format) -> String {
         } => match (finite(*mean), finite(*ci95)) {
             (None, _) => none.to_string(),
             (Some(m), None) => fixed(m, *decimals),
-            (Some(m), Some(c)) => {
-                format!("{}{plus_minus}{}", fixed(m, *decimals), fixed(c, *decimals))
-            }
+            (Some(m), Some(c)) => format!("{} ± {}", fixed(m, *decimals), fixed(c, *decimals)),
         },
         Cell::PValue(p) => finite(*p).map_or(none.to_string(), format_p_value),
         Cell::Count(n) => n.map_or(none.to_string(), |n| n.to_string()),
-        Cell::Verdict(verdict) => match (verdict, format) {
-            (Verdict::Within { .. }, _) => "ok".to_string(),
-            (Verdict::Outside { .. }, Format::Markdown) => "**⚠ outside**".to_string(),
-            (Verdict::Outside { .. }, Format::Latex) => "\\textbf{outside}".to_string(),
-            (Verdict::NotBanded, _) => "n/a".to_string(),
-            (Verdict::NotRun, _) => "not run".to_string(),
+        Cell::Verdict(verdict) => match verdict {
+            Verdict::Within { .. } => "ok".to_string(),
+            Verdict::Outside { .. } => "**⚠ outside**".to_string(),
+            Verdict::NotBanded => "n/a".to_string(),
+            Verdict::NotRun => "not run".to_string(),
         },
     }
 }
 
 fn escape_markdown(text: &str) -> String {
     text.replace('|', "\\|")
-}
-
-/// Escapes LaTeX's special characters in plain text.
-pub fn escape_latex(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\\' => out.push_str("\\textbackslash{}"),
-            '&' | '%' | '$' | '#' | '_' | '{' | '}' => {
-                out.push('\\');
-                out.push(c);
-            }
-            '~' => out.push_str("\\textasciitilde{}"),
-            '^' => out.push_str("\\textasciicircum{}"),
-            '<' => out.push_str("\\textless{}"),
-            '>' => out.push_str("\\textgreater{}"),
-            '±' => out.push_str("$\\pm$"),
-            '—' => out.push_str("---"),
-            '–' => out.push_str("--"),
-            _ => out.push(c),
-        }
-    }
-    out
 }
 
 /// The table as a GitHub-flavoured Markdown table (no title).
@@ -325,43 +248,9 @@ pub fn to_markdown(table: &Table) -> String {
         .collect();
     let _ = writeln!(out, "| {} |", rules.join(" | "));
     for row in &table.rows {
-        let cells: Vec<String> = row.iter().map(|c| display(c, Format::Markdown)).collect();
+        let cells: Vec<String> = row.iter().map(markdown_cell).collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
-    out
-}
-
-/// The table as a booktabs `tabular`, ready to `\input` inside a `table` environment.
-pub fn to_latex(table: &Table) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "% {}", table.title);
-    let _ = writeln!(
-        out,
-        "% Generated by `cargo xtask report`; needs \\usepackage{{booktabs}}."
-    );
-    let spec: String = table
-        .columns
-        .iter()
-        .map(|c| match c.align {
-            Align::Left => 'l',
-            Align::Right => 'r',
-        })
-        .collect();
-    let _ = writeln!(out, "\\begin{{tabular}}{{{spec}}}");
-    let _ = writeln!(out, "\\toprule");
-    let headers: Vec<String> = table
-        .columns
-        .iter()
-        .map(|c| escape_latex(&c.header))
-        .collect();
-    let _ = writeln!(out, "{} \\\\", headers.join(" & "));
-    let _ = writeln!(out, "\\midrule");
-    for row in &table.rows {
-        let cells: Vec<String> = row.iter().map(|c| display(c, Format::Latex)).collect();
-        let _ = writeln!(out, "{} \\\\", cells.join(" & "));
-    }
-    let _ = writeln!(out, "\\bottomrule");
-    let _ = writeln!(out, "\\end{{tabular}}");
     out
 }
 
@@ -505,12 +394,7 @@ mod tests {
     }
 
     #[test]
-    fn latex_escapes_special_characters() {
-        assert_eq!(escape_latex("M_cum 10 % & more"), "M\\_cum 10 \\% \\& more");
-    }
-
-    #[test]
-    fn missing_values_are_a_dash_in_latex_and_negatives_a_math_minus() {
+    fn missing_values_are_a_dash_in_markdown() {
         let missing = [
             Cell::Number {
                 value: None,
@@ -522,14 +406,8 @@ mod tests {
             },
         ];
         for cell in &missing {
-            assert_eq!(display(cell, Format::Latex), "--");
-            assert_eq!(display(cell, Format::Markdown), "—");
+            assert_eq!(markdown_cell(cell), "—");
         }
-        let negative = Cell::Number {
-            value: Some(-0.25),
-            decimals: 2,
-        };
-        assert_eq!(display(&negative, Format::Latex), "$-$0.25");
     }
 
     #[test]

@@ -9,8 +9,9 @@ use ach_sim::summary::summarize;
 use ach_sim::{Profile, SeriesConfig, SweepPoint, built_in_series};
 
 use super::builders::build_tables;
+use super::latex;
 use super::load::{Results, reduce_records};
-use super::tables::{to_csv, to_latex, to_markdown};
+use super::tables::{Table, to_csv, to_markdown};
 use super::{figures, render};
 
 /// A small deterministic pseudo-random stream (64-bit LCG), so that the data never changes.
@@ -168,7 +169,7 @@ fn temp_folder(tag: &str) -> PathBuf {
 }
 
 /// Writes the synthetic matrix as `experiments` would: summary.json, configs, run records.
-fn write_synthetic_results(out: &Path) {
+pub(crate) fn write_synthetic_results(out: &Path) {
     let (results, records) = synthetic_results();
     let summary = serde_json::to_string_pretty(&results.summary).expect("summary serialises");
     std::fs::write(out.join("summary.json"), summary).expect("write summary");
@@ -232,7 +233,7 @@ fn the_forwarded_column_appears_only_with_an_algorithm_that_forwards() {
     let table = &tables.all_algorithms;
     assert_eq!(table.columns.last().unwrap().header, "Forwarded");
     insta::assert_snapshot!("markdown_all_algorithms_with_ch_bl", to_markdown(table));
-    insta::assert_snapshot!("latex_all_algorithms_with_ch_bl", to_latex(table));
+    insta::assert_snapshot!("latex_all_algorithms_with_ch_bl", latex_files(table));
     let csv = to_csv(table);
     assert!(
         csv.contains("C1,CH-BL,6,forwarded_fraction,0.04999"),
@@ -256,30 +257,59 @@ fn the_forwarded_column_appears_only_with_an_algorithm_that_forwards() {
     );
 }
 
+/// Every LaTeX file of a table (the tabular and the float of each part), as one text.
+fn latex_files(table: &Table) -> String {
+    latex::render(table)
+        .iter()
+        .map(|part| {
+            format!(
+                "%%%% tables/{0}.tex\n{1}%%%% tables/{0}_float.tex\n{2}",
+                part.name, part.tabular, part.float
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn latex_tables_match_their_snapshots() {
     let (results, _) = synthetic_results();
     let tables = build_tables(&results);
     for table in tables.all() {
-        insta::assert_snapshot!(format!("latex_{}", table.name), to_latex(table));
+        insta::assert_snapshot!(format!("latex_{}", table.name), latex_files(table));
     }
 }
 
 #[test]
-fn latex_tables_are_balanced_booktabs() {
+fn latex_tables_are_balanced_booktabs_with_one_cell_per_column() {
     let (results, _) = synthetic_results();
     for table in build_tables(&results).all() {
-        let text = to_latex(table);
-        assert!(text.contains("\\begin{tabular}") && text.contains("\\end{tabular}"));
-        assert!(text.contains("\\toprule") && text.contains("\\midrule"));
-        assert!(text.contains("\\bottomrule"));
-        assert!(!text.contains("\\num"), "{}: no siunitx", table.name);
-        for line in text.lines().filter(|l| l.ends_with("\\\\")) {
-            assert_eq!(
-                line.matches(" & ").count() + 1,
-                table.columns.len(),
-                "{}: {line}",
-                table.name
+        for part in latex::render(table) {
+            let text = &part.tabular;
+            assert!(text.contains("\\begin{tabular}") && text.contains("\\end{tabular}"));
+            assert!(text.contains("\\toprule") && text.contains("\\midrule"));
+            assert!(text.contains("\\bottomrule"));
+            let spec = text
+                .lines()
+                .find_map(|l| l.strip_prefix("\\begin{tabular}"))
+                .expect("a column specification");
+            // Columns are separated by spaces; an estimate is two, joined by a thin space.
+            let columns = spec.split(' ').count() + spec.matches("@{\\,}").count();
+            let body = text
+                .lines()
+                .skip_while(|l| *l != "\\midrule")
+                .skip(1)
+                .take_while(|l| *l != "\\bottomrule");
+            for line in body {
+                assert_eq!(
+                    line.matches(" & ").count() + 1,
+                    columns,
+                    "{}: {line}",
+                    part.name
+                );
+            }
+            assert!(
+                part.float
+                    .contains(&format!("\\label{{tab:{}}}", part.name))
             );
         }
     }
@@ -420,22 +450,38 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
     assert!(report.contains("Holm"));
     let (results, _) = synthetic_results();
     for table in build_tables(&results).all() {
-        for extension in ["md", "tex", "csv"] {
+        for extension in ["md", "csv"] {
             let path = out
                 .join("tables")
                 .join(format!("{}.{extension}", table.name));
             assert!(path.is_file(), "{} written", path.display());
         }
+        for part in latex::render(table) {
+            for file in [
+                format!("{}.tex", part.name),
+                format!("{}_float.tex", part.name),
+            ] {
+                let path = out.join("tables").join(file);
+                assert!(path.is_file(), "{} written", path.display());
+            }
+        }
     }
+    assert!(out.join("tables/preamble.tex").is_file());
     let mut figures: Vec<PathBuf> = std::fs::read_dir(out.join("figures"))
         .expect("figures folder")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "svg"))
         .collect();
     figures.sort();
     assert_eq!(figures.len(), 4 + 5 * 3);
     for path in &figures {
         let svg = std::fs::read_to_string(path).expect("svg");
         assert_well_formed_svg(&path.display().to_string(), &svg);
+        assert!(
+            path.with_extension("pdf").is_file(),
+            "{} as PDF",
+            path.display()
+        );
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         assert!(
             report.contains(&format!("](figures/{name})")),
@@ -443,6 +489,8 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
         );
     }
     // A second rendering gives byte-identical files.
+    let pdfs: Vec<PathBuf> = figures.iter().map(|p| p.with_extension("pdf")).collect();
+    let first_pdfs: Vec<Vec<u8>> = pdfs.iter().map(|p| std::fs::read(p).unwrap()).collect();
     let first: Vec<Vec<u8>> = figures.iter().map(|p| std::fs::read(p).unwrap()).collect();
     render(&out).expect("render again");
     assert_eq!(
@@ -451,6 +499,8 @@ fn render_writes_the_report_every_table_and_every_figure_deterministically() {
     );
     let second: Vec<Vec<u8>> = figures.iter().map(|p| std::fs::read(p).unwrap()).collect();
     assert!(first == second, "figures are deterministic");
+    let second_pdfs: Vec<Vec<u8>> = pdfs.iter().map(|p| std::fs::read(p).unwrap()).collect();
+    assert!(first_pdfs == second_pdfs, "PDF figures are deterministic");
     let _ = std::fs::remove_dir_all(&out);
 }
 
