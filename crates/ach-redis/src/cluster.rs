@@ -253,7 +253,10 @@ impl Cluster {
                 address: address.to_string(),
                 detail,
             };
-            let client = self.connector.client(address).map_err(unreachable)?;
+            let client = self
+                .connector
+                .client(address)
+                .map_err(|e| unreachable(e.to_string()))?;
             let connection = client
                 .get_connection_with_timeout(self.timeout)
                 .map_err(|e| self.connect_error(address, e))?;

@@ -363,7 +363,7 @@ impl LocalServer {
             .connector()
             .map_err(|e| invalid(e.to_string()))?
             .client(&self.address())
-            .map_err(invalid)?
+            .map_err(|e| invalid(e.to_string()))?
             .get_connection_with_timeout(Duration::from_secs(5))
     }
 

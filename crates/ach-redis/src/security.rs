@@ -320,11 +320,13 @@ impl Connector {
     }
 
     /// A client for `host:port` that authenticates (and speaks TLS) as configured.
-    pub(crate) fn client(&self, address: &str) -> Result<redis::Client, String> {
+    pub(crate) fn client(&self, address: &str) -> Result<redis::Client, ClientError> {
         let (host, port) = address
             .rsplit_once(':')
             .and_then(|(host, port)| Some((host.to_string(), port.parse::<u16>().ok()?)))
-            .ok_or_else(|| format!("{address:?} is not HOST:PORT"))?;
+            .ok_or_else(|| ClientError::NotHostPort {
+                address: address.to_string(),
+            })?;
         // No `CLIENT SETINFO` on connecting: the least-privilege user has no permission for
         // it, and Redis >= 7.2 and Valkey would log every refusal in `ACL LOG`.
         let mut settings = redis::RedisConnectionInfo::default().set_skip_set_lib_name();
@@ -343,14 +345,26 @@ impl Connector {
         let info = |addr: redis::ConnectionAddr| {
             redis::IntoConnectionInfo::into_connection_info(addr)
                 .map(|info| info.set_redis_settings(settings.clone()))
-                .map_err(|e| e.to_string())
         };
-        match &self.tls {
-            None => redis::Client::open(info(tcp)?).map_err(|e| e.to_string()),
-            Some(files) => redis::Client::build_with_tls(info(tls)?, files.certificates.clone())
-                .map_err(|e| e.to_string()),
-        }
+        Ok(match &self.tls {
+            None => redis::Client::open(info(tcp)?)?,
+            Some(files) => redis::Client::build_with_tls(info(tls)?, files.certificates.clone())?,
+        })
     }
+}
+
+/// Why a client for a node could not be set up (before any connection is tried).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ClientError {
+    /// The address is not `HOST:PORT`.
+    #[error("{address:?} is not HOST:PORT")]
+    NotHostPort {
+        /// The address given.
+        address: String,
+    },
+    /// The client refused the settings (a TLS file it cannot use, for example).
+    #[error(transparent)]
+    Settings(#[from] redis::RedisError),
 }
 
 /// The command line's options for a secured cluster, as `redis-cli` names them. No option takes
