@@ -114,12 +114,26 @@ impl Backend for ValkeyBackend {
         progress: &mut dyn FnMut(&SlotMigration),
     ) -> GroupOutcome {
         let mut outcome = GroupOutcome::default();
-        for _attempt in 0..2 {
+        // A source that has just reported a job failed may still hold its slots as exporting
+        // for a moment, and refuses a new job for them ("I am already migrating slot"): such a
+        // refusal is waited out (for a few seconds at most) rather than counted as an attempt.
+        let exporting_until = Instant::now() + STILL_EXPORTING_WAIT;
+        let mut attempts = 0;
+        while attempts < 2 {
             if stop.load(Ordering::SeqCst) {
                 outcome.interrupted = true;
                 return outcome;
             }
-            match atomic_job(cluster, snapshot, group, options, stop) {
+            let job = atomic_job(cluster, snapshot, group, options, stop);
+            if let Err(error) = &job
+                && error.to_string().contains("already migrating")
+                && Instant::now() < exporting_until
+            {
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            attempts += 1;
+            match job {
                 Ok(migration) => {
                     progress(&migration);
                     let (succeeded, cancelled) =
@@ -422,6 +436,9 @@ fn keys_in(cluster: &mut Cluster, address: &str, slots: &[u16]) -> Result<u64, E
     let counts: Vec<u64> = cluster.pipeline(address, &pipeline, "CLUSTER COUNTKEYSINSLOT")?;
     Ok(counts.iter().sum())
 }
+
+/// How long a refusal of a new job because the source still exports its slots is waited out.
+const STILL_EXPORTING_WAIT: Duration = Duration::from_secs(5);
 
 /// The jobs of `address` that have not ended and that it exports.
 fn running_jobs(cluster: &mut Cluster, address: &str) -> Result<Vec<Job>, Error> {
