@@ -217,13 +217,8 @@ fn free_port() -> u16 {
 }
 
 /// `rebalance` with Static-Wt and server 0 three times as heavy, which moves slots to it at the
-/// first step, serving its metrics at `metrics_addr`.
-fn heavy_rebalance(
-    cluster: &LocalCluster,
-    steps: u32,
-    interval_ms: u32,
-    metrics_addr: &str,
-) -> Vec<String> {
+/// first step.
+fn heavy_rebalance_args(cluster: &LocalCluster, steps: u32, interval_ms: u32) -> Vec<String> {
     let heavy = format!("{}=3", cluster.servers()[0].address());
     [
         "rebalance",
@@ -237,11 +232,21 @@ fn heavy_rebalance(
         &steps.to_string(),
         "--interval-ms",
         &interval_ms.to_string(),
-        "--metrics-addr",
-        metrics_addr,
     ]
     .map(str::to_string)
     .to_vec()
+}
+
+/// [`heavy_rebalance_args`], serving its metrics at `metrics_addr`.
+fn heavy_rebalance(
+    cluster: &LocalCluster,
+    steps: u32,
+    interval_ms: u32,
+    metrics_addr: &str,
+) -> Vec<String> {
+    let mut args = heavy_rebalance_args(cluster, steps, interval_ms);
+    args.extend(["--metrics-addr".to_string(), metrics_addr.to_string()]);
+    args
 }
 
 #[test]
@@ -486,24 +491,11 @@ fn a_rebalance_steered_by_prometheus_moves_slots_with_no_error() {
     monitored.wait_scraped(3);
     let workload = common::Workload::start(cluster, &data, 2, Duration::from_secs(120));
     let log = tempfile::NamedTempFile::new().unwrap();
-    let heavy = format!("{}=3", cluster.servers()[0].address());
-    let mut args: Vec<String> = [
-        "rebalance",
-        "--cluster",
-        &cluster.seed(),
-        "--algorithm",
-        "static-wt",
-        "--weight",
-        &heavy,
-        "--steps",
-        "3",
-        "--interval-ms",
-        "500",
-        "--log",
-        log.path().to_str().unwrap(),
-    ]
-    .map(str::to_string)
-    .to_vec();
+    let mut args = heavy_rebalance_args(cluster, 3, 500);
+    args.extend([
+        "--log".to_string(),
+        log.path().to_str().unwrap().to_string(),
+    ]);
     args.extend(monitored.telemetry_args(5));
     let output = common::ach_redis(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let report = workload.finish();
