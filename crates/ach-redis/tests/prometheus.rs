@@ -405,13 +405,15 @@ fn column(node: &serde_json::Value, path: &[&str]) -> f64 {
 /// `--sample-ms` of its own run, Prometheus's the 10 s `rate()` window that ends right after
 /// it (so half of each window is shared), sampled by 1 s scrapes. The tolerances, per column:
 /// - slots and keys: equal (one snapshot of the cluster each, no key written or deleted);
-/// - memory (used over the machine's memory, both from `used_memory`): 2 % relative, the
-///   client buffers and allocator noise of a few seconds;
+/// - memory (used over the machine's memory, both from `used_memory`): 5 % relative, the
+///   client buffers and allocator state of a few seconds apart under writing clients (measured
+///   0.8 to 2.4 % apart; the reader's own test allows the same 5 %);
 /// - cpu (cores): 35 % relative plus 0.01 cores, the change of a client-driven load between
 ///   two windows half apart on a 2-core machine shared with other work (the clients, the
 ///   exporters and Prometheus run on it too), and `rate()`'s extrapolation over 1 s scrapes;
-/// - ops/s: 35 % relative, for the same reason (INFO's `instantaneous_ops_per_sec` is a
-///   1.6 s sampled average, Prometheus's a 10 s rate);
+/// - ops/s: 35 % relative, for the same reason, against the rate of INFO's own
+///   `total_commands_processed` over the 10 s before the Prometheus run (INFO's
+///   `instantaneous_ops_per_sec`, a 1.6 s sampled average, was measured 72 % off a 10 s rate);
 /// - latency: not the same statistic (INFO's is the p99 bucket bound of the interval's
 ///   histogram, a power of two; Prometheus's the mean time per data command), so the mean
 ///   must lie at or under the p99 bound and above a 16th of it (four buckets);
@@ -430,7 +432,30 @@ fn status_from_prometheus_agrees_with_status_from_info() {
     let base = ["status", "--json", "--cluster", &cluster.seed()].map(str::to_string);
     let mut info_args = base.to_vec();
     info_args.extend(["--sample-ms".to_string(), "10000".to_string()]);
+    let commands = || -> Vec<f64> {
+        cluster
+            .servers()
+            .iter()
+            .map(|server| {
+                let info: String = redis::cmd("INFO")
+                    .arg("stats")
+                    .query(&mut server.connection().unwrap())
+                    .unwrap();
+                info.lines()
+                    .find_map(|line| line.strip_prefix("total_commands_processed:"))
+                    .and_then(|n| n.trim().parse().ok())
+                    .unwrap()
+            })
+            .collect()
+    };
+    let (before, started) = (commands(), std::time::Instant::now());
     let info = run_json(&info_args);
+    let seconds = started.elapsed().as_secs_f64();
+    let info_rates: Vec<f64> = commands()
+        .iter()
+        .zip(&before)
+        .map(|(after, before)| (after - before) / seconds)
+        .collect();
     let mut prometheus_args = base.to_vec();
     prometheus_args.extend(monitored.telemetry_args(10));
     prometheus_args.extend(["--sample-ms".to_string(), "1".to_string()]);
@@ -445,8 +470,8 @@ fn status_from_prometheus_agrees_with_status_from_info() {
     let near = |a: f64, b: f64, relative: f64, absolute: f64| {
         a.is_finite() && b.is_finite() && (a - b).abs() <= relative * a.max(b) + absolute
     };
-    for (i, p) in info_nodes.iter().zip(prometheus_nodes) {
-        let figures = format!("INFO {i}\nPrometheus {p}");
+    for ((i, p), info_rate) in info_nodes.iter().zip(prometheus_nodes).zip(&info_rates) {
+        let figures = format!("INFO {i}\nPrometheus {p}\nINFO's commands/s {info_rate:.0}");
         println!("{}", figures.replace('\n', " | "));
         assert_eq!(i["address"], p["address"]);
         assert_eq!(i["slots"], p["slots"], "{figures}");
@@ -454,16 +479,16 @@ fn status_from_prometheus_agrees_with_status_from_info() {
         let reading =
             |node: &serde_json::Value, k: usize| node["reading"][k].as_f64().unwrap_or(f64::NAN);
         assert!(
-            near(reading(i, 1), reading(p, 1), 0.02, 0.0),
+            near(reading(i, 1), reading(p, 1), 0.05, 0.0),
             "memory: {figures}"
         );
         assert!(
             near(reading(i, 0), reading(p, 0), 0.35, 0.01),
             "cpu: {figures}"
         );
-        let (i_ops, p_ops) = (column(i, &["ops_per_sec"]), column(p, &["ops_per_sec"]));
+        let p_ops = column(p, &["ops_per_sec"]);
         assert!(
-            p_ops > 100.0 && near(i_ops, p_ops, 0.35, 0.0),
+            p_ops > 100.0 && near(*info_rate, p_ops, 0.35, 0.0),
             "ops/s: {figures}"
         );
         let p99 = column(i, &["p99_usec"]);
