@@ -314,21 +314,45 @@ impl PoissonTables {
     #[inline]
     fn sample_impure(&self, table: usize, entry: u16, high_bits: u32, rng: &mut Pcg64Mcg) -> u64 {
         let header = self.headers[table];
-        // An impure slot: search its thresholds with the top 32 bits of x. If they exceed the
-        // top 32 bits of T_i, then x >= T_i; if they are below, x < T_i; only on a tie (with
-        // probability about 2^-32) do the lower bits decide.
         let thresholds =
             &self.thresholds[header.threshold_offset as usize..][..header.value_count as usize];
-        let last = thresholds.len() - 1;
         let prefix = u64::from(high_bits);
+        let index = match Self::search_impure(thresholds, entry, prefix) {
+            Ok(index) => index,
+            Err(index) => Self::resolve_tie(thresholds, index, prefix, rng),
+        };
+        header.smallest_value + index as u64
+    }
+
+    /// The search of an impure slot `entry` in the thresholds of its table with the top 32
+    /// bits `prefix` of x: `Ok(index)` of the value, or `Err(index)` of the threshold whose top
+    /// 32 bits equal `prefix` (a tie: the lower bits of x decide, from index on).
+    ///
+    /// If the top 32 bits of x exceed those of T_i, then x >= T_i; if they are below, x < T_i;
+    /// only on a tie (with probability about 2^-32) do the lower bits decide.
+    #[inline(always)]
+    fn search_impure(thresholds: &[u64], entry: u16, prefix: u64) -> Result<usize, usize> {
+        let last = thresholds.len() - 1;
         let mut index = usize::from(entry & !IMPURE_SLOT);
         while index < last && prefix > thresholds[index] >> 32 {
             index += 1;
         }
         if index < last && prefix == thresholds[index] >> 32 {
-            index = Self::resolve_tie(thresholds, index, prefix, rng);
+            return Err(index);
         }
-        header.smallest_value + index as u64
+        Ok(index)
+    }
+
+    /// [`PoissonTables::sample_impure`] without its tie: the value offset of the slot from
+    /// the table's smallest value, or `None` on a tie (which draws from the generator).
+    #[inline(always)]
+    fn impure_offset_without_tie(&self, table: usize, entry: u16, high_bits: u32) -> Option<u64> {
+        let header = self.headers[table];
+        let thresholds =
+            &self.thresholds[header.threshold_offset as usize..][..header.value_count as usize];
+        Self::search_impure(thresholds, entry, u64::from(high_bits))
+            .ok()
+            .map(|index| index as u64)
     }
 
     /// The rare path of [`PoissonTables::sample`]: completes `x` with 32 fresh lower bits and
@@ -384,8 +408,9 @@ const MAX_REMEMBERED_RATES: usize = 256;
 #[derive(Clone, Debug)]
 struct RateTables {
     rate_bits: u64,
-    reads: PoissonTables,
-    writes: PoissonTables,
+    /// The tables of distinct probability `i`: its reads at index `2 i`, its writes at
+    /// `2 i + 1` (one set of buffers, so that a draw reads fewer base addresses).
+    tables: PoissonTables,
     /// Where the guide slots of each table pair start, when every table of the rate is a
     /// guide table whose smallest value fits 32 bits (see [`GuidePair`]); empty otherwise.
     pairs: Vec<GuidePair>,
@@ -407,17 +432,17 @@ struct GuidePair {
 impl GuidePair {
     /// The pairs of `reads` and `writes` (tables in the same order), or `None` when a table is
     /// a fallback sampler or starts at a value of 2^32 or more.
-    fn of(reads: &PoissonTables, writes: &PoissonTables) -> Option<Vec<GuidePair>> {
+    fn of(tables: &PoissonTables) -> Option<Vec<GuidePair>> {
         let guide = |h: &TableHeader| -> Option<(u32, u32, u32)> {
             (h.guide_bits > 0).then_some(())?;
             let smallest = u32::try_from(h.smallest_value).ok()?;
             Some((h.guide_offset, 32 - h.guide_bits, smallest))
         };
-        reads
+        tables
             .headers
-            .iter()
-            .zip(&writes.headers)
-            .map(|(r, w)| {
+            .chunks_exact(2)
+            .map(|pair| {
+                let (r, w) = (&pair[0], &pair[1]);
                 let (reads_guide_offset, reads_shift, reads_smallest_value) = guide(r)?;
                 let (writes_guide_offset, writes_shift, writes_smallest_value) = guide(w)?;
                 Some(GuidePair {
@@ -440,20 +465,96 @@ impl GuidePair {
 fn sample_pair(tables: &RateTables, table: usize, word: u64, rng: &mut Pcg64Mcg) -> (u64, u64) {
     let pair = tables.pairs[table];
     let (high, low) = ((word >> 32) as u32, word as u32);
-    let entry = tables.reads.guide[(pair.reads_guide_offset + (high >> pair.reads_shift)) as usize];
+    let all = &tables.tables;
+    let entry = all.guide[(pair.reads_guide_offset + (high >> pair.reads_shift)) as usize];
     let reads = if entry & IMPURE_SLOT == 0 {
         u64::from(pair.reads_smallest_value) + u64::from(entry)
     } else {
-        tables.reads.sample_impure(table, entry, high, rng)
+        all.sample_impure(2 * table, entry, high, rng)
     };
-    let entry =
-        tables.writes.guide[(pair.writes_guide_offset + (low >> pair.writes_shift)) as usize];
+    let entry = all.guide[(pair.writes_guide_offset + (low >> pair.writes_shift)) as usize];
     let writes = if entry & IMPURE_SLOT == 0 {
         u64::from(pair.writes_smallest_value) + u64::from(entry)
     } else {
-        tables.writes.sample_impure(table, entry, low, rng)
+        all.sample_impure(2 * table + 1, entry, low, rng)
     };
     (reads, writes)
+}
+
+/// [`sample_pair`] without ties: the token's (reads, writes), or `None` when a tie of either
+/// draw needs a fresh random word (probability about 2^-31).
+#[inline(always)]
+fn sample_pair_without_tie(tables: &RateTables, table: usize, word: u64) -> Option<(u64, u64)> {
+    let pair = tables.pairs[table];
+    let (high, low) = ((word >> 32) as u32, word as u32);
+    let all = &tables.tables;
+    let entry = all.guide[(pair.reads_guide_offset + (high >> pair.reads_shift)) as usize];
+    let reads = u64::from(pair.reads_smallest_value)
+        + if entry & IMPURE_SLOT == 0 {
+            u64::from(entry)
+        } else {
+            all.impure_offset_without_tie(2 * table, entry, high)?
+        };
+    let entry = all.guide[(pair.writes_guide_offset + (low >> pair.writes_shift)) as usize];
+    let writes = u64::from(pair.writes_smallest_value)
+        + if entry & IMPURE_SLOT == 0 {
+            u64::from(entry)
+        } else {
+            all.impure_offset_without_tie(2 * table + 1, entry, low)?
+        };
+    Some((reads, writes))
+}
+
+/// [`fill_packed`] with [`sample_pair`] for tables with guide pairs, fast: the tokens are drawn
+/// by a loop that calls nothing and works on a copy of the generator (kept in registers), up
+/// to a token whose draw ties; that token is drawn by [`sample_pair`] from the generator in
+/// the same state, and the loop goes on after it. The random words and values are those of
+/// drawing every token with [`sample_pair`].
+fn fill_packed_guided(
+    token_table: &[u32],
+    tables: &RateTables,
+    rng: &mut Pcg64Mcg,
+    packed: &mut [u64],
+) {
+    let count = token_table.len().min(packed.len());
+    let mut start = 0;
+    while start < count {
+        let (generator, tie) = fill_until_tie(
+            &token_table[start..count],
+            tables,
+            rng.clone(),
+            &mut packed[start..count],
+        );
+        *rng = generator;
+        let Some(offset) = tie else { return };
+        // The tie's word was drawn; `sample_pair` draws the lower bits from the next one.
+        let token = start + offset;
+        let word = rng.next_u64();
+        let (reads, writes) = sample_pair(tables, token_table[token] as usize, word, rng);
+        packed[token] = pack(reads + writes, writes);
+        start = token + 1;
+    }
+}
+
+/// Draws the tokens of `token_table` into `packed` with `generator` until a draw ties;
+/// returns the generator (after the words drawn, the tied token's word not included) and the
+/// tied token's index.
+#[inline(always)]
+fn fill_until_tie(
+    token_table: &[u32],
+    tables: &RateTables,
+    mut generator: Pcg64Mcg,
+    packed: &mut [u64],
+) -> (Pcg64Mcg, Option<usize>) {
+    for (index, (&table, word)) in token_table.iter().zip(packed.iter_mut()).enumerate() {
+        let before = generator.clone();
+        let uniform = generator.next_u64();
+        match sample_pair_without_tie(tables, table as usize, uniform) {
+            Some((reads, writes)) => *word = pack(reads + writes, writes),
+            None => return (before, Some(index)),
+        }
+    }
+    (generator, None)
 }
 
 /// The shared workload of a run: key popularity folded onto the tokens.
@@ -618,16 +719,13 @@ impl Workload {
         }
         let tables = &self.cached[self.current.expect("tables were just found or built")];
         if !tables.pairs.is_empty() {
-            fill_packed(&self.token_table, packed, |table| {
-                let word = rng.next_u64();
-                sample_pair(tables, table, word, rng)
-            });
+            fill_packed_guided(&self.token_table, tables, rng, packed);
             return;
         }
         fill_packed(&self.token_table, packed, |table| {
             let word = rng.next_u64();
-            let reads = tables.reads.sample(table, (word >> 32) as u32, rng);
-            let writes = tables.writes.sample(table, word as u32, rng);
+            let reads = tables.tables.sample(2 * table, (word >> 32) as u32, rng);
+            let writes = tables.tables.sample(2 * table + 1, word as u32, rng);
             (reads, writes)
         });
     }
@@ -667,20 +765,18 @@ impl Workload {
         } else {
             RateTables {
                 rate_bits: 0,
-                reads: PoissonTables::default(),
-                writes: PoissonTables::default(),
+                tables: PoissonTables::default(),
                 pairs: Vec::new(),
             }
         };
         entry.rate_bits = rate.to_bits();
-        entry.reads.clear();
-        entry.writes.clear();
+        entry.tables.clear();
         for &probability in &self.distinct_probability {
-            entry.reads.push(read_share * probability);
-            entry.writes.push(write_share * probability);
+            entry.tables.push(read_share * probability);
+            entry.tables.push(write_share * probability);
         }
-        debug_assert_eq!(entry.reads.len(), self.distinct_probability.len());
-        entry.pairs = GuidePair::of(&entry.reads, &entry.writes).unwrap_or_default();
+        debug_assert_eq!(entry.tables.len(), 2 * self.distinct_probability.len());
+        entry.pairs = GuidePair::of(&entry.tables).unwrap_or_default();
         self.cached.push(entry);
         self.cached.len() - 1
     }
@@ -849,6 +945,63 @@ mod tests {
     }
 
     /// A workload with uniform keys over `tokens` tokens, from a fixed seed.
+    /// A draw that ties (the top 32 bits of its uniform equal those of a threshold, which the
+    /// generator makes about once in 2^31 draws) is forced by editing a table: the fast fill
+    /// then gives the values and leaves the generator where drawing every token with
+    /// `sample_pair` does, the tie's extra word included.
+    #[test]
+    fn a_tie_draws_as_sample_pair_does() {
+        let mut workload = uniform_workload(64, 6400, 0.3);
+        let mut rng = Pcg64Mcg::seed_from_u64(7);
+        let mut packed = vec![0; 64];
+        workload.draw_packed(300.0, &mut rng, &mut packed);
+        let current = workload.current.expect("tables were built");
+        let tied_token = 5;
+        // The word token 5 will draw, and the guide slot of its reads.
+        let mut ahead = rng.clone();
+        let word = (0..=tied_token).map(|_| ahead.next_u64()).last().unwrap();
+        let high = (word >> 32) as u32;
+        let tables = &mut workload.cached[current];
+        let table = workload.token_table[tied_token] as usize;
+        let pair = tables.pairs[table];
+        let slot = (pair.reads_guide_offset + (high >> pair.reads_shift)) as usize;
+        let header = tables.tables.headers[2 * table];
+        let entry = tables.tables.guide[slot];
+        let candidate = if entry & IMPURE_SLOT == 0 {
+            entry
+        } else {
+            let thresholds = &tables.tables.thresholds[header.threshold_offset as usize..]
+                [..header.value_count as usize];
+            PoissonTables::search_impure(thresholds, entry, u64::from(high)).unwrap() as u16
+        };
+        assert!(usize::from(candidate) + 1 < header.value_count as usize);
+        tables.tables.guide[slot] = IMPURE_SLOT | candidate;
+        tables.tables.thresholds[header.threshold_offset as usize + usize::from(candidate)] =
+            (u64::from(high) << 32) | 0xFFFF_FFFF;
+
+        let start = rng.clone();
+        let mut reference_rng = rng.clone();
+        let tables = &workload.cached[current];
+        let reference: Vec<u64> = workload
+            .token_table
+            .iter()
+            .map(|&table| {
+                let word = reference_rng.next_u64();
+                let (reads, writes) = sample_pair(tables, table as usize, word, &mut reference_rng);
+                pack(reads + writes, writes)
+            })
+            .collect();
+        fill_packed_guided(&workload.token_table, tables, &mut rng, &mut packed);
+        assert_eq!(packed, reference);
+        assert_eq!(rng.clone().next_u64(), reference_rng.clone().next_u64());
+        // The tie drew one word more than the tokens: 65 words in all.
+        let mut counted = start;
+        (0..65).for_each(|_| {
+            counted.next_u64();
+        });
+        assert_eq!(counted.next_u64(), reference_rng.next_u64());
+    }
+
     fn uniform_workload(tokens: usize, keys: usize, write_fraction: f64) -> Workload {
         use rand::Rng;
         let mut rng = Pcg64Mcg::seed_from_u64(11);
