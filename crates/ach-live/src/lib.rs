@@ -14,14 +14,18 @@
 //! it must never leave a `redis-server` or a cgroup behind: servers are stopped by PID and
 //! cgroups removed when their guards drop, also on failure.
 
+pub mod calibrate;
 pub mod cgroup;
 pub mod error;
 pub mod experiment;
 pub mod output;
+pub mod report;
 pub mod simulator;
+pub mod summary;
+pub mod truth;
 pub mod workload;
 
 pub use error::{
     CgroupError, ConfigError, ExperimentError, LiveError, OutputError, SimulatorError,
 };
-pub use experiment::{Arm, LiveConfig, run};
+pub use experiment::{Arm, LiveBackend, LiveConfig, run};
