@@ -586,6 +586,7 @@ pub fn run(
                 config.seed + u64::from(repeat),
                 config.nodes
             );
+            let arm_started = std::time::Instant::now();
             let run = arm::run_arm(config, arm.clone(), repeat, &setup, stop, progress).map_err(
                 |error| ExperimentError::Arm {
                     arm: arm.name().to_string(),
@@ -596,7 +597,7 @@ pub fn run(
             let _ = writeln!(
                 progress,
                 "[{index}/{total}] {}: D-bar true {:.4} (telemetry {:.4}), keys moved {}, \
-                 answered {} of {}, client errors {}, lost {}, stale {}, p99 {:.2} ms",
+                 answered {} of {}, client errors {}, lost {}, stale {}, p99 {:.2} ms ({:.0} s)",
                 arm.name(),
                 run.d_bar_true,
                 run.d_bar_telemetry,
@@ -606,7 +607,8 @@ pub fn run(
                 run.outcome.client_errors,
                 run.lost_keys,
                 run.stale_keys,
-                run.outcome.p99_ms
+                run.outcome.p99_ms,
+                arm_started.elapsed().as_secs_f64()
             );
             runs.push(run);
         }

@@ -2,6 +2,8 @@
 //! capacities, one token per slot, the same keys, Zipf exponent, read/write mix, steps and load
 //! step, and the same algorithms (`redis-cli --cluster rebalance`, which gives slots in
 //! proportion to the weights once, is the simulator's Static-Wt under the name `redis-cli`).
+//! Calibrated: each class serves the demand per step that was measured for it before the arms
+//! ([`calibration`]), so the simulator's `D_true` is in the live ground truth's unit.
 
 use ach_baselines::StaticWt;
 use ach_redis::control::live_ach_config;

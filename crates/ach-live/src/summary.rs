@@ -124,8 +124,11 @@ pub fn summarise(results: &LiveResults, sim: &[SimArm]) -> Vec<ArmSummary> {
         .collect()
 }
 
+/// The values of one metric over an arm's repeats.
+pub type PerRepeat = fn(&ArmSummary) -> &[f64];
+
 /// The metrics ACH is compared on, with the values of an arm's repeats.
-pub const METRICS: [(&str, fn(&ArmSummary) -> &[f64]); 3] = [
+pub const METRICS: [(&str, PerRepeat); 3] = [
     ("d_bar_true", |a| &a.d_bar_true_per_repeat),
     ("p99_ms", |a| &a.p99_ms_per_repeat),
     ("throughput", |a| &a.throughput_per_repeat),
