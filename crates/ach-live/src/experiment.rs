@@ -377,6 +377,28 @@ pub struct StepRecord {
     pub p99_ms: Vec<Option<f64>>,
 }
 
+#[cfg(test)]
+impl StepRecord {
+    /// A record of step `t` with only its telemetry D and keys moved, for unit tests.
+    pub(crate) fn for_test(t: u32, d_telemetry: Option<f64>, keys_moved: u64) -> StepRecord {
+        StepRecord {
+            t,
+            warmup: false,
+            d_true: 0.0,
+            true_loads: Vec::new(),
+            demand_over_capacity: Vec::new(),
+            cv_true: 0.0,
+            offered: 0,
+            telemetry_loads: Vec::new(),
+            d_telemetry,
+            keys_moved,
+            client_errors: 0,
+            p50_ms: Vec::new(),
+            p99_ms: Vec::new(),
+        }
+    }
+}
+
 /// One master of a run.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct NodeInfo {

@@ -561,21 +561,7 @@ mod tests {
 
     #[test]
     fn d_bar_leaves_out_the_warm_up_and_unobserved_steps() {
-        let record = |t: u32, d: Option<f64>| StepRecord {
-            t,
-            warmup: false,
-            d_true: 0.0,
-            true_loads: Vec::new(),
-            demand_over_capacity: Vec::new(),
-            cv_true: 0.0,
-            offered: 0,
-            telemetry_loads: Vec::new(),
-            d_telemetry: d,
-            keys_moved: 0,
-            client_errors: 0,
-            p50_ms: Vec::new(),
-            p99_ms: Vec::new(),
-        };
+        let record = |t: u32, d: Option<f64>| StepRecord::for_test(t, d, 0);
         let records = [
             record(0, Some(9.0)),
             record(1, Some(9.0)),

@@ -208,21 +208,7 @@ mod tests {
 
     #[test]
     fn migration_time_spans_the_steps_that_moved_keys() {
-        let record = |t: u32, keys_moved: u64| StepRecord {
-            t,
-            warmup: false,
-            d_true: 0.0,
-            true_loads: Vec::new(),
-            demand_over_capacity: Vec::new(),
-            cv_true: 0.0,
-            offered: 0,
-            telemetry_loads: Vec::new(),
-            d_telemetry: None,
-            keys_moved,
-            client_errors: 0,
-            p50_ms: Vec::new(),
-            p99_ms: Vec::new(),
-        };
+        let record = |t: u32, keys_moved: u64| StepRecord::for_test(t, None, keys_moved);
         let records = [record(0, 0), record(1, 5), record(2, 5), record(3, 9)];
         assert_eq!(migration_seconds(&records, 0.5), Some(1.5));
         assert_eq!(migration_seconds(&records[..1], 0.5), None);
