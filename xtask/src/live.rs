@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ach_live::{Arm, ConfigError, LiveConfig, LiveError};
+use ach_live::{Arm, ConfigError, LiveBackend, LiveConfig, LiveError};
 
 /// Arguments of `cargo xtask live`.
 #[derive(clap::Args, Debug)]
@@ -19,7 +19,8 @@ pub struct Args {
     /// Seconds of workload per arm.
     #[arg(long, default_value_t = 60)]
     duration_s: u64,
-    /// Arms, comma-separated: static-w (a0), redis-cli, dynamic-r, bounded-loads, ach.
+    /// Arms, comma-separated: redis-cli or any algorithm of the catalogue by name, label or
+    /// alias (static-w or a0, dynamic-r, bounded-loads, ach, ach-f, ...).
     #[arg(long, default_value = "static-w,redis-cli,dynamic-r,bounded-loads,ach")]
     algorithms: String,
     /// Seed of repeat 0 (repeat r uses seed + r).
@@ -43,6 +44,13 @@ pub struct Args {
     /// Measurement and control step, in milliseconds.
     #[arg(long, default_value_t = 1000)]
     interval_ms: u64,
+    /// Server and backend: valkey (Valkey 9, per-slot load, atomic migration), redis
+    /// (Redis 7), or auto (Valkey 9 when its server is found, Redis 7 otherwise).
+    #[arg(long, default_value = "auto")]
+    backend: String,
+    /// Seconds each class's service rate is measured for, before the arms.
+    #[arg(long, default_value_t = 3.0)]
+    calibration_s: f64,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -64,6 +72,8 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         rate: args.rate,
         cpu_per_strong_node: args.cpu_per_strong_node,
         interval_ms: args.interval_ms,
+        backend: LiveBackend::parse(&args.backend)?,
+        calibration_s: args.calibration_s,
     };
     config.validate()?;
     Ok(config)
@@ -84,27 +94,24 @@ pub fn run(args: Args) -> ExitCode {
     let _ = ctrlc::set_handler(move || handler_stop.store(true, Ordering::SeqCst));
     let outcome = (|| -> Result<_, LiveError> {
         let results = ach_live::experiment::run(&config, &stop, &mut std::io::stderr())?;
-        eprintln!("simulator: the same scenario ({} steps)", config.steps());
-        let sim = ach_live::simulator::run(&config)?;
-        Ok(ach_live::output::write_all(&results, &sim)?)
+        eprintln!(
+            "simulator: the same scenario ({} steps), calibrated to the measured service rates",
+            config.steps()
+        );
+        let sim = ach_live::simulator::run(&config, &results.service_rates)?;
+        let arms = ach_live::output::write_all(&results, &sim)?;
+        Ok((results, arms))
     })();
     match outcome {
-        Ok(arms) => {
+        Ok((results, arms)) => {
+            print_arms(&arms);
+            println!("server: {}", results.server);
             println!(
-                "{:<14} {:>8} {:>8} {:>10} {:>7} {:>6} {:>8}",
-                "algorithm", "D-bar", "sim", "moved", "errors", "lost", "p99 ms"
+                "load average (1, 5, 15 min): {} before, {} after",
+                results.load_average.0, results.load_average.1
             );
-            for arm in &arms {
-                println!(
-                    "{:<14} {:>8.4} {:>8.4} {:>10.0} {:>7} {:>6} {:>8.2}",
-                    arm.algorithm,
-                    arm.d_bar,
-                    arm.sim_d_bar.unwrap_or(f64::NAN),
-                    arm.keys_moved,
-                    arm.client_errors,
-                    arm.lost_keys,
-                    arm.p99_ms
-                );
+            for warning in &results.warnings {
+                println!("warning: {warning}");
             }
             println!("wrote {}", config.out.join("REPORT.md").display());
             ExitCode::SUCCESS
@@ -113,5 +120,37 @@ pub fn run(args: Args) -> ExitCode {
             eprintln!("error: {error}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// The arms' figures, one line each.
+fn print_arms(arms: &[ach_live::summary::ArmSummary]) {
+    println!(
+        "{:<14} {:>8} {:>8} {:>8} {:>10} {:>10} {:>8} {:>8} {:>7} {:>9}",
+        "algorithm",
+        "D true",
+        "sim",
+        "D telem",
+        "moved",
+        "answered",
+        "p99 ms",
+        "p99.9 ms",
+        "errors",
+        "lost/stale"
+    );
+    for arm in arms {
+        println!(
+            "{:<14} {:>8.4} {:>8.4} {:>8.4} {:>10.0} {:>10.0} {:>8.2} {:>8.2} {:>7} {:>9}",
+            arm.algorithm,
+            arm.d_bar_true,
+            arm.sim_d_bar_true.unwrap_or(f64::NAN),
+            arm.d_bar_telemetry,
+            arm.keys_moved,
+            arm.requests_answered,
+            arm.p99_ms,
+            arm.p999_ms,
+            arm.client_errors,
+            format!("{}/{}", arm.lost_keys, arm.stale_keys)
+        );
     }
 }

@@ -149,6 +149,55 @@ impl CpuQuota {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// The kernel's throttling counters of the cgroup (`cpu.stat`), `None` when unreadable.
+    pub fn throttling(&self) -> Option<Throttling> {
+        let text = std::fs::read_to_string(self.path.join("cpu.stat")).ok()?;
+        Throttling::parse(&text)
+    }
+}
+
+/// The CPU throttling counters of a cgroup: periods run, periods in which the quota was used
+/// up, and the time spent throttled.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Throttling {
+    /// Enforcement periods that elapsed with the process runnable (`nr_periods`).
+    pub periods: u64,
+    /// Periods in which the quota ran out (`nr_throttled`).
+    pub throttled_periods: u64,
+    /// Time spent throttled, in milliseconds (v1 `throttled_time` in ns, v2 `throttled_usec`).
+    pub throttled_ms: f64,
+}
+
+impl Throttling {
+    /// Parses `cpu.stat` of cgroup v1 or v2.
+    pub fn parse(text: &str) -> Option<Throttling> {
+        let field = |name: &str| {
+            text.lines().find_map(|line| {
+                let (key, value) = line.split_once(' ')?;
+                (key == name).then(|| value.trim().parse::<u64>().ok())?
+            })
+        };
+        let throttled_ms = match (field("throttled_time"), field("throttled_usec")) {
+            (Some(ns), _) => ns as f64 / 1e6,
+            (None, Some(us)) => us as f64 / 1e3,
+            (None, None) => return None,
+        };
+        Some(Throttling {
+            periods: field("nr_periods")?,
+            throttled_periods: field("nr_throttled")?,
+            throttled_ms,
+        })
+    }
+
+    /// The share of periods throttled.
+    pub fn share(&self) -> f64 {
+        if self.periods == 0 {
+            0.0
+        } else {
+            self.throttled_periods as f64 / self.periods as f64
+        }
+    }
 }
 
 impl Drop for CpuQuota {
@@ -176,6 +225,18 @@ impl Drop for CpuQuota {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn throttling_counters_parse_from_both_versions() {
+        let v1 = "nr_periods 200\nnr_throttled 50\nthrottled_time 3000000\nnr_bursts 0\n";
+        let t = Throttling::parse(v1).unwrap();
+        assert_eq!((t.periods, t.throttled_periods), (200, 50));
+        assert_eq!(t.throttled_ms, 3.0);
+        assert_eq!(t.share(), 0.25);
+        let v2 = "usage_usec 10\nnr_periods 4\nnr_throttled 1\nthrottled_usec 2500\n";
+        assert_eq!(Throttling::parse(v2).unwrap().throttled_ms, 2.5);
+        assert_eq!(Throttling::parse("usage_usec 1\n"), None);
+    }
 
     #[test]
     fn an_unavailable_limiter_says_why() {

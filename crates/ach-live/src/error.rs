@@ -111,6 +111,17 @@ pub enum ExperimentError {
         /// The error of the operating system.
         source: std::io::Error,
     },
+    /// A service rate could not be measured.
+    #[error("service-rate calibration: {0}")]
+    Calibration(String),
+    /// The backend asked for cannot run here.
+    #[error("--backend {backend}: {reason}")]
+    Backend {
+        /// The backend asked for.
+        backend: &'static str,
+        /// Why it cannot run.
+        reason: String,
+    },
     /// A workload client thread panicked.
     #[error("a client thread panicked")]
     ClientPanicked,

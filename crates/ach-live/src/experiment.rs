@@ -5,8 +5,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use ach_redis::local::ServerKind;
 use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_sim::config::NodeClass;
+
+use crate::calibrate::ServiceRate;
 
 use crate::cgroup::CpuLimiter;
 use crate::error::{ConfigError, ExperimentError};
@@ -15,6 +18,7 @@ use crate::workload::WorkloadConfig;
 mod arm;
 mod cluster;
 mod observer;
+mod outcome;
 mod rebalancer;
 
 /// One arm of the experiment: what rebalances the cluster while the workload runs.
@@ -99,6 +103,66 @@ impl serde::Serialize for Arm {
     }
 }
 
+/// `--backend`: which server the clusters run and which `ach-redis` backend drives them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LiveBackend {
+    /// Valkey 9 with per-slot load (`CLUSTER SLOT-STATS`) and atomic migration when its
+    /// server is found ([`ach_redis::local::valkey_server_binary`]), Redis 7 otherwise.
+    #[default]
+    Auto,
+    /// Debian's Redis 7 (`redis-server`), key-by-key migration, no per-slot load.
+    Redis,
+    /// Valkey 9, per-slot load and atomic migration; an error when its server is missing.
+    Valkey,
+}
+
+impl LiveBackend {
+    /// Parses `auto`, `redis` or `valkey`.
+    pub fn parse(text: &str) -> Result<LiveBackend, ConfigError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Ok(LiveBackend::Auto),
+            "redis" => Ok(LiveBackend::Redis),
+            "valkey" => Ok(LiveBackend::Valkey),
+            _ => Err(ConfigError::Invalid {
+                option: "--backend",
+                value: text.to_string(),
+                rule: "must be auto, redis or valkey".into(),
+            }),
+        }
+    }
+
+    /// The server the clusters run, with the reason for `auto`'s choice.
+    pub fn resolve(self) -> Result<(ServerKind, String), ExperimentError> {
+        match self {
+            LiveBackend::Redis => Ok((ServerKind::Redis, "Redis 7 (--backend redis)".into())),
+            LiveBackend::Valkey => match ach_redis::local::valkey_server_binary() {
+                Ok(path) => Ok((
+                    ServerKind::Valkey,
+                    format!("Valkey 9 (--backend valkey, {})", path.display()),
+                )),
+                Err(error) => Err(ExperimentError::Backend {
+                    backend: "valkey",
+                    reason: error.to_string(),
+                }),
+            },
+            LiveBackend::Auto => match ach_redis::local::valkey_server_binary() {
+                Ok(path) => Ok((
+                    ServerKind::Valkey,
+                    format!(
+                        "Valkey 9 with per-slot load (--backend auto found {})",
+                        path.display()
+                    ),
+                )),
+                Err(error) => Ok((
+                    ServerKind::Redis,
+                    format!("Redis 7 (--backend auto: no Valkey 9 server: {error})"),
+                )),
+            },
+        }
+    }
+}
+
 /// Everything the experiment is a function of (besides the machine).
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LiveConfig {
@@ -124,6 +188,10 @@ pub struct LiveConfig {
     pub cpu_per_strong_node: f64,
     /// Length of a measurement and control step, in milliseconds.
     pub interval_ms: u64,
+    /// The server and backend.
+    pub backend: LiveBackend,
+    /// Seconds each class's service rate is measured for, before the arms.
+    pub calibration_s: f64,
 }
 
 impl Default for LiveConfig {
@@ -140,6 +208,8 @@ impl Default for LiveConfig {
             rate: 6000.0,
             cpu_per_strong_node: 0.2,
             interval_ms: 1000,
+            backend: LiveBackend::Auto,
+            calibration_s: 3.0,
         }
     }
 }
@@ -209,6 +279,12 @@ impl LiveConfig {
             self.interval_ms.to_string(),
             "must be 100 to 60000",
         )?;
+        rule(
+            self.calibration_s.is_finite() && (0.5..=60.0).contains(&self.calibration_s),
+            "--calibration-s",
+            self.calibration_s.to_string(),
+            "must be 0.5 to 60 seconds",
+        )?;
         let steps = self.steps();
         rule(
             steps >= 3,
@@ -274,10 +350,23 @@ impl LiveConfig {
 pub struct StepRecord {
     /// Step index.
     pub t: u32,
+    /// True for the warm-up steps that D-bar (true and telemetry) leaves out.
+    pub warmup: bool,
+    /// `D_true(t)`: the spread of the true loads (the ground truth, [`crate::truth`]).
+    pub d_true: f64,
+    /// The true composite load of every master (address order), from the requests scheduled
+    /// for the slots it owned in this step and its class's measured service rate.
+    pub true_loads: Vec<f64>,
+    /// Unclipped demand over capacity of every master.
+    pub demand_over_capacity: Vec<f64>,
+    /// Coefficient of variation of `demand_over_capacity`.
+    pub cv_true: f64,
+    /// Requests scheduled in the step.
+    pub offered: u64,
     /// Composite load of every master (by address order), from its own INFO.
-    pub loads: Vec<f64>,
-    /// `D(t) = max l - mean l`; `None` when the cluster could not be observed (degraded).
-    pub d: Option<f64>,
+    pub telemetry_loads: Vec<f64>,
+    /// `D(t)` of the INFO composite; `None` when the cluster could not be observed.
+    pub d_telemetry: Option<f64>,
     /// Keys in slots that changed owner since the start.
     pub keys_moved: u64,
     /// Client errors in this step.
@@ -286,6 +375,28 @@ pub struct StepRecord {
     pub p50_ms: Vec<Option<f64>>,
     /// Client latency p99 per master, in milliseconds.
     pub p99_ms: Vec<Option<f64>>,
+}
+
+#[cfg(test)]
+impl StepRecord {
+    /// A record of step `t` with only its telemetry D and keys moved, for unit tests.
+    pub(crate) fn for_test(t: u32, d_telemetry: Option<f64>, keys_moved: u64) -> StepRecord {
+        StepRecord {
+            t,
+            warmup: false,
+            d_true: 0.0,
+            true_loads: Vec::new(),
+            demand_over_capacity: Vec::new(),
+            cv_true: 0.0,
+            offered: 0,
+            telemetry_loads: Vec::new(),
+            d_telemetry,
+            keys_moved,
+            client_errors: 0,
+            p50_ms: Vec::new(),
+            p99_ms: Vec::new(),
+        }
+    }
 }
 
 /// One master of a run.
@@ -297,6 +408,8 @@ pub struct NodeInfo {
     pub class: NodeClass,
     /// CPU quota in microseconds per period, when set.
     pub quota_us: Option<u64>,
+    /// The cgroup's CPU throttling counters at the end of the arm, when read.
+    pub throttling: Option<crate::cgroup::Throttling>,
     /// Client latency p50 over the run, in milliseconds.
     pub p50_ms: Option<f64>,
     /// Client latency p99 over the run, in milliseconds.
@@ -312,24 +425,31 @@ pub struct ArmRun {
     pub repeat: u32,
     /// Seed of the workload.
     pub seed: u64,
-    /// Mean of `D(t)` after the warm-up.
-    pub d_bar: f64,
+    /// Mean of `D_true(t)` after the warm-up: the ground truth.
+    pub d_bar_true: f64,
+    /// Mean of the demand-over-capacity CV after the warm-up.
+    pub cv_bar_true: f64,
+    /// Mean of the INFO composite's `D(t)` after the warm-up.
+    pub d_bar_telemetry: f64,
     /// Keys in slots that changed owner, in all.
     pub keys_moved: u64,
-    /// Requests that failed.
-    pub client_errors: u64,
     /// Reads that returned another value than the last one written.
     pub stale_reads: u64,
     /// Keys missing at the end.
     pub lost_keys: u64,
     /// Keys holding another value than the last one written, at the end.
     pub stale_keys: u64,
-    /// Requests answered.
-    pub requests: u64,
-    /// Client latency p50 over all requests, in milliseconds.
-    pub p50_ms: f64,
-    /// Client latency p99 over all requests, in milliseconds.
-    pub p99_ms: f64,
+    /// The operators' outcomes of the whole run.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The same per phase of the workload.
+    pub phases: Vec<PhaseOutcome>,
+    /// Seconds from the first to the last step in which keys moved (`None`: none moved).
+    pub migration_s: Option<f64>,
+    /// Seconds until `D_true` stays within 10 % of its final level.
+    pub settle_s: Option<f64>,
+    /// Requests sent more than one step after their due time (the clients fell behind).
+    pub late_requests: u64,
     /// The masters.
     pub nodes: Vec<NodeInfo>,
     /// Every step.
@@ -344,17 +464,60 @@ pub struct ArmRun {
     pub rebalance_log: String,
 }
 
+/// What an operator judges a rebalance by, over some steps.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Outcome {
+    /// Requests scheduled.
+    pub requests_offered: u64,
+    /// Requests answered.
+    pub requests_answered: u64,
+    /// Answered requests per second.
+    pub throughput: f64,
+    /// Client latency p50, in milliseconds.
+    pub p50_ms: f64,
+    /// Client latency p99, in milliseconds.
+    pub p99_ms: f64,
+    /// Client latency p99.9, in milliseconds.
+    pub p999_ms: f64,
+    /// Requests that failed.
+    pub client_errors: u64,
+}
+
+/// The outcome of one phase of the workload.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PhaseOutcome {
+    /// `base`, `hot-keys` or `load-step`.
+    pub phase: String,
+    /// Its steps, `[from, to)`.
+    pub steps: (u32, u32),
+    /// Mean `D_true` over its steps after the warm-up (NaN when none).
+    pub d_true: f64,
+    /// Keys moved in it.
+    pub keys_moved: u64,
+    /// Clients' figures.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+}
+
 /// Everything the experiment measured.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LiveResults {
     /// The configuration.
     pub config: LiveConfig,
+    /// The server the clusters ran (`redis` or `valkey`) and why.
+    pub server: String,
+    /// `redis` or `valkey`.
+    pub backend: &'static str,
+    /// The measured service rate of every class.
+    pub service_rates: Vec<ServiceRate>,
     /// How CPU quotas were set: `cgroup-v1`, `cgroup-v2` or `none`.
     pub cpu_limits: String,
     /// Why quotas could not be set, when they could not.
     pub cpu_limits_note: Option<String>,
     /// Every arm and repeat, in the order run.
     pub runs: Vec<ArmRun>,
+    /// Warnings about the run (clients that could not keep the schedule).
+    pub warnings: Vec<String>,
     /// Load average of the machine before and after (from `/proc/loadavg`).
     pub load_average: (String, String),
 }
@@ -368,6 +531,33 @@ fn load_average() -> String {
                 .join(" ")
         })
         .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The share of late requests above which a run warns that the clients could not keep the
+/// schedule.
+pub const LATE_SHARE_WARNING: f64 = 0.01;
+
+/// A warning for every run whose clients sent more than [`LATE_SHARE_WARNING`] of the
+/// scheduled requests more than a step late.
+fn schedule_warnings(config: &LiveConfig, runs: &[ArmRun]) -> Vec<String> {
+    runs.iter()
+        .filter(|r| r.late_requests as f64 > LATE_SHARE_WARNING * r.outcome.requests_offered as f64)
+        .map(|r| {
+            format!(
+                "{} (repeat {}): the clients could not keep the schedule: {} of {} requests \
+                 ({:.1} %) were sent more than one step ({} ms) late, {} never sent",
+                r.algorithm,
+                r.repeat,
+                r.late_requests,
+                r.outcome.requests_offered,
+                100.0 * r.late_requests as f64 / r.outcome.requests_offered.max(1) as f64,
+                config.interval_ms,
+                r.outcome
+                    .requests_offered
+                    .saturating_sub(r.outcome.requests_answered + r.outcome.client_errors)
+            )
+        })
+        .collect()
 }
 
 /// Runs every arm of every repeat; reports progress on `progress`. `stop` ends the current arm
@@ -391,7 +581,19 @@ pub fn run(
         _ => None,
     };
     let before = load_average();
-    let mut runs = Vec::new();
+    let (kind, server) = config.backend.resolve()?;
+    let backend = match kind {
+        ServerKind::Valkey => "valkey",
+        _ => "redis",
+    };
+    let _ = writeln!(progress, "server: {server}; backend {backend}");
+    let service_rates = crate::calibrate::measure(config, kind, &limiter, progress)?;
+    let setup = arm::ArmSetup {
+        kind,
+        limiter: &limiter,
+        service_rates: &service_rates,
+    };
+    let mut runs: Vec<ArmRun> = Vec::new();
     let total = config.arms.len() * config.repeats as usize;
     for repeat in 0..config.repeats {
         for arm in &config.arms {
@@ -406,7 +608,8 @@ pub fn run(
                 config.seed + u64::from(repeat),
                 config.nodes
             );
-            let run = arm::run_arm(config, arm.clone(), repeat, &limiter, stop, progress).map_err(
+            let arm_started = std::time::Instant::now();
+            let run = arm::run_arm(config, arm.clone(), repeat, &setup, stop, progress).map_err(
                 |error| ExperimentError::Arm {
                     arm: arm.name().to_string(),
                     repeat,
@@ -415,20 +618,33 @@ pub fn run(
             )?;
             let _ = writeln!(
                 progress,
-                "[{index}/{total}] {}: D-bar {:.4}, keys moved {}, client errors {}, lost {}, stale {}, p99 {:.2} ms",
+                "[{index}/{total}] {}: D-bar true {:.4} (telemetry {:.4}), keys moved {}, \
+                 answered {} of {}, client errors {}, lost {}, stale {}, p99 {:.2} ms ({:.0} s)",
                 arm.name(),
-                run.d_bar,
+                run.d_bar_true,
+                run.d_bar_telemetry,
                 run.keys_moved,
-                run.client_errors,
+                run.outcome.requests_answered,
+                run.outcome.requests_offered,
+                run.outcome.client_errors,
                 run.lost_keys,
                 run.stale_keys,
-                run.p99_ms
+                run.outcome.p99_ms,
+                arm_started.elapsed().as_secs_f64()
             );
             runs.push(run);
         }
     }
+    let warnings = schedule_warnings(config, &runs);
+    for warning in &warnings {
+        let _ = writeln!(progress, "warning: {warning}");
+    }
     Ok(LiveResults {
         config: config.clone(),
+        server,
+        backend,
+        service_rates,
+        warnings,
         cpu_limits: limiter.name().into(),
         cpu_limits_note: note,
         runs,

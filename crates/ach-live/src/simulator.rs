@@ -2,13 +2,16 @@
 //! capacities, one token per slot, the same keys, Zipf exponent, read/write mix, steps and load
 //! step, and the same algorithms (`redis-cli --cluster rebalance`, which gives slots in
 //! proportion to the weights once, is the simulator's Static-Wt under the name `redis-cli`).
+//! Calibrated: each class serves the demand per step that was measured for it before the arms
+//! ([`calibration`]), so the simulator's `D_true` is in the live ground truth's unit.
 
 use ach_baselines::StaticWt;
 use ach_redis::control::live_ach_config;
 use ach_sim::algorithms::AlgorithmInfo;
-use ach_sim::config::{ClusterConfig, LoadProfile};
+use ach_sim::config::{ClusterConfig, Degradation, LoadProfile};
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
+use crate::calibrate::ServiceRate;
 use crate::error::SimulatorError;
 use crate::experiment::{LiveConfig, REDIS_CLI};
 
@@ -32,13 +35,44 @@ pub fn registry() -> Registry {
     registry
 }
 
-/// The series the simulator runs for `config`.
-pub fn series(config: &LiveConfig) -> SeriesConfig {
+/// The service rates of the simulated cluster, calibrated to the measured ones: the rate of a
+/// node of capacity 1 (`mu_base`, in demand per step) and, for every node whose class's
+/// measured rate is not `capacity * mu_base`, a degradation at step 0 by the factor that makes
+/// it so. Without measured rates (none given), the paper's utilisation at the base rate.
+pub fn calibration(config: &LiveConfig, rates: &[ServiceRate]) -> (f64, Vec<Degradation>) {
+    let interval_s = config.interval_ms as f64 / 1000.0;
+    let classes = config.classes();
+    let Some(reference) = rates.first() else {
+        let capacity: f64 = classes.iter().map(|c| c.capacity()).sum();
+        let lambda = config.rate * interval_s;
+        return (lambda / (capacity * BASE_UTILISATION), Vec::new());
+    };
+    let mu_base = reference.demand_per_s * interval_s / reference.class.capacity();
+    let mut degradation: Vec<Degradation> = Vec::new();
+    for rate in rates {
+        let factor = rate.demand_per_s * interval_s / (rate.class.capacity() * mu_base);
+        let nodes: Vec<u32> = (0..classes.len() as u32)
+            .filter(|&i| classes[i as usize] == rate.class)
+            .collect();
+        if (factor - 1.0).abs() > 1e-12 && !nodes.is_empty() {
+            degradation.push(Degradation {
+                t: 0,
+                nodes,
+                factor,
+            });
+        }
+    }
+    (mu_base, degradation)
+}
+
+/// The series the simulator runs for `config`, with the service rates `rates` measured
+/// before the arms (the paper's utilisation when empty).
+pub fn series(config: &LiveConfig, rates: &[ServiceRate]) -> SeriesConfig {
     let steps = config.steps();
     let workload = config.workload(0);
     let classes = config.classes();
-    let capacity: f64 = classes.iter().map(|c| c.capacity()).sum();
     let lambda = config.rate * config.interval_ms as f64 / 1000.0;
+    let (mu_base, degradation) = calibration(config, rates);
     SeriesConfig {
         name: "live".into(),
         description: "The live experiment's scenario in the simulator".into(),
@@ -52,10 +86,8 @@ pub fn series(config: &LiveConfig) -> SeriesConfig {
         zipf_s: workload.zipf_s,
         write_fraction: workload.write_fraction,
         algorithms: config.arms.iter().map(|a| a.name().to_string()).collect(),
-        cluster: ClusterConfig {
-            classes,
-            mu_base: lambda / (capacity * BASE_UTILISATION),
-        },
+        cluster: ClusterConfig { classes, mu_base },
+        degradation,
         load: LoadProfile::StepPeriodic {
             lambda,
             high: lambda * workload.step_factor,
@@ -76,7 +108,7 @@ pub struct SimArm {
     pub algorithm: String,
     /// Run index (repeat).
     pub repeat: u32,
-    /// Mean observed imbalance after the warm-up.
+    /// Mean true imbalance after the warm-up (`D_true`; the observed one without noise).
     pub d_bar: f64,
     /// Cumulative cost over every step, as keys (`M_keys` times the keys).
     pub keys_moved: f64,
@@ -86,9 +118,9 @@ pub struct SimArm {
     pub keys_moved_trace: Vec<f64>,
 }
 
-/// Runs the series once per repeat.
-pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, SimulatorError> {
-    let series = series(config);
+/// Runs the series once per repeat, calibrated with `rates`.
+pub fn run(config: &LiveConfig, rates: &[ServiceRate]) -> Result<Vec<SimArm>, SimulatorError> {
+    let series = series(config, rates);
     let registry = registry();
     series
         .validate_with(Profile::Paper, &registry)
@@ -120,10 +152,14 @@ pub fn run(config: &LiveConfig) -> Result<Vec<SimArm>, SimulatorError> {
             arms.push(SimArm {
                 algorithm: algorithm.name,
                 repeat: repeat as u32,
-                d_bar: algorithm.aggregates.d_mean,
+                d_bar: algorithm.aggregates.d_true_mean,
                 // Every step counts, as in the live arm (M_cum leaves out the warm-up).
                 keys_moved: keys_moved_trace.last().copied().unwrap_or(0.0),
-                d_trace: algorithm.d_trace,
+                d_trace: if algorithm.d_true_trace.is_empty() {
+                    algorithm.d_trace
+                } else {
+                    algorithm.d_true_trace
+                },
                 keys_moved_trace,
             });
         }

@@ -170,6 +170,8 @@ pub struct ClientReport {
     pub latencies: Vec<(u32, u8, f32)>,
     /// Errors per step.
     pub errors_per_step: Vec<u32>,
+    /// Requests sent more than one step after their due time.
+    pub late: u64,
 }
 
 /// Shared state between the clients and the monitor.
@@ -221,6 +223,9 @@ pub fn run_client(
         let slot = ach_redis::slot::key_slot(name.as_bytes());
         let node = shared.owners[usize::from(slot)].load(Ordering::Relaxed);
         let sent = Instant::now();
+        if sent > due + shared.interval {
+            report.late += 1;
+        }
         let step = (sent.duration_since(shared.started).as_secs_f64()
             / shared.interval.as_secs_f64()) as u32;
         let version = versions.get(&request.key).copied().unwrap_or(0);

@@ -1,9 +1,10 @@
 //! A short live experiment end to end: a 3-node local cluster, a few seconds per arm, every
-//! arm; no client error, no lost or stale key, every file written, no server or cgroup left.
+//! arm, two repeats; no client error, no lost or stale key, every file written, `d_bar_true`
+//! recomputed from the per-step files, no server or cgroup left.
 
 use std::sync::atomic::AtomicBool;
 
-use ach_live::{Arm, LiveConfig};
+use ach_live::{Arm, LiveBackend, LiveConfig};
 
 fn leftover_cgroups() -> Vec<String> {
     let prefix = format!("ach-live-{}-", std::process::id());
@@ -18,20 +19,22 @@ fn leftover_cgroups() -> Vec<String> {
 }
 
 #[test]
-fn a_short_live_experiment_runs_every_arm_without_losing_a_key() {
+fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() {
     let out = tempfile::tempdir().expect("temporary directory");
     let config = LiveConfig {
         nodes: 3,
         keys: 2000,
-        duration_s: 4,
+        duration_s: 3,
         arms: Arm::defaults(),
         seed: 7,
-        repeats: 1,
+        repeats: 2,
         out: out.path().to_path_buf(),
         clients: 2,
         rate: 400.0,
         cpu_per_strong_node: 0.3,
         interval_ms: 500,
+        backend: LiveBackend::Auto,
+        calibration_s: 1.0,
     };
     let stop = AtomicBool::new(false);
     let mut progress = Vec::new();
@@ -39,10 +42,14 @@ fn a_short_live_experiment_runs_every_arm_without_losing_a_key() {
         .unwrap_or_else(|e| panic!("the live experiment failed: {e}"));
     let progress = String::from_utf8_lossy(&progress);
     assert!(progress.contains("ACH t="), "{progress}");
-    assert_eq!(results.runs.len(), 5);
+    assert_eq!(results.runs.len(), 10);
+    assert_eq!(results.service_rates.len(), 3);
+    for rate in &results.service_rates {
+        assert!(rate.requests_per_s > 0.0 && rate.errors == 0, "{rate:?}");
+    }
     for run in &results.runs {
         assert_eq!(
-            run.client_errors, 0,
+            run.outcome.client_errors, 0,
             "{}: {:?}",
             run.algorithm, run.error_samples
         );
@@ -53,10 +60,29 @@ fn a_short_live_experiment_runs_every_arm_without_losing_a_key() {
             "{}: {:?}",
             run.algorithm, run.error_samples
         );
-        assert!(run.requests > 0, "{}", run.algorithm);
-        assert_eq!(run.steps.len(), 8, "{}", run.algorithm);
-        assert!(run.d_bar.is_finite(), "{}: no D measured", run.algorithm);
-        assert!(run.p99_ms >= run.p50_ms, "{}", run.algorithm);
+        let outcome = &run.outcome;
+        assert!(outcome.requests_answered > 0, "{}", run.algorithm);
+        assert!(
+            outcome.requests_offered >= outcome.requests_answered,
+            "{}",
+            run.algorithm
+        );
+        assert_eq!(run.steps.len(), 6, "{}", run.algorithm);
+        assert!(run.d_bar_true.is_finite(), "{}: no D_true", run.algorithm);
+        assert!(run.d_bar_telemetry.is_finite(), "{}: no D", run.algorithm);
+        assert!(outcome.p999_ms >= outcome.p99_ms && outcome.p99_ms >= outcome.p50_ms);
+        assert_eq!(run.phases.len(), 3, "{}", run.algorithm);
+    }
+    // The same seeded schedule per repeat index: every arm of a repeat was offered the same
+    // requests.
+    for repeat in 0..2 {
+        let offered: Vec<u64> = results
+            .runs
+            .iter()
+            .filter(|r| r.repeat == repeat)
+            .map(|r| r.outcome.requests_offered)
+            .collect();
+        assert!(offered.windows(2).all(|w| w[0] == w[1]), "{offered:?}");
     }
     let moved = |name: &str| {
         results
@@ -75,8 +101,9 @@ fn a_short_live_experiment_runs_every_arm_without_losing_a_key() {
     }
     assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
 
-    let sim = ach_live::simulator::run(&config).expect("the simulator runs the scenario");
-    assert_eq!(sim.len(), 5);
+    let sim = ach_live::simulator::run(&config, &results.service_rates)
+        .expect("the simulator runs the scenario");
+    assert_eq!(sim.len(), 10);
     let arms = ach_live::output::write_all(&results, &sim).expect("files written");
     assert_eq!(arms.len(), 5);
     let summary: serde_json::Value = serde_json::from_str(
@@ -88,20 +115,96 @@ fn a_short_live_experiment_runs_every_arm_without_losing_a_key() {
     for arm in listed {
         for field in [
             "algorithm",
-            "d_bar",
+            "backend",
+            "repeats",
+            "d_bar_true",
+            "d_bar_true_ci95",
+            "d_bar_true_per_repeat",
+            "d_bar_telemetry",
             "keys_moved",
             "client_errors",
             "lost_keys",
+            "stale_keys",
+            "requests_offered",
+            "requests_answered",
+            "p50_ms",
             "p99_ms",
+            "p999_ms",
+            "sim_d_bar_true",
         ] {
             assert!(!arm[field].is_null(), "{field} missing in {arm}");
         }
+        recompute_d_bar_true(out.path(), arm);
     }
+    let comparisons = summary["comparisons"].as_array().expect("comparisons");
+    // ACH against four arms on three metrics.
+    assert_eq!(comparisons.len(), 12, "{comparisons:?}");
+    for row in comparisons {
+        for field in ["algorithm", "baseline", "metric", "n", "cliffs_delta"] {
+            assert!(!row[field].is_null(), "{field} missing in {row}");
+        }
+        assert_eq!(row["n"], 2);
+    }
+    assert_eq!(summary["service_rates"].as_array().map(Vec::len), Some(3));
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
     assert!(report.contains("| redis-cli"), "{report}");
-    for figure in ["live_d_and_keys_moved", "simulator_d_and_keys_moved"] {
+    assert!(report.contains("Service rates"), "{report}");
+    assert!(report.contains("load average"), "{report}");
+    for figure in [
+        "live_d_true_and_keys_moved",
+        "live_vs_simulated_d_true",
+        "live_d_telemetry",
+    ] {
         let svg = std::fs::read_to_string(out.path().join(format!("figures/{figure}.svg")))
             .expect("figure written");
         assert!(svg.starts_with("<svg"), "{figure}");
     }
+}
+
+/// Recomputes an arm's `d_bar_true` from its per-step files: every step's `D_true` from its
+/// true loads (max minus mean), the mean over the steps not marked `warmup`, per repeat and
+/// over the repeats, and compares with `summary.json`.
+fn recompute_d_bar_true(out: &std::path::Path, arm: &serde_json::Value) {
+    let name = arm["algorithm"].as_str().expect("a name");
+    let per_repeat = arm["d_bar_true_per_repeat"].as_array().expect("per repeat");
+    assert_eq!(per_repeat.len(), 2, "{name}");
+    let mut means = Vec::new();
+    for (repeat, expected) in per_repeat.iter().enumerate() {
+        let path = out.join(format!("runs/{name}-r{repeat}.json"));
+        let run: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("a run file"))
+                .expect("JSON");
+        let mut kept = Vec::new();
+        for step in run["steps"].as_array().expect("steps") {
+            let loads: Vec<f64> = step["true_loads"]
+                .as_array()
+                .expect("true loads")
+                .iter()
+                .map(|l| l.as_f64().expect("a number"))
+                .collect();
+            assert_eq!(loads.len(), 3, "{}", path.display());
+            let max = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let d = max - loads.iter().sum::<f64>() / loads.len() as f64;
+            let recorded = step["d_true"].as_f64().expect("d_true");
+            assert!(
+                (d - recorded).abs() < 1e-12,
+                "{}: {d} {recorded}",
+                path.display()
+            );
+            if !step["warmup"].as_bool().expect("warmup") {
+                kept.push(d);
+            }
+        }
+        assert!(!kept.is_empty(), "{}", path.display());
+        let mean = kept.iter().sum::<f64>() / kept.len() as f64;
+        let expected = expected.as_f64().expect("a number");
+        assert!(
+            (mean - expected).abs() < 1e-12,
+            "{name} r{repeat}: {mean} {expected}"
+        );
+        means.push(mean);
+    }
+    let mean = means.iter().sum::<f64>() / means.len() as f64;
+    let listed = arm["d_bar_true"].as_f64().expect("d_bar_true");
+    assert!((mean - listed).abs() < 1e-12, "{name}: {mean} {listed}");
 }

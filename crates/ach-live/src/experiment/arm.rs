@@ -11,27 +11,40 @@ use std::time::{Duration, Instant};
 
 use ach_redis::cluster::{Cluster, Snapshot};
 use ach_redis::control::imbalance;
+use ach_redis::local::ServerKind;
 use ach_redis::migrate::{MigrationOptions, fix};
 use ach_sim::config::NodeClass;
 
 use super::cluster::{LiveCluster, check_keys, connect, load_keys, start_cluster};
 use super::observer::Observer;
+use super::outcome::{self, percentile};
 use super::rebalancer::{Rebalancer, RebalancerSetup, finish_rebalancer, start_rebalancer};
 use super::{Arm, ArmRun, LiveConfig, NodeInfo, StepRecord};
+use crate::calibrate::{ServiceRate, demand_per_step};
 use crate::cgroup::CpuLimiter;
 use crate::error::ExperimentError;
+use crate::truth::{GroundTruth, NO_OWNER, Schedule, ground_truth, settle_step};
 use crate::workload::{self, ClientReport, Shared, WorkloadConfig};
+
+/// What every arm of a run shares: the server, the CPU limiter and the measured service
+/// rates.
+pub(crate) struct ArmSetup<'a> {
+    pub(crate) kind: ServerKind,
+    pub(crate) limiter: &'a CpuLimiter,
+    pub(crate) service_rates: &'a [ServiceRate],
+}
 
 /// Runs `arm` of repeat `repeat` on a fresh cluster; `user_stop` ends it early.
 pub(super) fn run_arm(
     config: &LiveConfig,
     arm: Arm,
     repeat: u32,
-    limiter: &CpuLimiter,
+    setup: &ArmSetup<'_>,
     user_stop: &AtomicBool,
     progress: &mut dyn Write,
 ) -> Result<ArmRun, ExperimentError> {
-    let mut loaded = LoadedCluster::start(config, limiter)?;
+    let limiter = setup.limiter;
+    let mut loaded = LoadedCluster::start(config, setup.kind, limiter)?;
     let workload = config.workload(repeat);
     let hot = hot_keys(config, &loaded, &workload)?;
     let cpu_per_weight = cpu_per_weight(config, limiter);
@@ -41,7 +54,14 @@ pub(super) fn run_arm(
         &loaded.weights,
         cpu_per_weight,
     )?;
-    let running = start_workload(config, &arm, &loaded, &workload, hot, cpu_per_weight)?;
+    let running = start_workload(
+        config,
+        &arm,
+        &loaded,
+        &workload,
+        hot.clone(),
+        cpu_per_weight,
+    )?;
     let mut measured = measure(
         config,
         &arm,
@@ -56,27 +76,54 @@ pub(super) fn run_arm(
     let settled = settle(running, &mut loaded.cluster, &mut measured)?;
     let clients = ClientTotals::gather(settled.reports, config.steps());
     let keys = check_keys(&mut loaded.cluster, config.keys, &clients.versions)?;
+    loaded.live.read_throttling();
     let nodes = latency_statistics(
         &mut measured.records,
         &loaded.nodes_in_snapshot_order(),
         &clients,
     );
-    let d_bar = d_bar(&measured.records, config.warmup());
-    let all = clients.all_latencies_sorted();
+    let interval_s = config.interval_ms as f64 / 1000.0;
+    let schedule = Schedule::of(&workload, &hot, config.steps(), interval_s);
+    let service: Vec<f64> = nodes
+        .iter()
+        .map(|n| demand_per_step(setup.service_rates, n.class, interval_s))
+        .collect();
+    let truth = ground_truth(
+        &schedule,
+        &measured.owners_per_step,
+        &service,
+        config.warmup(),
+    )?;
+    fill_truth(&mut measured.records, &truth, config.warmup());
+    let d_bar_telemetry = d_bar(&measured.records, config.warmup());
+    let outcomes = outcome::Outcomes::of(
+        &measured.records,
+        &clients.latencies,
+        &schedule,
+        &outcome::phases(&workload, config.steps()),
+        interval_s,
+    );
     drop(loaded);
     Ok(ArmRun {
         algorithm: arm.name().into(),
         repeat,
         seed: workload.seed,
-        d_bar,
+        d_bar_true: truth.d_bar_true,
+        cv_bar_true: truth.cv_bar_true,
+        d_bar_telemetry,
         keys_moved: measured.moved,
-        client_errors: clients.errors,
         stale_reads: clients.stale_reads,
         lost_keys: keys.lost,
         stale_keys: keys.stale,
-        requests: clients.requests,
-        p50_ms: percentile(&all, 0.5).unwrap_or(f64::NAN),
-        p99_ms: percentile(&all, 0.99).unwrap_or(f64::NAN),
+        outcome: outcomes.whole,
+        phases: outcomes.phases,
+        migration_s: outcomes.migration_s,
+        settle_s: settle_step(
+            &truth.steps.iter().map(|s| s.d_true).collect::<Vec<_>>(),
+            0.1,
+        )
+        .map(|t| t as f64 * interval_s),
+        late_requests: clients.late,
         nodes,
         steps: measured.records,
         error_samples: clients.error_samples,
@@ -103,11 +150,21 @@ struct LoadedCluster {
 }
 
 impl LoadedCluster {
-    fn start(config: &LiveConfig, limiter: &CpuLimiter) -> Result<LoadedCluster, ExperimentError> {
-        let live = start_cluster(config, limiter)?;
+    fn start(
+        config: &LiveConfig,
+        kind: ServerKind,
+        limiter: &CpuLimiter,
+    ) -> Result<LoadedCluster, ExperimentError> {
+        let live = start_cluster(config, kind, limiter)?;
         let seed = live.cluster.seed();
         let mut cluster = connect(&seed)?;
         let snapshot = cluster.snapshot()?;
+        if kind == ServerKind::Valkey {
+            // Per-slot load for the controllers (the valkey backend reads CLUSTER SLOT-STATS).
+            cluster
+                .backend()
+                .enable_slot_stats(&mut cluster, &snapshot)?;
+        }
         load_keys(&mut cluster, &snapshot, config.keys)?;
         let weights: Vec<(String, f64)> = live
             .nodes
@@ -260,6 +317,9 @@ struct Measured {
     owners: Vec<Option<usize>>,
     /// Keys in slots that changed owner so far.
     moved: u64,
+    /// The slot map at the end of every step (the observation closing it), owner indices in
+    /// snapshot order ([`NO_OWNER`] for none); the last map again when an observation failed.
+    owners_per_step: Vec<Vec<u8>>,
 }
 
 /// One observation per step until the arm's duration or the user's stop; slot owners seen
@@ -281,6 +341,7 @@ fn measure(
         records: Vec::new(),
         owners: loaded.snapshot.owners.clone(),
         moved: 0,
+        owners_per_step: Vec::new(),
     };
     for t in 0..config.steps() {
         let due = shared.started + interval * (t + 1);
@@ -310,6 +371,13 @@ fn measure(
             }
             Err(_) => (Vec::new(), None),
         };
+        measured.owners_per_step.push(
+            measured
+                .owners
+                .iter()
+                .map(|o| o.map_or(NO_OWNER, |o| o as u8))
+                .collect(),
+        );
         let _ = writeln!(
             progress,
             "  {} t={:>3}s/{}s  D={}  keys moved {}",
@@ -321,8 +389,14 @@ fn measure(
         );
         measured.records.push(StepRecord {
             t,
-            loads,
-            d,
+            warmup: t < config.warmup(),
+            d_true: f64::NAN,
+            true_loads: Vec::new(),
+            demand_over_capacity: Vec::new(),
+            cv_true: f64::NAN,
+            offered: 0,
+            telemetry_loads: loads,
+            d_telemetry: d,
             keys_moved: measured.moved,
             client_errors: 0,
             p50_ms: Vec::new(),
@@ -386,6 +460,8 @@ struct ClientTotals {
     error_samples: Vec<String>,
     /// Client errors per step (the last entry also takes those after the last step).
     errors_per_step: Vec<u32>,
+    /// Requests sent more than a step late.
+    late: u64,
 }
 
 impl ClientTotals {
@@ -398,12 +474,14 @@ impl ClientTotals {
             requests: 0,
             error_samples: Vec::new(),
             errors_per_step: vec![0u32; steps as usize + 1],
+            late: 0,
         };
         for report in reports {
             totals.versions.extend(report.versions);
             totals.errors += report.errors;
             totals.stale_reads += report.stale_reads;
             totals.requests += report.requests;
+            totals.late += report.late;
             totals.error_samples.extend(report.error_samples);
             for (step, count) in report.errors_per_step.iter().enumerate() {
                 let step = step.min(totals.errors_per_step.len() - 1);
@@ -412,16 +490,6 @@ impl ClientTotals {
             totals.latencies.extend(report.latencies);
         }
         totals
-    }
-
-    fn all_latencies_sorted(&self) -> Vec<f32> {
-        let mut all: Vec<f32> = self
-            .latencies
-            .iter()
-            .map(|&(_, _, micros)| micros)
-            .collect();
-        all.sort_by(f32::total_cmp);
-        all
     }
 }
 
@@ -458,12 +526,27 @@ fn latency_statistics(
     nodes
 }
 
-/// The mean of `D(t)` after the warm-up (NaN when no step after it was observed).
+/// Copies the ground truth of every step into its record.
+fn fill_truth(records: &mut [StepRecord], truth: &GroundTruth, warmup: u32) {
+    for (record, step) in records.iter_mut().zip(&truth.steps) {
+        record.warmup = record.t < warmup;
+        record.d_true = step.d_true;
+        record.true_loads.clone_from(&step.loads);
+        record
+            .demand_over_capacity
+            .clone_from(&step.demand_over_capacity);
+        record.cv_true = step.cv;
+        record.offered = step.offered;
+    }
+}
+
+/// The mean of the INFO composite's `D(t)` after the warm-up (NaN when no step after it was
+/// observed).
 fn d_bar(records: &[StepRecord], warmup: u32) -> f64 {
     let measured: Vec<f64> = records
         .iter()
         .filter(|r| r.t >= warmup)
-        .filter_map(|r| r.d)
+        .filter_map(|r| r.d_telemetry)
         .collect();
     if measured.is_empty() {
         f64::NAN
@@ -472,38 +555,13 @@ fn d_bar(records: &[StepRecord], warmup: u32) -> f64 {
     }
 }
 
-/// The `q` quantile (nearest rank) of sorted microseconds, in milliseconds.
-fn percentile(sorted: &[f32], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(f64::from(sorted[rank - 1]) / 1000.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn percentiles_are_nearest_ranks_in_milliseconds() {
-        let sorted = [1000.0, 2000.0, 3000.0, 4000.0];
-        assert_eq!(percentile(&sorted, 0.5), Some(2.0));
-        assert_eq!(percentile(&sorted, 0.99), Some(4.0));
-        assert_eq!(percentile(&[], 0.5), None);
-    }
-
-    #[test]
     fn d_bar_leaves_out_the_warm_up_and_unobserved_steps() {
-        let record = |t: u32, d: Option<f64>| StepRecord {
-            t,
-            loads: Vec::new(),
-            d,
-            keys_moved: 0,
-            client_errors: 0,
-            p50_ms: Vec::new(),
-            p99_ms: Vec::new(),
-        };
+        let record = |t: u32, d: Option<f64>| StepRecord::for_test(t, d, 0);
         let records = [
             record(0, Some(9.0)),
             record(1, Some(9.0)),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use ach_redis::cluster::{Cluster, Snapshot};
-use ach_redis::local::LocalCluster;
+use ach_redis::local::{LocalCluster, ServerKind};
 
 use super::{LiveConfig, NodeInfo};
 use crate::cgroup::{CpuLimiter, CpuQuota};
@@ -16,16 +16,17 @@ use crate::workload::{self, key_name};
 /// stopped (dropped) before their cgroups are removed.
 pub(super) struct LiveCluster {
     pub(super) cluster: LocalCluster,
-    _quotas: Vec<CpuQuota>,
+    quotas: Vec<CpuQuota>,
     pub(super) nodes: Vec<NodeInfo>,
 }
 
 /// Starts `config.nodes` masters and puts each under the quota of its class.
 pub(super) fn start_cluster(
     config: &LiveConfig,
+    kind: ServerKind,
     limiter: &CpuLimiter,
 ) -> Result<LiveCluster, ExperimentError> {
-    let cluster = LocalCluster::start(config.nodes)?;
+    let cluster = LocalCluster::start_of(kind, config.nodes)?;
     let classes = config.classes();
     let mut quotas = Vec::new();
     let mut nodes = Vec::new();
@@ -48,15 +49,29 @@ pub(super) fn start_cluster(
             address: server.address(),
             class: *class,
             quota_us,
+            throttling: None,
             p50_ms: None,
             p99_ms: None,
         });
     }
     Ok(LiveCluster {
         cluster,
-        _quotas: quotas,
+        quotas,
         nodes,
     })
+}
+
+impl LiveCluster {
+    /// Reads every node's CPU throttling counters into its description.
+    pub(super) fn read_throttling(&mut self) {
+        for (node, server) in self.nodes.iter_mut().zip(self.cluster.servers()) {
+            node.throttling = self
+                .quotas
+                .iter()
+                .find(|q| q.pid() == server.pid())
+                .and_then(|q| q.throttling());
+        }
+    }
 }
 
 /// A connection to the cluster through `seed`.

@@ -1,0 +1,320 @@
+//! REPORT.md of a live experiment: the set-up (server, quotas, measured service rates, load
+//! average), the arms, ACH paired against each, the targets read from those figures, the
+//! calibrated simulator's agreement, the phases, the CPU throttling of every node, the figures.
+
+use std::fmt::Write as _;
+
+use ach_report::report::Figure;
+use ach_sim::algorithms::names;
+
+use crate::experiment::LiveResults;
+use crate::experiment::REDIS_CLI;
+use crate::output::tables_markdown;
+use crate::summary::{ArmSummary, Comparison, order_by};
+
+/// The calibrated simulator's agreement target: relative error of every arm's `d_bar_true`.
+pub const SIM_TOLERANCE: f64 = 0.15;
+
+/// The tail-latency target: ACH's p99 at most this factor of A0's.
+pub const P99_FACTOR: f64 = 1.2;
+
+/// REPORT.md.
+pub fn render(
+    results: &LiveResults,
+    arms: &[ArmSummary],
+    comparisons: &[Comparison],
+    figures: &[&Figure],
+) -> String {
+    let mut text = String::new();
+    setup(&mut text, results);
+    let (arms_md, comparisons_md, phases_md) = tables_markdown(results, arms, comparisons);
+    let _ = writeln!(text, "## Arms side by side\n\n{arms_md}");
+    let _ = writeln!(
+        text,
+        "D-bar true: the mean after the warm-up of D_true(t), the spread of every master's true \
+         load (the requests scheduled for the slots it owned in the step, over its class's \
+         measured service rate, through the simulator's rho and composite). CV true: the mean \
+         coefficient of variation of the unclipped demand over capacity. D-bar telemetry: the \
+         same mean of the INFO composite the controllers steer by. Migration: from the first to \
+         the last step that moved keys; settle: until D_true stays within 10 % of its final \
+         level (the mean of the last tenth of the steps).\n"
+    );
+    if !comparisons_md.is_empty() {
+        let _ = writeln!(text, "## ACH paired against every arm\n\n{comparisons_md}");
+    }
+    targets(&mut text, arms, comparisons);
+    simulator_agreement(&mut text, arms);
+    let _ = writeln!(text, "## Phases\n\n{phases_md}");
+    throttling(&mut text, results);
+    let _ = writeln!(text, "## Figures\n");
+    for figure in figures {
+        let _ = writeln!(
+            text,
+            "![{}](figures/{}.svg)\n\n{}\n",
+            figure.name, figure.name, figure.caption
+        );
+    }
+    differences(&mut text, results);
+    notes(&mut text, results);
+    text
+}
+
+fn setup(text: &mut String, results: &LiveResults) {
+    let config = &results.config;
+    let _ = writeln!(text, "# Live experiment: a real cluster\n");
+    let _ = writeln!(
+        text,
+        "{} masters ({}), {} keys, {} s per arm in steps of {} ms ({} warm-up steps left out of \
+         every D-bar), {} client threads at {} requests/s before the load step, seed {}, {} \
+         repeat(s).\n",
+        config.nodes,
+        config
+            .classes()
+            .iter()
+            .map(|c| format!("{c:?}").to_lowercase())
+            .collect::<Vec<_>>()
+            .join(", "),
+        config.keys,
+        config.duration_s,
+        config.interval_ms,
+        config.warmup(),
+        config.clients,
+        config.rate,
+        config.seed,
+        config.repeats
+    );
+    let _ = writeln!(
+        text,
+        "Server: {}; ach-redis backend `{}`.\n",
+        results.server, results.backend
+    );
+    match &results.cpu_limits_note {
+        None => {
+            let _ = writeln!(
+                text,
+                "CPU quotas: {} (period {} µs; a strong node gets {} CPU, medium 0.55 and weak \
+                 0.25 of that).\n",
+                results.cpu_limits,
+                crate::cgroup::PERIOD_US,
+                config.cpu_per_strong_node
+            );
+        }
+        Some(reason) => {
+            let _ = writeln!(
+                text,
+                "**CPU quotas could not be set ({reason}).** Every node had the whole machine; \
+                 the capacities were only declared (as weights).\n"
+            );
+        }
+    }
+    let _ = writeln!(
+        text,
+        "Machine load average (1, 5, 15 min): {} before, {} after.\n",
+        results.load_average.0, results.load_average.1
+    );
+    let _ = writeln!(
+        text,
+        "Service rates, measured before the arms ({} s per class, {} client threads at \
+         saturation, the workload's GET/SET mix):\n\n| class | CPU | requests/s | demand/s | \
+         errors |\n| :--- | ---: | ---: | ---: | ---: |",
+        config.calibration_s, config.clients
+    );
+    for rate in &results.service_rates {
+        let _ = writeln!(
+            text,
+            "| {} | {} | {:.0} | {:.0} | {} |",
+            format!("{:?}", rate.class).to_lowercase(),
+            rate.cpus.map_or("—".into(), |c| format!("{c:.3}")),
+            rate.requests_per_s,
+            rate.demand_per_s,
+            rate.errors
+        );
+    }
+    let _ = writeln!(text);
+    for warning in &results.warnings {
+        let _ = writeln!(text, "**Warning:** {warning}\n");
+    }
+}
+
+fn find<'a>(arms: &'a [ArmSummary], name: &str) -> Option<&'a ArmSummary> {
+    arms.iter().find(|a| a.algorithm == name)
+}
+
+fn holm<'a>(rows: &'a [Comparison], metric: &str, baseline: &str) -> Option<&'a Comparison> {
+    rows.iter()
+        .find(|r| r.metric == metric && r.baseline == baseline)
+}
+
+fn verdict(met: bool) -> &'static str {
+    if met { "met" } else { "**not met**" }
+}
+
+/// The issue's targets, each read from the figures above.
+fn targets(text: &mut String, arms: &[ArmSummary], comparisons: &[Comparison]) {
+    let (Some(ach), Some(a0)) = (find(arms, names::ACH), find(arms, names::STATIC_W)) else {
+        return;
+    };
+    let _ = writeln!(text, "## Targets\n");
+    for baseline in [a0].into_iter().chain(find(arms, REDIS_CLI)) {
+        let row = holm(comparisons, "d_bar_true", &baseline.algorithm);
+        let p = row.and_then(|r| r.holm_p);
+        let met = ach.d_bar_true < baseline.d_bar_true && p.is_some_and(|p| p < 0.05);
+        let _ = writeln!(
+            text,
+            "- ACH's D-bar true below {}'s with Holm p < 0.05: {:.4} against {:.4}, Holm p {} \
+             over {} repeats: {}.",
+            baseline.algorithm,
+            ach.d_bar_true,
+            baseline.d_bar_true,
+            p.map_or("n/a".into(), |p| format!("{p:.4}")),
+            ach.repeats,
+            verdict(met)
+        );
+    }
+    if let Some(cli) = find(arms, REDIS_CLI) {
+        let _ = writeln!(
+            text,
+            "- Fewer keys moved than redis-cli: {:.0} against {:.0}: {}.",
+            ach.keys_moved,
+            cli.keys_moved,
+            verdict(ach.keys_moved < cli.keys_moved)
+        );
+    }
+    let _ = writeln!(
+        text,
+        "- Client p99 (over the whole run, rebalancing included) at most {:.0} % above A0's: \
+         {:.2} ms against {:.2} ms ({:+.0} %): {}.\n",
+        (P99_FACTOR - 1.0) * 100.0,
+        ach.p99_ms,
+        a0.p99_ms,
+        (ach.p99_ms / a0.p99_ms - 1.0) * 100.0,
+        verdict(ach.p99_ms <= P99_FACTOR * a0.p99_ms)
+    );
+}
+
+/// The calibrated simulator against the live arms.
+fn simulator_agreement(text: &mut String, arms: &[ArmSummary]) {
+    let errors: Vec<(&str, f64)> = arms
+        .iter()
+        .filter_map(|a| a.sim_relative_error.map(|e| (a.algorithm.as_str(), e)))
+        .collect();
+    if errors.is_empty() {
+        return;
+    }
+    let live = order_by(arms, |a| Some(a.d_bar_true));
+    let simulated = order_by(arms, |a| a.sim_d_bar_true);
+    let within = errors.iter().all(|(_, e)| e.abs() <= SIM_TOLERANCE);
+    let _ = writeln!(
+        text,
+        "## The calibrated simulator\n\nRelative error of the simulator's D-bar true against \
+         the live one: {}. Within {:.0} % for every arm: {}. Order, lowest first: live {}; \
+         simulator {}; the same order: {}.\n",
+        errors
+            .iter()
+            .map(|(name, e)| format!("{name} {:+.1} %", e * 100.0))
+            .collect::<Vec<_>>()
+            .join(", "),
+        SIM_TOLERANCE * 100.0,
+        verdict(within),
+        live.join(" < "),
+        simulated.join(" < "),
+        verdict(live == simulated)
+    );
+}
+
+/// The CPU throttling counters of every node's cgroup, per arm and repeat.
+fn throttling(text: &mut String, results: &LiveResults) {
+    if results
+        .runs
+        .iter()
+        .all(|r| r.nodes.iter().all(|n| n.throttling.is_none()))
+    {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "## CPU throttling\n\nShare of the {} µs periods in which each master's quota ran out \
+         (and the time throttled), per arm and repeat; masters in address order.\n",
+        crate::cgroup::PERIOD_US
+    );
+    let header: Vec<String> = results
+        .runs
+        .first()
+        .map(|r| {
+            r.nodes
+                .iter()
+                .map(|n| format!("{} ({:?})", n.address, n.class).to_lowercase())
+                .collect()
+        })
+        .unwrap_or_default();
+    let _ = writeln!(
+        text,
+        "| arm | repeat | {} |\n| :--- | ---: |{}",
+        header.join(" | "),
+        " ---: |".repeat(header.len())
+    );
+    for run in &results.runs {
+        let cells: Vec<String> = run
+            .nodes
+            .iter()
+            .map(|n| {
+                n.throttling.map_or("—".into(), |t| {
+                    format!(
+                        "{:.0} % ({:.1} s)",
+                        t.share() * 100.0,
+                        t.throttled_ms / 1000.0
+                    )
+                })
+            })
+            .collect();
+        let _ = writeln!(
+            text,
+            "| {} | {} | {} |",
+            run.algorithm,
+            run.repeat,
+            cells.join(" | ")
+        );
+    }
+    let _ = writeln!(text);
+}
+
+fn differences(text: &mut String, results: &LiveResults) {
+    let workload = results.config.workload(0);
+    let _ = writeln!(
+        text,
+        "## Live and simulator: what differs\n\n\
+         - Both D_true are in the same unit (the simulator's composite of rho, with the measured \
+         service rates); the live one is computed from the requests the clients were scheduled \
+         to send, not from what the nodes answered.\n\
+         - The simulator has no hot-key phase (its Zipf popularity is fixed); the live workload \
+         sends {:.0} % of the requests to {} keys of one medium node for a quarter of the run.\n\
+         - The simulator's Zipf ranks run over all keys; live, each client draws Zipf ranks over \
+         its own keys, and slots follow CRC16, not the simulator's key hashes.\n\
+         - redis-cli is simulated as Static-Wt (slots in proportion to the weights, once); live, \
+         it moves slots as fast as it can while the clients run.\n\
+         - A live step is a wall-clock interval and a slot move takes real time; the slot map \
+         of a step is the one observed at its end.\n",
+        workload.hot_share * 100.0,
+        workload.hot_keys
+    );
+}
+
+fn notes(text: &mut String, results: &LiveResults) {
+    let notes: Vec<String> = results
+        .runs
+        .iter()
+        .flat_map(|r| {
+            r.rebalancer_notes
+                .iter()
+                .chain(&r.error_samples)
+                .map(move |n| format!("- {} (repeat {}): {n}", r.algorithm, r.repeat))
+        })
+        .collect();
+    if !notes.is_empty() {
+        let _ = writeln!(
+            text,
+            "## Rebalancer and client notes\n\n{}\n",
+            notes.join("\n")
+        );
+    }
+}
