@@ -57,12 +57,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// One control step, printed with its score; nothing is moved (a dry run).
+    /// Exactly the first step `rebalance` would take with the same options, printed with its
+    /// score, a summary per source and target, and why nothing moves when nothing does;
+    /// nothing is moved (a dry run). Give `--sample-ms` the `--interval-ms` of the rebalance.
     Plan {
         #[command(flatten)]
         common: Common,
         #[command(flatten)]
-        algorithm: AlgorithmArgs,
+        step: StepArgs,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -78,26 +80,10 @@ enum Command {
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
         interval_ms: u64,
         #[command(flatten)]
-        algorithm: AlgorithmArgs,
+        step: StepArgs,
         /// Write one JSON line per step to this file.
         #[arg(long, value_name = "FILE.jsonl")]
         log: Option<std::path::PathBuf>,
-        /// ACH's per-step budget cap `M_max` (fraction of all keys).
-        #[arg(long)]
-        m_max: Option<f64>,
-        /// ACH's horizon budget `M_H` (fraction of all keys per `--horizon` steps).
-        #[arg(long)]
-        m_horizon: Option<f64>,
-        /// ACH's horizon `H` in steps.
-        #[arg(long)]
-        horizon: Option<usize>,
-        /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing).
-        #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
-        beta: f64,
-        /// Skip planned moves of slots holding fewer keys (default 1: skip empty slots, which
-        /// carry no load and still cost a protocol round and an epoch bump each).
-        #[arg(long, default_value_t = 1)]
-        min_slot_keys: u64,
         /// Keys per MIGRATE batch.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         batch: u64,
@@ -114,6 +100,31 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+}
+
+/// How a step is planned: the options `plan` and `rebalance` share, so that `plan` is the
+/// first step of `rebalance`.
+#[derive(Args)]
+struct StepArgs {
+    #[command(flatten)]
+    algorithm: AlgorithmArgs,
+    /// ACH's per-step budget cap `M_max` (fraction of all keys).
+    #[arg(long)]
+    m_max: Option<f64>,
+    /// ACH's horizon budget `M_H` (fraction of all keys per `--horizon` steps).
+    #[arg(long)]
+    m_horizon: Option<f64>,
+    /// ACH's horizon `H` in steps.
+    #[arg(long)]
+    horizon: Option<usize>,
+    /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing; the
+    /// smoothing starts from the first reading).
+    #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
+    beta: f64,
+    /// Skip planned moves of slots holding fewer keys (default 1: skip empty slots, which
+    /// carry no load and still cost a protocol round and an epoch bump each).
+    #[arg(long, default_value_t = 1)]
+    min_slot_keys: u64,
 }
 
 #[derive(Args)]
@@ -286,6 +297,27 @@ pub fn run(catalogue: Catalogue) -> ExitCode {
     }
 }
 
+/// The controller's options of `plan` and `rebalance`: the common ones and the step's.
+fn step_options(
+    common: &Common,
+    step: &StepArgs,
+    catalogue: &Catalogue,
+) -> Result<ControlOptions, Error> {
+    let entry = step.algorithm.entry(catalogue)?;
+    let mut options = control_options(common, entry, step.algorithm.parameters.clone(), step.beta)?;
+    if let Some(value) = step.m_max {
+        options.ach.m_max = value;
+    }
+    if let Some(value) = step.m_horizon {
+        options.ach.m_horizon = value;
+    }
+    if let Some(value) = step.horizon {
+        options.ach.horizon = value;
+    }
+    options.min_slot_keys = step.min_slot_keys;
+    Ok(options)
+}
+
 fn control_options(
     common: &Common,
     algorithm: Entry,
@@ -388,15 +420,16 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             }
             Ok(())
         }
-        Command::Plan {
-            common,
-            algorithm,
-            json,
-        } => {
-            let entry = algorithm.entry(catalogue)?;
+        Command::Plan { common, step, json } => {
+            let options = step_options(&common, &step, catalogue)?;
+            let controller =
+                Controller::new(options)?.with_node_telemetry(common.telemetry.source()?);
             let mut cluster = connect(&common)?;
-            let (mut controller, observed) =
-                observe_once_with(&mut cluster, &common, entry, algorithm.parameters)?;
+            let (mut controller, observed) = observe_once(
+                controller,
+                &mut cluster,
+                Duration::from_millis(common.sample_ms),
+            )?;
             let plan = controller.plan(&observed)?;
             if json {
                 let value = serde_json::json!({ "observed": observed, "plan": plan });
@@ -411,13 +444,8 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             common,
             steps,
             interval_ms,
-            algorithm,
+            step,
             log,
-            m_max,
-            m_horizon,
-            horizon,
-            beta,
-            min_slot_keys,
             batch,
             metrics_addr,
             pause_at,
@@ -431,18 +459,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 ),
                 None => None,
             };
-            let entry = algorithm.entry(catalogue)?;
-            let mut options = control_options(&common, entry, algorithm.parameters, beta)?;
-            if let Some(value) = m_max {
-                options.ach.m_max = value;
-            }
-            if let Some(value) = m_horizon {
-                options.ach.m_horizon = value;
-            }
-            if let Some(value) = horizon {
-                options.ach.horizon = value;
-            }
-            options.min_slot_keys = min_slot_keys;
+            let mut options = step_options(&common, &step, catalogue)?;
             options.migration = MigrationOptions {
                 batch: batch as usize,
                 pause_at,

@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ach_baselines::catalogue::{Context, Entry};
+use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenRing};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
@@ -12,12 +12,14 @@ use ach_telemetry::{LoadTracker, TelemetryConfig};
 use crate::backend::{BackendKind, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::error::Error;
+use crate::explain::{Diagnosis, Explainer};
 use crate::live;
 use crate::migrate::{MigrationOptions, SlotMigration};
 use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
 use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
+use crate::topology::format_slot_ranges;
 
 /// Everything the controller needs to know besides the cluster.
 #[derive(Clone, Debug)]
@@ -239,12 +241,72 @@ pub struct StepPlan {
     pub planned_fraction: f64,
     /// The budget bound of the plan, for budgeted algorithms.
     pub budget_bound: Option<f64>,
+    /// The moves grouped per (source, target), in the order they are migrated.
+    pub summary: Vec<MoveSummary>,
+    /// When nothing moves: which rule stopped the step, in one line.
+    pub nothing_moves_because: Option<String>,
+    /// ACH's sources, receivers, intensity and budget at this step (`--algorithm ach` only).
+    pub diagnosis: Option<Diagnosis>,
     /// The plan as the algorithm made it (not serialised).
     #[serde(skip)]
     pub plan: Plan,
     /// The ring it was made on (not serialised).
     #[serde(skip)]
     pub ring: Option<TokenRing>,
+}
+
+/// The planned moves from one source to one target.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MoveSummary {
+    /// Source address.
+    pub from: String,
+    /// Target address.
+    pub to: String,
+    /// Slots moved.
+    pub slots: usize,
+    /// The slots as ranges (`0-5,9`).
+    pub ranges: String,
+    /// Number of contiguous ranges.
+    pub range_count: usize,
+    /// Keys in them when planned.
+    pub keys: u64,
+}
+
+/// The moves of `moves` grouped per (source, target) in the order of each group's first move.
+pub fn summarise_moves(moves: &[PlannedMove]) -> Vec<MoveSummary> {
+    let mut groups: Vec<(String, String, Vec<u16>, u64)> = Vec::new();
+    for mv in moves {
+        match groups.iter_mut().find(|g| g.0 == mv.from && g.1 == mv.to) {
+            Some(group) => {
+                group.2.push(mv.slot);
+                group.3 += mv.keys;
+            }
+            None => groups.push((mv.from.clone(), mv.to.clone(), vec![mv.slot], mv.keys)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(from, to, mut slots, keys)| {
+            slots.sort_unstable();
+            MoveSummary {
+                from,
+                to,
+                slots: slots.len(),
+                ranges: format_slot_ranges(&slots),
+                range_count: slot_range_count(&slots),
+                keys,
+            }
+        })
+        .collect()
+}
+
+/// The number of contiguous ranges of sorted, distinct `slots`.
+pub fn slot_range_count(slots: &[u16]) -> usize {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(i, &slot)| i == 0 || slots[i - 1] + 1 != slot)
+        .count()
 }
 
 /// What executing a plan did.
@@ -272,6 +334,8 @@ pub struct Controller {
     /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
     slot_rates: Vec<f64>,
     step: u64,
+    /// ACH's state beside it, to say why a step moves nothing (`--algorithm ach` only).
+    explainer: Option<Explainer>,
 }
 
 impl Controller {
@@ -304,6 +368,7 @@ impl Controller {
             previous_slots: None,
             slot_rates: vec![f64::NAN; SLOT_COUNT],
             step: 0,
+            explainer: None,
         })
     }
 
@@ -416,12 +481,21 @@ impl Controller {
         }
         let weights = self.relative_weights(&snapshot)?;
         let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
-        if ids != self.master_ids || self.tracker.is_none() {
+        // A new tracker starts with beta = 1 for its first step, so that the smoothing is
+        // seeded with the first reading (not with zero, which would read an idle cluster for
+        // the first steps); from the second step on it smooths with the configured beta.
+        let seeding = ids != self.master_ids || self.tracker.is_none();
+        if seeding {
+            let first_step = TelemetryConfig {
+                beta: 1.0,
+                ..self.options.telemetry
+            };
             self.tracker = Some(
-                LoadTracker::new(ids.len(), self.options.telemetry)
+                LoadTracker::new(ids.len(), first_step)
                     .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
             );
             self.balancer = Some(self.make_balancer(&weights)?);
+            self.explainer = (self.options.algorithm.name() == names::ACH).then(Explainer::default);
             self.master_ids = ids;
         }
         let backend = cluster.backend().kind();
@@ -463,6 +537,14 @@ impl Controller {
         for (node, load) in nodes.iter_mut().zip(step.loads) {
             node.load = *load;
         }
+        let total_load = step.total_load;
+        if seeding {
+            let state = tracker.state();
+            self.tracker = Some(
+                LoadTracker::from_state(self.options.telemetry, &state)
+                    .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
+            );
+        }
         let loads: Vec<f64> = nodes.iter().map(|n| n.load).collect();
         let hot_slots = slot_cpu
             .as_deref()
@@ -470,7 +552,7 @@ impl Controller {
             .unwrap_or_default();
         Ok(Observed {
             imbalance: imbalance(&loads),
-            total_load: step.total_load,
+            total_load,
             signals: Signals::of(backend, &figures, &self.nodes.source),
             hot_slots,
             token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
@@ -508,6 +590,10 @@ impl Controller {
         };
         let balancer = self.balancer.as_mut().expect("created by observe");
         let plan = balancer.plan(&ring, &observation);
+        let diagnosis = self
+            .explainer
+            .as_mut()
+            .map(|explainer| explainer.step(&self.options.ach, &loads, observed.total_load));
         self.step += 1;
         let total_keys: u64 = observed.slot_keys.iter().sum();
         let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
@@ -541,7 +627,20 @@ impl Controller {
             })
             .collect();
         let keys_to_copy = moves.iter().map(|m| m.keys).sum();
+        let nothing_moves_because = moves.is_empty().then(|| {
+            let names: Vec<String> = snapshot.masters.iter().map(|m| m.address.clone()).collect();
+            nothing_moves_because(
+                balancer.name(),
+                diagnosis.as_ref(),
+                &names,
+                skipped_moves,
+                self.options.min_slot_keys,
+            )
+        });
         Ok(StepPlan {
+            summary: summarise_moves(&moves),
+            nothing_moves_because,
+            diagnosis,
             algorithm: balancer.name(),
             moves,
             imbalance_now: observed.imbalance,
@@ -628,12 +727,50 @@ impl Controller {
                 break;
             }
         }
-        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref())
-            && let Err(error) = live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done)
-        {
-            outcome.errors.push(format!("confirm: {error}"));
+        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) {
+            match live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done) {
+                Ok(m_keys) => {
+                    if let Some(explainer) = self.explainer.as_mut() {
+                        explainer.charge(m_keys);
+                    }
+                }
+                Err(error) => outcome.errors.push(format!("confirm: {error}")),
+            }
         }
         outcome
+    }
+}
+
+/// Why a step moves nothing, in one line: the rule of ACH that stopped it, or that every
+/// planned move was of a slot below `--min-slot-keys`, or that the algorithm planned nothing.
+fn nothing_moves_because(
+    algorithm: &str,
+    diagnosis: Option<&Diagnosis>,
+    names: &[String],
+    skipped_moves: usize,
+    min_slot_keys: u64,
+) -> String {
+    if let Some(rule) = diagnosis.and_then(|d| d.stopping_rule(names)) {
+        return rule;
+    }
+    let budget = diagnosis.map(|d| {
+        format!(
+            "step budget m = {:.5} of all keys (M_max {:.4} x C {:.3}, window {:.4} of {:.4} \
+             spent)",
+            d.budget, d.m_max, d.intensity, d.window_spent, d.m_horizon
+        )
+    });
+    match (skipped_moves, budget) {
+        (1.., budget) => format!(
+            "every planned move ({skipped_moves}) was of a slot holding fewer than \
+             --min-slot-keys {min_slot_keys} keys{}",
+            budget.map(|b| format!("; {b}")).unwrap_or_default()
+        ),
+        (0, Some(budget)) => format!(
+            "no slot fits the {budget}: every slot the sources could give holds more, or is in \
+             its cool-down"
+        ),
+        (0, None) => format!("{algorithm} planned no move"),
     }
 }
 

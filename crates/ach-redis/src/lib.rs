@@ -35,6 +35,7 @@ pub mod cli;
 pub mod cluster;
 pub mod control;
 mod error;
+pub mod explain;
 mod live;
 pub mod local;
 pub mod local_prometheus;

@@ -223,10 +223,10 @@ pub fn run_with_metrics(
             plan.skipped_moves,
             outcome.keys_moved,
             started.elapsed().as_secs_f64() * 1000.0,
-            if outcome.errors.is_empty() {
-                String::new()
-            } else {
-                format!("; errors: {}", outcome.errors.join("; "))
+            match (&plan.nothing_moves_because, outcome.errors.is_empty()) {
+                (_, false) => format!("; errors: {}", outcome.errors.join("; ")),
+                (Some(reason), true) => format!("; nothing moves: {reason}"),
+                (None, true) => String::new(),
             }
         );
         if let Some(m) = metrics {

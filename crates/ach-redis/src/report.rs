@@ -155,6 +155,16 @@ pub fn plan_text(plan: &StepPlan) -> String {
         plan.imbalance_predicted,
         loads.join(", ")
     );
+    if let Some(reason) = &plan.nothing_moves_because {
+        let _ = writeln!(out, "nothing moves: {reason}");
+    }
+    for group in &plan.summary {
+        let _ = writeln!(
+            out,
+            "  {} -> {}: {} slots in {} ranges, {} keys: {}",
+            group.from, group.to, group.slots, group.range_count, group.keys, group.ranges
+        );
+    }
     for mv in &plan.moves {
         let _ = writeln!(
             out,

@@ -1,0 +1,209 @@
+//! `ach-redis` as an operator uses it (issue 23), on real local clusters under clients: `plan`
+//! is the first step of `rebalance` with the same options, and a step that moves nothing says
+//! which rule stopped it. Every test runs once per backend.
+
+#[macro_use]
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ach_redis::local::{LocalCluster, ServerKind};
+use common::{
+    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_log, serial,
+    start_cluster_of, used_memory_mb,
+};
+
+on_every_backend!(
+    plan_is_the_first_step_of_rebalance_with_the_same_options,
+    a_step_that_moves_nothing_says_which_rule_stopped_it,
+);
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).to_string()
+}
+
+/// A 2-master cluster whose first master holds `hot_slots` slots of 200 keys besides 4000 keys
+/// over all slots, and the `--memory-capacity-mb` that puts its memory reading at about 0.95.
+fn two_masters(kind: ServerKind, hot_slots: usize) -> (LocalCluster, Arc<DataSet>, String) {
+    let cluster = start_cluster_of(kind, 2);
+    let data = Arc::new(DataSet::new(4000, hot_slots, 200, (0, 8191)));
+    data.load(&cluster, 2);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    (cluster, data, capacity)
+}
+
+/// `(slot, from, to)` of every move of a plan's JSON.
+fn moves_of(plan: &serde_json::Value) -> Vec<(u64, String, String)> {
+    plan["moves"]
+        .as_array()
+        .expect("a plan has moves")
+        .iter()
+        .map(|mv| {
+            (
+                mv["slot"].as_u64().unwrap(),
+                mv["from"].as_str().unwrap().to_string(),
+                mv["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The step options both commands get. The window budget `M_H` (0.03) is below `M_max * C`,
+/// so the step budget is `M_H` itself: what moves is then a function of the slots' keys, which
+/// the clients (overwriting their keys) do not change, and not of the noise of a cpu reading.
+const STEP_OPTIONS: [&str; 10] = [
+    "--m-max",
+    "0.3",
+    "--m-horizon",
+    "0.03",
+    "--horizon",
+    "10",
+    "--beta",
+    "0.3",
+    "--min-slot-keys",
+    "2",
+];
+
+fn plan_is_the_first_step_of_rebalance_with_the_same_options(kind: ServerKind) {
+    let _serial = serial();
+    let (cluster, data, capacity) = two_masters(kind, 20);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
+    let seed = cluster.seed();
+    let common = ["--cluster", &seed, "--memory-capacity-mb", &capacity];
+
+    let mut plan_args = vec!["plan", "--json", "--sample-ms", "500"];
+    plan_args.extend(common);
+    plan_args.extend(STEP_OPTIONS);
+    let plan = ach_redis(&plan_args);
+    assert!(plan.status.success(), "plan failed: {}", text(&plan.stderr));
+    let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let planned_moves = moves_of(&planned["plan"]);
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut rebalance_args = vec![
+        "rebalance",
+        "--steps",
+        "1",
+        "--interval-ms",
+        "500",
+        "--log",
+        &log_path,
+    ];
+    rebalance_args.extend(common);
+    rebalance_args.extend(STEP_OPTIONS);
+    let rebalance = ach_redis(&rebalance_args);
+    let progress = text(&rebalance.stderr);
+    assert!(rebalance.status.success(), "rebalance failed:\n{progress}");
+    let report = workload.finish();
+    let steps = read_log(log.path());
+    let first = &steps[0];
+    let executed = moves_of(&first["plan"]);
+    eprintln!(
+        "plan: {} moves, D {} -> {}; rebalance step 0: {} moves, D {} -> {}\n{progress}",
+        planned_moves.len(),
+        planned["plan"]["imbalance_now"],
+        planned["plan"]["imbalance_predicted"],
+        executed.len(),
+        first["plan"]["imbalance_now"],
+        first["plan"]["imbalance_predicted"],
+    );
+
+    assert!(!planned_moves.is_empty(), "the plan moves something");
+    assert_eq!(
+        planned_moves, executed,
+        "plan's moves are rebalance's first step"
+    );
+    assert_eq!(
+        planned["plan"]["keys_to_copy"], first["plan"]["keys_to_copy"],
+        "the same keys to copy"
+    );
+    // The budget the two steps planned under is the window budget, in both.
+    for step_plan in [&planned["plan"], &first["plan"]] {
+        let budget = step_plan["diagnosis"]["budget"].as_f64().unwrap();
+        assert!(
+            (budget - 0.03).abs() < 1e-12,
+            "budget {budget}: {step_plan}"
+        );
+    }
+    // What was planned was migrated.
+    let migrated: u64 = first["outcome"]["keys_moved"].as_u64().unwrap();
+    assert_eq!(
+        migrated,
+        first["plan"]["keys_to_copy"].as_u64().unwrap(),
+        "every planned slot migrated:\n{progress}"
+    );
+    // The summary groups the moves per source and target.
+    let summary = planned["plan"]["summary"].as_array().unwrap();
+    assert_eq!(summary.len(), 1, "one source, one target: {summary:?}");
+    assert_eq!(
+        summary[0]["slots"].as_u64().unwrap() as usize,
+        planned_moves.len()
+    );
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+}
+
+fn a_step_that_moves_nothing_says_which_rule_stopped_it(kind: ServerKind) {
+    let _serial = serial();
+    // A balanced cluster: three masters with the same keys and the same clients.
+    let cluster = start_cluster_of(kind, 3);
+    let data = Arc::new(DataSet::new(6000, 0, 0, (0, 16383)));
+    data.load(&cluster, 2);
+    let seed = cluster.seed();
+    let plan = ach_redis(&["plan", "--cluster", &seed, "--sample-ms", "300"]);
+    let plan_text = text(&plan.stdout);
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    eprintln!("{plan_text}");
+    assert!(
+        plan_text.contains("nothing moves: no source: no node is overloaded"),
+        "{plan_text}"
+    );
+    drop(cluster);
+
+    // A hot master whose window budget the first step spends: the second step says so.
+    let (cluster, data, capacity) = two_masters(kind, 20);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
+    let seed = cluster.seed();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut args = vec![
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--memory-capacity-mb",
+        &capacity,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "300",
+        "--log",
+        &log_path,
+    ];
+    // Every slot with keys moves when planned (the default --min-slot-keys 1), so step 0
+    // charges the window with all it planned.
+    args.extend(&STEP_OPTIONS[..8]);
+    let rebalance = ach_redis(&args);
+    let progress = text(&rebalance.stderr);
+    assert!(rebalance.status.success(), "{progress}");
+    let report = workload.finish();
+    eprintln!("{progress}");
+    let steps = read_log(log.path());
+    assert!(
+        !moves_of(&steps[0]["plan"]).is_empty(),
+        "step 0 moves:\n{progress}"
+    );
+    let reason = steps[1]["plan"]["nothing_moves_because"]
+        .as_str()
+        .unwrap_or_else(|| panic!("step 1 moves nothing and says why:\n{progress}"));
+    assert!(
+        reason.contains("budget") && reason.contains("0.0300"),
+        "the window budget stopped step 1: {reason}"
+    );
+    assert!(
+        progress.contains(&format!("nothing moves: {reason}")),
+        "{progress}"
+    );
+    assert_nothing_lost(&cluster, &report);
+}
