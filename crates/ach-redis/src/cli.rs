@@ -29,6 +29,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::Error;
 use crate::backend::BackendChoice;
 use crate::cluster::{Cluster, ConnectOptions};
+use crate::compact::SlotChoice;
 use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
@@ -125,6 +126,10 @@ struct StepArgs {
     /// carry no load and still cost a protocol round and an epoch bump each).
     #[arg(long, default_value_t = 1)]
     min_slot_keys: u64,
+    /// How each (source, target)'s slots are chosen: compact (contiguous ranges among slots of
+    /// similar value, at most the planned keys) or planned (exactly the algorithm's slots).
+    #[arg(long, value_enum, default_value = "compact")]
+    slot_choice: SlotChoice,
 }
 
 #[derive(Args)]
@@ -422,8 +427,9 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
         }
         Command::Plan { common, step, json } => {
             let options = step_options(&common, &step, catalogue)?;
-            let controller =
-                Controller::new(options)?.with_node_telemetry(common.telemetry.source()?);
+            let controller = Controller::new(options)?
+                .with_node_telemetry(common.telemetry.source()?)
+                .with_slot_choice(step.slot_choice);
             let mut cluster = connect(&common)?;
             let (mut controller, observed) = observe_once(
                 controller,
@@ -467,8 +473,9 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             };
             let migration = options.migration;
             let (horizon, m_horizon) = (options.ach.horizon, options.ach.m_horizon);
-            let mut controller =
-                Controller::new(options)?.with_node_telemetry(common.telemetry.source()?);
+            let mut controller = Controller::new(options)?
+                .with_node_telemetry(common.telemetry.source()?)
+                .with_slot_choice(step.slot_choice);
             let mut cluster = connect(&common)?;
             let snapshot = cluster.snapshot()?;
             if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {

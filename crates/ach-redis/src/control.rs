@@ -6,11 +6,12 @@ use std::time::Instant;
 
 use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
-use ach_ring::{NodeId, TokenRing};
+use ach_ring::{NodeId, TokenMove, TokenRing};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
 use crate::backend::{BackendKind, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
+use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
 use crate::error::Error;
 use crate::explain::{Diagnosis, Explainer};
 use crate::live;
@@ -253,6 +254,12 @@ pub struct StepPlan {
     /// The ring it was made on (not serialised).
     #[serde(skip)]
     pub ring: Option<TokenRing>,
+    /// How the slots were chosen among those of similar value.
+    pub slot_choice: SlotChoice,
+    /// The slots to migrate per (source, target), with the algorithm's moves each stands for
+    /// (not serialised: `moves` and `summary` say the same).
+    #[serde(skip)]
+    pub groups: Vec<GroupPlan>,
 }
 
 /// The planned moves from one source to one target.
@@ -336,6 +343,10 @@ pub struct Controller {
     step: u64,
     /// ACH's state beside it, to say why a step moves nothing (`--algorithm ach` only).
     explainer: Option<Explainer>,
+    slot_choice: SlotChoice,
+    /// The step at which each slot was last switched by this controller, for the cool-down of
+    /// the slots compaction chooses.
+    switched_at: Vec<Option<u64>>,
 }
 
 impl Controller {
@@ -369,6 +380,8 @@ impl Controller {
             slot_rates: vec![f64::NAN; SLOT_COUNT],
             step: 0,
             explainer: None,
+            slot_choice: SlotChoice::default(),
+            switched_at: vec![None; SLOT_COUNT],
         })
     }
 
@@ -407,6 +420,12 @@ impl Controller {
         }
         let mean = weights.iter().sum::<f64>() / weights.len().max(1) as f64;
         Ok(weights.iter().map(|w| w / mean).collect())
+    }
+
+    /// Chooses the slots of each step as `choice` says (default: [`SlotChoice::Compact`]).
+    pub fn with_slot_choice(mut self, choice: SlotChoice) -> Controller {
+        self.slot_choice = choice;
+        self
     }
 
     /// Reads the per-node telemetry from `source` instead of INFO (the default).
@@ -562,8 +581,19 @@ impl Controller {
         })
     }
 
+    /// The algorithm's balancer. Under [`SlotChoice::Compact`] the controller keeps the
+    /// cool-down itself, on the slots that really moved: the algorithm's own would hold the
+    /// slots it planned and that compaction left at their source, and in a few steps hold them
+    /// all.
     fn make_balancer(&self, weights: &[f64]) -> Result<Box<dyn Balancer>, Error> {
-        Ok(self.options.build(weights)?)
+        match self.slot_choice {
+            SlotChoice::Planned => Ok(self.options.build(weights)?),
+            SlotChoice::Compact => {
+                let mut options = self.options.clone();
+                options.ach.cooldown = 0;
+                Ok(options.build(weights)?)
+            }
+        }
     }
 
     /// Plans one step on an observation (nothing moves).
@@ -597,22 +627,42 @@ impl Controller {
         self.step += 1;
         let total_keys: u64 = observed.slot_keys.iter().sum();
         let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
+        let min_slot_keys = self.options.min_slot_keys;
+        let (executable, skipped): (Vec<TokenMove>, Vec<TokenMove>) = plan
+            .moves
+            .iter()
+            .filter(|mv| mv.from != mv.to)
+            .partition(|mv| observed.slot_keys[mv.token] >= min_slot_keys);
+        let skipped_moves = skipped.len();
+        let (step, cooldown, switched_at) =
+            (self.step - 1, self.options.ach.cooldown, &self.switched_at);
+        let blocked = |slot: u16| {
+            switched_at[usize::from(slot)].is_some_and(|at| step.saturating_sub(at) < cooldown)
+        };
+        let groups = group_moves(
+            &executable,
+            self.slot_choice,
+            &CompactInputs {
+                slot_keys: &observed.slot_keys,
+                owners: &snapshot.owners,
+                token_loads: observed.token_loads.as_deref(),
+                blocked: &blocked,
+                min_slot_keys,
+            },
+        );
         let mut moves = Vec::new();
-        let mut skipped_moves = 0;
-        for mv in plan.moves.iter().filter(|mv| mv.from != mv.to) {
-            let keys = observed.slot_keys[mv.token];
-            if keys < self.options.min_slot_keys {
-                skipped_moves += 1;
-                continue;
+        for group in &groups {
+            for &slot in &group.slots {
+                let keys = observed.slot_keys[usize::from(slot)];
+                keys_after[group.from] -= keys as f64;
+                keys_after[group.to] += keys as f64;
+                moves.push(PlannedMove {
+                    slot,
+                    from: snapshot.masters[group.from].address.clone(),
+                    to: snapshot.masters[group.to].address.clone(),
+                    keys,
+                });
             }
-            keys_after[mv.from.index()] -= keys as f64;
-            keys_after[mv.to.index()] += keys as f64;
-            moves.push(PlannedMove {
-                slot: mv.token as u16,
-                from: snapshot.masters[mv.from.index()].address.clone(),
-                to: snapshot.masters[mv.to.index()].address.clone(),
-                keys,
-            });
         }
         let predicted_loads: Vec<f64> = observed
             .nodes
@@ -656,6 +706,8 @@ impl Controller {
             budget_bound: plan.budget_bound,
             plan,
             ring: Some(ring),
+            slot_choice: self.slot_choice,
+            groups,
         })
     }
 
@@ -672,36 +724,22 @@ impl Controller {
     ) -> StepOutcome {
         let mut outcome = StepOutcome::default();
         let mut done = Vec::new();
-        let executable: Vec<_> = step_plan
-            .plan
-            .moves
-            .iter()
-            .filter(|mv| {
-                mv.from != mv.to && observed.slot_keys[mv.token] >= self.options.min_slot_keys
-            })
-            .collect();
-        let mut groups: Vec<MoveGroup> = Vec::new();
-        for mv in &executable {
-            let (from, to) = (mv.from.index(), mv.to.index());
-            match groups.iter_mut().find(|g| g.from == from && g.to == to) {
-                Some(group) => group.slots.push(mv.token as u16),
-                None => groups.push(MoveGroup {
-                    from,
-                    to,
-                    slots: vec![mv.token as u16],
-                }),
-            }
-        }
+        let plan_step = self.step.saturating_sub(1);
         let backend = cluster.backend();
-        for group in &groups {
+        for planned in &step_plan.groups {
             if stop.load(Ordering::SeqCst) {
                 outcome.interrupted = true;
                 break;
             }
+            let group = MoveGroup {
+                from: planned.from,
+                to: planned.to,
+                slots: planned.slots.clone(),
+            };
             let result = backend.migrate(
                 cluster,
                 &observed.snapshot,
-                group,
+                &group,
                 &self.options.migration,
                 stop,
                 progress,
@@ -713,12 +751,14 @@ impl Controller {
                 .map(|m| m.keys)
                 .sum::<u64>();
             outcome.migrations.extend(result.migrations);
-            done.extend(
-                executable
-                    .iter()
-                    .filter(|mv| result.switched.contains(&(mv.token as u16)))
-                    .map(|mv| **mv),
-            );
+            for &slot in &result.switched {
+                self.switched_at[usize::from(slot)] = Some(plan_step);
+            }
+            done.extend(confirmed_moves(
+                planned,
+                &result.switched,
+                &observed.slot_keys,
+            ));
             outcome.errors.extend(result.errors);
             if result.interrupted {
                 outcome.interrupted = true;
@@ -739,6 +779,29 @@ impl Controller {
         }
         outcome
     }
+}
+
+/// The algorithm's moves a group carried out when `switched` of its slots were switched: all
+/// of them when every slot was, otherwise the planned moves in order until their keys cover
+/// the keys switched (so the budget is charged at least what moved).
+fn confirmed_moves(group: &GroupPlan, switched: &[u16], slot_keys: &[u64]) -> Vec<TokenMove> {
+    if group.slots.iter().all(|s| switched.contains(s)) {
+        return group.planned.clone();
+    }
+    if switched.is_empty() {
+        return Vec::new();
+    }
+    let moved: u64 = switched.iter().map(|&s| slot_keys[usize::from(s)]).sum();
+    let mut covered = 0u64;
+    let mut confirmed = Vec::new();
+    for mv in &group.planned {
+        if covered >= moved {
+            break;
+        }
+        covered += slot_keys[mv.token];
+        confirmed.push(*mv);
+    }
+    confirmed
 }
 
 /// Why a step moves nothing, in one line: the rule of ACH that stopped it, or that every

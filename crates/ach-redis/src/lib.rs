@@ -33,6 +33,7 @@
 pub mod backend;
 pub mod cli;
 pub mod cluster;
+pub mod compact;
 pub mod control;
 mod error;
 pub mod explain;

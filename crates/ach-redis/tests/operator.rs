@@ -19,6 +19,132 @@ on_every_backend!(
     a_step_that_moves_nothing_says_which_rule_stopped_it,
 );
 
+/// Compaction is planning, the same on both backends; the figures are taken on Redis, whose
+/// key-by-key migration switches slot by slot (Valkey's atomic jobs move whole ranges anyway).
+#[test]
+fn a_rebalance_of_2000_slots_leaves_at_most_64_ranges() {
+    let _serial = serial();
+    let compact = ranges_after_a_big_rebalance("compact");
+    let planned = ranges_after_a_big_rebalance("planned");
+    eprintln!(
+        "--slot-choice compact: {} slots moved, {} ranges, epoch {}; \
+         --slot-choice planned: {} slots moved, {} ranges, epoch {}",
+        compact.moved, compact.ranges, compact.epoch, planned.moved, planned.ranges, planned.epoch
+    );
+    assert!(
+        compact.moved >= 2000,
+        "2,000+ slots moved: {}",
+        compact.moved
+    );
+    assert!(
+        compact.ranges <= 64,
+        "{} ranges in CLUSTER SLOTS",
+        compact.ranges
+    );
+    // The measure can fail: the slots exactly as ACH planned them shred the map.
+    assert!(planned.moved >= 2000, "{}", planned.moved);
+    assert!(planned.ranges > 64, "{}", planned.ranges);
+}
+
+/// What a rebalance left in `CLUSTER SLOTS`.
+struct SlotMap {
+    moved: usize,
+    ranges: usize,
+    epoch: u64,
+}
+
+/// Every slot's owner (`host:port`) and the number of ranges, from `CLUSTER SLOTS`.
+fn slot_map(cluster: &LocalCluster) -> (Vec<String>, usize) {
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let entries: Vec<redis::Value> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut connection)
+        .unwrap();
+    let mut owners = vec![String::new(); 16384];
+    for entry in &entries {
+        let redis::Value::Array(fields) = entry else {
+            panic!("a CLUSTER SLOTS entry: {entry:?}")
+        };
+        let number = |v: &redis::Value| match v {
+            redis::Value::Int(n) => *n as usize,
+            other => panic!("a slot number: {other:?}"),
+        };
+        let redis::Value::Array(master) = &fields[2] else {
+            panic!("a master: {:?}", fields[2])
+        };
+        let port = number(&master[1]);
+        for owner in &mut owners[number(&fields[0])..=number(&fields[1])] {
+            *owner = format!("127.0.0.1:{port}");
+        }
+    }
+    (owners, entries.len())
+}
+
+/// Six masters, the first owning 6001 slots and the others about 2077 each, 30,000 keys over
+/// all slots and clients: ACH moves slots off the first until it is within eps_off.
+fn ranges_after_a_big_rebalance(slot_choice: &str) -> SlotMap {
+    let mut slots = vec![vec![(0u16, 6000u16)]];
+    let rest: Vec<u16> = (6001..16384).collect();
+    for chunk in rest.chunks(rest.len().div_ceil(5)) {
+        slots.push(vec![(chunk[0], *chunk.last().unwrap())]);
+    }
+    let cluster = LocalCluster::start_with_slots(&slots).unwrap_or_else(|e| panic!("{e}"));
+    let data = Arc::new(DataSet::new(30_000, 0, 0, (0, 16383)));
+    data.load(&cluster, 2);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let (owners_before, ranges_before) = slot_map(&cluster);
+    assert_eq!(ranges_before, 6);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let seed = cluster.seed();
+    let rebalance = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--memory-capacity-mb",
+        &capacity,
+        "--steps",
+        "8",
+        "--interval-ms",
+        "300",
+        "--m-max",
+        "0.1",
+        "--m-horizon",
+        "1",
+        "--horizon",
+        "10",
+        "--slot-choice",
+        slot_choice,
+    ]);
+    let progress = text(&rebalance.stderr);
+    assert!(rebalance.status.success(), "{progress}");
+    let report = workload.finish();
+    let (owners_after, ranges) = slot_map(&cluster);
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let info: String = redis::cmd("CLUSTER")
+        .arg("INFO")
+        .query(&mut connection)
+        .unwrap();
+    let epoch = info
+        .lines()
+        .find_map(|l| l.strip_prefix("cluster_current_epoch:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("CLUSTER INFO has the current epoch");
+    let moved = owners_before
+        .iter()
+        .zip(&owners_after)
+        .filter(|(a, b)| a != b)
+        .count();
+    let steps: Vec<&str> = progress.lines().filter(|l| l.starts_with("step")).collect();
+    eprintln!("--slot-choice {slot_choice}:\n{}", steps.join("\n"));
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    SlotMap {
+        moved,
+        ranges,
+        epoch,
+    }
+}
+
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).to_string()
 }
