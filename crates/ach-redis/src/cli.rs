@@ -35,7 +35,7 @@ use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::node_telemetry::NodeTelemetry;
 use crate::prometheus_telemetry::PrometheusTelemetry;
-use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_metrics};
+use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_summary};
 use crate::report::{plan_text, status_text};
 use crate::security::SecurityArgs;
 use crate::telemetry::ReadingRules;
@@ -290,11 +290,13 @@ fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
 }
 
 /// Parses the process's arguments and runs the command with `catalogue`'s algorithms; errors
-/// are printed, and the exit code is 2 for bad input, 1 for a failure.
+/// are printed, and the exit code is 2 for bad input, 1 for a failure; a `rebalance` that
+/// ran exits with its summary's code (3: a migration failed, 4: planned moves dropped, 5: the
+/// cluster degraded at exit; docs/redis.md).
 pub fn run(catalogue: Catalogue) -> ExitCode {
     let cli = Cli::parse();
     match execute(cli, &catalogue) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("ach-redis: error: {error}");
             ExitCode::from(error.exit_code() as u8)
@@ -393,7 +395,7 @@ fn observe_once_with(
     observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
 }
 
-fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
+fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
     match cli.command {
         Command::Status { common, json } => {
             let mut cluster = connect(&common)?;
@@ -423,7 +425,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             } else {
                 print!("{}", status_text(&snapshot, observed.as_ref()));
             }
-            Ok(())
+            Ok(0)
         }
         Command::Plan { common, step, json } => {
             let options = step_options(&common, &step, catalogue)?;
@@ -444,7 +446,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 print!("{}", status_text(&observed.snapshot, Some(&observed)));
                 print!("{}", plan_text(&plan));
             }
-            Ok(())
+            Ok(0)
         }
         Command::Rebalance {
             common,
@@ -501,7 +503,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 );
                 handler_stop.store(true, Ordering::SeqCst);
             });
-            let moved = run_with_metrics(
+            let summary = run_with_summary(
                 &mut cluster,
                 &mut controller,
                 LoopOptions {
@@ -518,8 +520,9 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                     m_horizon,
                 }),
             )?;
-            println!("rebalance done: {moved} keys moved");
-            Ok(())
+            println!("rebalance done: {} keys moved", summary.keys_moved);
+            print!("{}", summary.text());
+            Ok(summary.exit_code())
         }
         Command::Fix { common } => {
             let mut cluster = connect(&common)?;
@@ -530,7 +533,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 println!("fix: no open slot");
             }
             report_fix(&actions, &mut std::io::stdout());
-            Ok(())
+            Ok(0)
         }
     }
 }

@@ -50,6 +50,7 @@ pub mod report;
 pub mod resp;
 pub mod security;
 pub mod slot;
+pub mod summary;
 pub mod telemetry;
 pub mod topology;
 

@@ -11,6 +11,7 @@ use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
 use crate::metrics::{Metrics, NodeMetrics};
 use crate::migrate::{FixAction, MigrationMethod, MigrationOptions};
+use crate::summary::RunSummary;
 use crate::topology::format_slot_ranges;
 
 /// How long and how often the loop runs.
@@ -25,6 +26,8 @@ pub struct LoopOptions {
 /// One line of the step log.
 #[derive(Debug, serde::Serialize)]
 pub struct StepRecord<'a> {
+    /// `step` (the other lines of the log are `fix` and `summary`).
+    pub event: &'static str,
     /// Step index from 0.
     pub step: u64,
     /// The backend (`redis` or `valkey`).
@@ -91,11 +94,35 @@ pub fn run_with_metrics(
     progress: &mut dyn Write,
     metrics: Option<LoopMetrics<'_>>,
 ) -> Result<u64, Error> {
+    run_with_summary(
+        cluster, controller, options, migration, stop, log, progress, metrics,
+    )
+    .map(|summary| summary.keys_moved)
+}
+
+/// [`run_with_metrics`], returning the run's summary (also the log's last line): keys and
+/// slots moved, failed migrations, dropped moves, D at the first and last steps, and the
+/// cluster's health and slot map at exit; [`RunSummary::exit_code`] says whether the run did
+/// what it planned.
+#[allow(clippy::too_many_arguments)]
+pub fn run_with_summary(
+    cluster: &mut Cluster,
+    controller: &mut Controller,
+    options: LoopOptions,
+    migration: &MigrationOptions,
+    stop: &AtomicBool,
+    log: &mut dyn Write,
+    progress: &mut dyn Write,
+    metrics: Option<LoopMetrics<'_>>,
+) -> Result<RunSummary, Error> {
+    let started_run = Instant::now();
+    let mut summary = RunSummary::default();
     let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
-    report_fix(&cluster.backend().fix(cluster, migration)?, progress);
+    let actions = cluster.backend().fix(cluster, migration)?;
+    report_fix(&actions, progress);
+    write_fix(log, "start", None, &actions)?;
     let snapshot = cluster.snapshot()?;
     controller.prime(cluster, &snapshot)?;
-    let mut moved = 0u64;
     let mut pending_fix = Vec::new();
     for step in 0..options.steps {
         if !sleep_unless_stopped(options.interval, stop) {
@@ -103,6 +130,7 @@ pub fn run_with_metrics(
             break;
         }
         let mut record = StepRecord {
+            event: "step",
             step,
             backend: cluster.backend().kind(),
             slot_stats: false,
@@ -123,6 +151,7 @@ pub fn run_with_metrics(
             Ok(observed) => observed,
             Err(Error::Degraded(problems)) => {
                 mark_unhealthy(metrics);
+                summary.add_degraded_step();
                 degraded(&mut record, problems, log, progress)?;
                 continue;
             }
@@ -134,6 +163,7 @@ pub fn run_with_metrics(
             ) => return Err(error),
             Err(error) => {
                 mark_unhealthy(metrics);
+                summary.add_degraded_step();
                 degraded(&mut record, vec![error.to_string()], log, progress)?;
                 continue;
             }
@@ -141,14 +171,20 @@ pub fn run_with_metrics(
         if !observed.snapshot.open.is_empty() {
             // A migration of an earlier step failed half-way: close it before planning.
             match cluster.backend().fix(cluster, migration) {
-                Ok(actions) => record.fixed.extend(actions),
+                Ok(actions) => {
+                    report_fix(&actions, progress);
+                    write_fix(log, "step", Some(step), &actions)?;
+                    record.fixed.extend(actions);
+                }
                 Err(error) => {
                     mark_unhealthy(metrics);
+                    summary.add_degraded_step();
                     degraded(&mut record, vec![error.to_string()], log, progress)?;
                     continue;
                 }
             }
             pending_fix = std::mem::take(&mut record.fixed);
+            summary.add_degraded_step();
             let _ = writeln!(
                 progress,
                 "step {step}: open slots closed, planning next step"
@@ -201,7 +237,7 @@ pub fn run_with_metrics(
                 }
             );
         });
-        moved += outcome.keys_moved;
+        summary.add_step(step, &plan, &outcome);
         let total_keys: u64 = observed.slot_keys.iter().sum();
         record.moved_fraction = if total_keys == 0 {
             0.0
@@ -252,12 +288,47 @@ pub fn run_with_metrics(
             break;
         }
     }
+    summary.stopped_by_request = stop.load(Ordering::SeqCst);
     // A migration that failed (a node slow to answer, a signal interrupting a reply) may have
     // left its slot open: close it before leaving.
-    if let Ok(actions) = cluster.backend().fix(cluster, migration) {
-        report_fix(&actions, progress);
+    match cluster.backend().fix(cluster, migration) {
+        Ok(actions) => {
+            report_fix(&actions, progress);
+            write_fix(log, "end", None, &actions)?;
+        }
+        Err(error) => summary
+            .problems_at_exit
+            .push(format!("fix at exit: {error}")),
     }
-    Ok(moved)
+    finish_summary(cluster, &mut summary, started_run);
+    write_line(
+        log,
+        &serde_json::json!({ "event": "summary", "summary": &summary }),
+    )?;
+    Ok(summary)
+}
+
+/// The cluster's state at exit into `summary`: its health, slot map and epoch.
+fn finish_summary(cluster: &mut Cluster, summary: &mut RunSummary, started: Instant) {
+    match cluster.snapshot() {
+        Ok(snapshot) => {
+            summary
+                .problems_at_exit
+                .extend(snapshot.problems.iter().cloned());
+            summary.set_slot_map(&snapshot.owners);
+            let seed = cluster.seed().to_string();
+            summary.epoch_at_exit = cluster
+                .query::<String>(&seed, redis::cmd("CLUSTER").arg("INFO"))
+                .ok()
+                .and_then(|info| {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix("cluster_current_epoch:"))
+                        .and_then(|v| v.trim().parse().ok())
+                });
+        }
+        Err(error) => summary.problems_at_exit.push(error.to_string()),
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
 }
 
 /// A degraded cluster, into `metrics`.
@@ -318,7 +389,24 @@ fn degraded(
     write_record(log, record)
 }
 
+/// One `fix` line of the log: when (`start`, `step` or `end`), the step, what was closed.
+fn write_fix(
+    log: &mut dyn Write,
+    when: &str,
+    step: Option<u64>,
+    actions: &[FixAction],
+) -> Result<(), Error> {
+    write_line(
+        log,
+        &serde_json::json!({ "event": "fix", "when": when, "step": step, "actions": actions }),
+    )
+}
+
 fn write_record(log: &mut dyn Write, record: &StepRecord<'_>) -> Result<(), Error> {
+    write_line(log, record)
+}
+
+fn write_line(log: &mut dyn Write, record: &impl serde::Serialize) -> Result<(), Error> {
     let line = serde_json::to_string(record).expect("records serialise");
     writeln!(log, "{line}")
         .and_then(|()| log.flush())

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
-    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_log, serial,
-    start_cluster_of, used_memory_mb,
+    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_events, read_log,
+    serial, start_cluster_of, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -332,4 +332,110 @@ fn a_step_that_moves_nothing_says_which_rule_stopped_it(kind: ServerKind) {
         "{progress}"
     );
     assert_nothing_lost(&cluster, &report);
+}
+
+/// A migration that fails (the target pauses its clients' writes for 7 s, `CLIENT PAUSE
+/// 7000 WRITE`, so `MIGRATE`'s `RESTORE-ASKING` there outlasts the 5 s timeout) makes the run
+/// exit non-zero, and its summary, on stdout and as the log's last line, says which migration
+/// failed; the slot it left open is closed (by the run's last `fix` or by `fix` after) and no
+/// key is lost. Key-by-key migration only (the redis backend); the Valkey failover test in
+/// valkey.rs checks the same exit code for a failed atomic job.
+#[test]
+fn a_failed_migration_exits_non_zero_and_the_summary_says_so() {
+    let _serial = serial();
+    let (cluster, data, capacity) = two_masters(ServerKind::Redis, 20);
+    let mut connection = cluster.servers()[1].connection().unwrap();
+    let _: () = redis::cmd("CLIENT")
+        .arg("PAUSE")
+        .arg(7000)
+        .arg("WRITE")
+        .query(&mut connection)
+        .unwrap();
+    let seed = cluster.seed();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut args = vec![
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--memory-capacity-mb",
+        &capacity,
+        "--steps",
+        "2",
+        "--interval-ms",
+        "300",
+        "--log",
+        &log_path,
+    ];
+    args.extend(STEP_OPTIONS);
+    let rebalance = ach_redis(&args);
+    let summary_text = text(&rebalance.stdout);
+    let progress = text(&rebalance.stderr);
+    eprintln!("{progress}\n{summary_text}");
+    let code = rebalance.status.code();
+    assert!(
+        code == Some(3) || code == Some(5),
+        "a failed migration exits 3 (or 5 when the slot it left open cannot be closed): \
+         {code:?}\n{summary_text}"
+    );
+    assert!(
+        summary_text.contains("rebalance summary:"),
+        "{summary_text}"
+    );
+    let failed_line = summary_text
+        .lines()
+        .find(|l| l.contains("migrations failed"))
+        .unwrap();
+    assert!(
+        !failed_line.trim_start().starts_with("0 "),
+        "{summary_text}"
+    );
+    assert!(summary_text.contains("error: step 0:"), "{summary_text}");
+    let events = read_events(log.path());
+    let summary = &events.last().unwrap()["summary"];
+    assert!(
+        summary["migrations_failed"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    assert_eq!(
+        events.last().unwrap()["event"],
+        "summary",
+        "the log ends with the summary"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e["event"] == "fix" && e["when"] == "start"),
+        "every fix has a line, the one at the start too"
+    );
+
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut connection)
+        .unwrap();
+    // The pause made the cluster bus report the node failing: wait until every node says ok.
+    let started = std::time::Instant::now();
+    while !cluster.servers().iter().all(|server| {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut server.connection().unwrap())
+            .unwrap();
+        info.contains("cluster_state:ok")
+    }) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the cluster recovers"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let fix = ach_redis(&["fix", "--cluster", &seed]);
+    assert!(fix.status.success(), "{}", text(&fix.stderr));
+    let expected = data
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, key)| (key.clone(), data.value(i % 2, 0)))
+        .collect();
+    assert_eq!(wrong_values(&cluster, &expected), Vec::<String>::new());
+    assert_check_clean(&cluster);
 }

@@ -18,8 +18,8 @@ use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 use ach_redis::migrate::{MigrationMethod, MigrationOptions};
 use ach_redis::slot::key_slot;
 use common::{
-    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_log, serial,
-    start_cluster_of,
+    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_events, read_log,
+    serial, start_cluster_of,
 };
 
 fn text(output: &std::process::Output) -> (String, String) {
@@ -628,7 +628,16 @@ fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
         .map(|l| if l.len() > 300 { &l[..300] } else { l })
         .collect();
     println!("{}", lines.join("\n"));
-    assert!(status.success(), "{stderr}");
+    // The failed job is a failed migration: the run says so and exits 3.
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    let summary = read_events(log.path())
+        .into_iter()
+        .find(|line| line["event"] == "summary")
+        .expect("the log ends with the run's summary");
+    assert!(
+        summary["summary"]["migrations_failed"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
     config_set_everywhere(&cluster, "rdb-key-save-delay", "0");
     for replica in &replicas {
         let mut connection = replica.connection().unwrap();

@@ -394,8 +394,16 @@ pub fn used_memory_mb(server: &ach_redis::local::LocalServer) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
 
-/// The steps of a `--log` file, parsed.
+/// The steps of a `--log` file, parsed (its `fix` and `summary` lines left out).
 pub fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    read_events(path)
+        .into_iter()
+        .filter(|line| line["event"] == "step")
+        .collect()
+}
+
+/// Every line of a `--log` file, parsed: `step`, `fix` and `summary` events.
+pub fn read_events(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
