@@ -34,6 +34,7 @@ use crate::control::{ControlOptions, Controller, Observed, live_ach_config, obse
 use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::node_telemetry::NodeTelemetry;
+use crate::notable::name_hash_tags;
 use crate::prometheus_telemetry::PrometheusTelemetry;
 use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_summary};
 use crate::report::{plan_text, status_text};
@@ -438,7 +439,8 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
                 &mut cluster,
                 Duration::from_millis(common.sample_ms),
             )?;
-            let plan = controller.plan(&observed)?;
+            let mut plan = controller.plan(&observed)?;
+            name_hash_tags(&mut cluster, &observed.snapshot, &mut plan.notable_slots);
             if json {
                 let value = serde_json::json!({ "observed": observed, "plan": plan });
                 println!("{value:#}");

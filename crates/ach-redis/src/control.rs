@@ -17,6 +17,7 @@ use crate::explain::{Diagnosis, Explainer};
 use crate::live;
 use crate::migrate::{MigrationOptions, SlotMigration};
 use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
+use crate::notable::{NotableSlot, notable_slots};
 use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
@@ -248,6 +249,9 @@ pub struct StepPlan {
     pub nothing_moves_because: Option<String>,
     /// ACH's sources, receivers, intensity and budget at this step (`--algorithm ach` only).
     pub diagnosis: Option<Diagnosis>,
+    /// Slots larger than the step budget, or too hot to help by moving (hash tags named by
+    /// [`crate::notable::name_hash_tags`]).
+    pub notable_slots: Vec<NotableSlot>,
     /// The plan as the algorithm made it (not serialised).
     #[serde(skip)]
     pub plan: Plan,
@@ -687,7 +691,9 @@ impl Controller {
                 self.options.min_slot_keys,
             )
         });
+        let budget_keys = diagnosis.as_ref().map(|d| d.budget * total_keys as f64);
         Ok(StepPlan {
+            notable_slots: notable_slots(observed, budget_keys),
             summary: summarise_moves(&moves),
             nothing_moves_because,
             diagnosis,

@@ -43,6 +43,7 @@ pub mod local_prometheus;
 pub mod metrics;
 pub mod migrate;
 pub mod node_telemetry;
+pub mod notable;
 pub mod prometheus_api;
 pub mod prometheus_telemetry;
 pub mod rebalance;

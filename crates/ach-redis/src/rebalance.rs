@@ -11,6 +11,8 @@ use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
 use crate::metrics::{Metrics, NodeMetrics};
 use crate::migrate::{FixAction, MigrationMethod, MigrationOptions};
+use crate::notable::name_hash_tags;
+use crate::report::notable_lines;
 use crate::summary::RunSummary;
 use crate::topology::format_slot_ranges;
 
@@ -50,6 +52,9 @@ pub struct StepRecord<'a> {
     pub outcome: Option<&'a StepOutcome>,
     /// Keys copied over the number of keys at observation.
     pub moved_fraction: f64,
+    /// The imbalance `D` the previous step's plan predicted, to hold against this step's
+    /// measured `D` (`observed.imbalance`).
+    pub previous_predicted: Option<f64>,
 }
 
 /// Runs the loop. Returns the number of keys moved in all. Reports each step on `log` (one
@@ -123,6 +128,7 @@ pub fn run_with_summary(
     write_fix(log, "start", None, &actions)?;
     let snapshot = cluster.snapshot()?;
     controller.prime(cluster, &snapshot)?;
+    let mut previous_predicted: Option<f64> = None;
     let mut pending_fix = Vec::new();
     for step in 0..options.steps {
         if !sleep_unless_stopped(options.interval, stop) {
@@ -145,6 +151,8 @@ pub fn run_with_summary(
             plan: None,
             outcome: None,
             moved_fraction: 0.0,
+            // Only the step right after a planned one holds a prediction for its observation.
+            previous_predicted: previous_predicted.take(),
         };
         let step_started = Instant::now();
         let observed = match controller.observe(cluster) {
@@ -195,7 +203,11 @@ pub fn run_with_summary(
         if let Some(m) = metrics {
             observe_metrics(m.metrics, &observed);
         }
-        let plan = controller.plan(&observed)?;
+        let mut plan = controller.plan(&observed)?;
+        name_hash_tags(cluster, &observed.snapshot, &mut plan.notable_slots);
+        for line in notable_lines(&plan) {
+            let _ = writeln!(progress, "step {step}: {line}");
+        }
         let started = Instant::now();
         if let Some(m) = metrics
             && !plan.moves.is_empty()
@@ -251,9 +263,13 @@ pub fn run_with_summary(
             .collect();
         let _ = writeln!(
             progress,
-            "step {step}: loads [{}] D {:.3} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
+            "step {step}: loads [{}] D {:.3}{} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
             loads.join(", "),
             plan.imbalance_now,
+            record
+                .previous_predicted
+                .map(|d| format!(" (step {} predicted {d:.3})", step.saturating_sub(1)))
+                .unwrap_or_default(),
             plan.imbalance_predicted,
             outcome.migrations.len(),
             plan.skipped_moves,
@@ -279,6 +295,7 @@ pub fn run_with_summary(
             };
             m.metrics.step_finished(step_started.elapsed(), ratio);
         }
+        previous_predicted = Some(plan.imbalance_predicted);
         record.observed = Some(&observed);
         record.plan = Some(&plan);
         record.outcome = Some(&outcome);

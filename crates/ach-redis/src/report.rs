@@ -158,6 +158,9 @@ pub fn plan_text(plan: &StepPlan) -> String {
     if let Some(reason) = &plan.nothing_moves_because {
         let _ = writeln!(out, "nothing moves: {reason}");
     }
+    for line in notable_lines(plan) {
+        let _ = writeln!(out, "{line}");
+    }
     for group in &plan.summary {
         let _ = writeln!(
             out,
@@ -165,12 +168,28 @@ pub fn plan_text(plan: &StepPlan) -> String {
             group.from, group.to, group.slots, group.range_count, group.keys, group.ranges
         );
     }
-    for mv in &plan.moves {
-        let _ = writeln!(
-            out,
-            "  slot {:>5}: {} -> {} ({} keys)",
-            mv.slot, mv.from, mv.to, mv.keys
-        );
-    }
+    // Every move, slot by slot, is in the `--json` form; the text gives the ranges.
     out
+}
+
+/// One line per slot the plan names (larger than the step budget, or too hot to help by
+/// moving).
+pub fn notable_lines(plan: &StepPlan) -> Vec<String> {
+    plan.notable_slots
+        .iter()
+        .map(|n| {
+            format!(
+                "notable slot {}{} on {}: {} keys, load {:.3}: {}",
+                n.slot,
+                n.hash_tag
+                    .as_ref()
+                    .map(|t| format!(" (hash tag {t})"))
+                    .unwrap_or_default(),
+                n.owner,
+                n.keys,
+                n.load,
+                n.reason
+            )
+        })
+        .collect()
 }

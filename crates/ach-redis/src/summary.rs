@@ -59,12 +59,21 @@ impl RunSummary {
             .filter(|m| m.succeeded())
             .map(|m| m.slots.len() as u64)
             .sum();
+        let moved: std::collections::BTreeSet<u16> = outcome
+            .migrations
+            .iter()
+            .filter(|m| m.succeeded())
+            .flat_map(|m| m.slots.iter().copied())
+            .collect();
+        // A migration failed when its slots did not move in the end: an atomic job that failed
+        // and whose slots its key-by-key fallback then moved is not a failure of the run.
         let failed: Vec<_> = outcome
             .migrations
             .iter()
             .filter(|m| {
                 let stopped_by_request = outcome.interrupted && m.outcome == "cancelled";
-                !(m.succeeded() || stopped_by_request)
+                let moved_later = m.slots.iter().all(|s| moved.contains(s));
+                !(m.succeeded() || stopped_by_request || moved_later)
             })
             .collect();
         let failed_slots: u64 = failed.iter().map(|m| m.slots.len() as u64).sum();

@@ -17,6 +17,7 @@ use common::{
 on_every_backend!(
     plan_is_the_first_step_of_rebalance_with_the_same_options,
     a_step_that_moves_nothing_says_which_rule_stopped_it,
+    a_big_hash_tagged_slot_is_named_in_plan_and_log,
 );
 
 /// Compaction is planning, the same on both backends; the figures are taken on Redis, whose
@@ -438,4 +439,85 @@ fn a_failed_migration_exits_non_zero_and_the_summary_says_so() {
         .collect();
     assert_eq!(wrong_values(&cluster, &expected), Vec::<String>::new());
     assert_check_clean(&cluster);
+}
+
+/// One slot holding 3000 of 7000 keys under one hash tag, on the first of two masters, with
+/// 70 % of the clients' requests: larger than any step budget. `plan` names it with its tag,
+/// every step of the log carries it, and each step's log holds the previous step's predicted
+/// `D` beside its own measured one.
+fn a_big_hash_tagged_slot_is_named_in_plan_and_log(kind: ServerKind) {
+    let _serial = serial();
+    let cluster = start_cluster_of(kind, 2);
+    let data = Arc::new(DataSet::with_hot_slot(4000, 3000, (0, 8191)));
+    data.load(&cluster, 2);
+    let tag = format!(
+        "{{{}}}",
+        data.keys[4000]
+            .split('}')
+            .next()
+            .unwrap()
+            .trim_start_matches('{')
+    );
+    let slot = data.hot_slots[0];
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let workload = Workload::start_hot(&cluster, &data, 2, Duration::from_secs(60), 70);
+    let seed = cluster.seed();
+    let common = ["--cluster", &seed, "--memory-capacity-mb", &capacity];
+    let mut plan_args = vec!["plan", "--sample-ms", "500", "--m-max", "0.05"];
+    plan_args.extend(common);
+    let plan = ach_redis(&plan_args);
+    let plan_text = text(&plan.stdout);
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    eprintln!("{plan_text}");
+    let named = format!("notable slot {slot} (hash tag {tag}) on");
+    assert!(plan_text.contains(&named), "{named}:\n{plan_text}");
+    // Its keys: the 3000 of the tag, and any of the 4000 others hashed to the same slot.
+    let keys = 3000
+        + data.keys[..4000]
+            .iter()
+            .filter(|k| ach_redis::slot::key_slot(k.as_bytes()) == slot)
+            .count();
+    assert!(
+        plan_text.contains(&format!("{keys} keys, load")),
+        "{plan_text}"
+    );
+    assert!(
+        plan_text.contains(&format!("larger than the step budget ({keys} keys >")),
+        "{plan_text}"
+    );
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut args = vec![
+        "rebalance",
+        "--steps",
+        "3",
+        "--interval-ms",
+        "400",
+        "--m-max",
+        "0.05",
+        "--log",
+        &log_path,
+    ];
+    args.extend(common);
+    let rebalance = ach_redis(&args);
+    let progress = text(&rebalance.stderr);
+    eprintln!("{progress}");
+    let report = workload.finish();
+    let steps = read_log(log.path());
+    assert_eq!(steps.len(), 3, "{progress}");
+    for step in &steps {
+        let named = &step["plan"]["notable_slots"][0];
+        assert_eq!(named["slot"], slot, "{step}");
+        assert_eq!(named["hash_tag"], tag.as_str(), "{step}");
+    }
+    assert!(steps[0]["previous_predicted"].is_null());
+    for pair in steps.windows(2) {
+        assert_eq!(
+            pair[1]["previous_predicted"], pair[0]["plan"]["imbalance_predicted"],
+            "each step holds the previous step's prediction"
+        );
+    }
+    assert!(progress.contains(&format!("step 0: notable slot {slot} (hash tag {tag})")));
+    assert_nothing_lost(&cluster, &report);
 }
