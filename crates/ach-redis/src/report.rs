@@ -82,6 +82,9 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
                 node.ops_per_sec,
                 node.load
             );
+            if let Some(master) = snapshot.masters.iter().find(|m| m.id == node.id) {
+                replica_lines(&mut out, master);
+            }
         }
         if !observed.hot_slots.is_empty() {
             let hot: Vec<String> = observed
@@ -109,6 +112,7 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
                 short(&master.id),
                 master.slots
             );
+            replica_lines(&mut out, master);
         }
     }
     if snapshot.open.is_empty() {
@@ -126,6 +130,31 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
         }
     }
     out
+}
+
+/// One line per replica of `master`, under its row: a replica is never a target.
+fn replica_lines(out: &mut String, master: &crate::cluster::Master) {
+    for replica in &master.replicas {
+        let state = if replica.flags.is_empty() && replica.link_connected {
+            String::new()
+        } else {
+            format!(
+                " ({}{})",
+                replica.flags.join(","),
+                if replica.link_connected {
+                    ""
+                } else {
+                    " link down"
+                }
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  replica {} {}{state}",
+            replica.address,
+            short(&replica.id)
+        );
+    }
 }
 
 /// The `plan` report: the score and the moves.

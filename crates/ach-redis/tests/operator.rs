@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
-    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_events, read_log,
-    serial, start_cluster_of, used_memory_mb, wrong_values,
+    DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost,
+    read_events, read_log, serial, start_cluster_of, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
     plan_is_the_first_step_of_rebalance_with_the_same_options,
     a_step_that_moves_nothing_says_which_rule_stopped_it,
     a_big_hash_tagged_slot_is_named_in_plan_and_log,
+    status_lists_each_replica_under_its_master_and_plan_never_targets_one,
 );
 
 /// Compaction is planning, the same on both backends; the figures are taken on Redis, whose
@@ -520,4 +521,64 @@ fn a_big_hash_tagged_slot_is_named_in_plan_and_log(kind: ServerKind) {
     }
     assert!(progress.contains(&format!("step 0: notable slot {slot} (hash tag {tag})")));
     assert_nothing_lost(&cluster, &report);
+}
+
+/// A replica per master: `status` lists each under its master (text and JSON), and a plan
+/// that moves slots sends none to a replica.
+fn status_lists_each_replica_under_its_master_and_plan_never_targets_one(kind: ServerKind) {
+    let _serial = serial();
+    // 40 hot slots: a replica's backlog adds to both masters' memory and narrows their gap.
+    let (cluster, data, _) = two_masters(kind, 40);
+    let replicas = add_replicas(&cluster, kind);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
+    let seed = cluster.seed();
+    let status = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "300"]);
+    let status_text = text(&status.stdout);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    eprintln!("{status_text}");
+    let lines: Vec<&str> = status_text.lines().collect();
+    for (master, replica) in cluster.servers().iter().zip(&replicas) {
+        let row = lines
+            .iter()
+            .position(|l| l.starts_with(&master.address()))
+            .unwrap_or_else(|| panic!("{status_text}"));
+        assert!(
+            lines[row + 1].starts_with(&format!("  replica {} ", replica.address())),
+            "the replica under its master:\n{status_text}"
+        );
+    }
+    let json = ach_redis(&["status", "--cluster", &seed, "--json", "--sample-ms", "100"]);
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    for master in value["snapshot"]["masters"].as_array().unwrap() {
+        assert_eq!(master["replicas"].as_array().unwrap().len(), 1, "{master}");
+    }
+    let mut plan_args = vec![
+        "plan",
+        "--json",
+        "--sample-ms",
+        "300",
+        "--memory-capacity-mb",
+        &capacity,
+        "--cluster",
+        &seed,
+    ];
+    plan_args.extend(STEP_OPTIONS);
+    let plan = ach_redis(&plan_args);
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let moves = moves_of(&planned["plan"]);
+    assert!(
+        !moves.is_empty(),
+        "the hot master sheds slots: {}",
+        planned["plan"]["nothing_moves_because"]
+    );
+    let masters: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
+    assert!(
+        moves.iter().all(|(_, _, to)| masters.contains(to)),
+        "every target is a master: {moves:?}"
+    );
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    drop(replicas);
 }
