@@ -75,9 +75,13 @@ enum Command {
     Rebalance {
         #[command(flatten)]
         common: Common,
-        /// Number of control steps.
+        /// Number of control steps (with --until-balanced: the most steps).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         steps: u64,
+        /// Stop at the first step whose measured imbalance D is at most this (before planning
+        /// it); --steps caps the run.
+        #[arg(long, value_name = "D")]
+        until_balanced: Option<f64>,
         /// Time between two steps, in milliseconds (1 to 86400000).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
         interval_ms: u64,
@@ -454,6 +458,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             common,
             steps,
             interval_ms,
+            until_balanced,
             step,
             log,
             batch,
@@ -469,6 +474,13 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
                 ),
                 None => None,
             };
+            if let Some(tolerance) = until_balanced
+                && !(tolerance.is_finite() && tolerance >= 0.0)
+            {
+                return Err(Error::Input(format!(
+                    "--until-balanced {tolerance}: must be a finite number >= 0"
+                )));
+            }
             let mut options = step_options(&common, &step, catalogue)?;
             options.migration = MigrationOptions {
                 batch: batch as usize,
@@ -521,6 +533,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
                     horizon,
                     m_horizon,
                 }),
+                until_balanced,
             )?;
             println!("rebalance done: {} keys moved", summary.keys_moved);
             print!("{}", summary.text());

@@ -100,7 +100,7 @@ pub fn run_with_metrics(
     metrics: Option<LoopMetrics<'_>>,
 ) -> Result<u64, Error> {
     run_with_summary(
-        cluster, controller, options, migration, stop, log, progress, metrics,
+        cluster, controller, options, migration, stop, log, progress, metrics, None,
     )
     .map(|summary| summary.keys_moved)
 }
@@ -108,7 +108,9 @@ pub fn run_with_metrics(
 /// [`run_with_metrics`], returning the run's summary (also the log's last line): keys and
 /// slots moved, failed migrations, dropped moves, D at the first and last steps, and the
 /// cluster's health and slot map at exit; [`RunSummary::exit_code`] says whether the run did
-/// what it planned.
+/// what it planned. With `until_balanced: Some(tolerance)` the run stops at the first step
+/// whose measured `D` is at most `tolerance`, before planning it (`options.steps` is then the
+/// cap).
 #[allow(clippy::too_many_arguments)]
 pub fn run_with_summary(
     cluster: &mut Cluster,
@@ -119,6 +121,7 @@ pub fn run_with_summary(
     log: &mut dyn Write,
     progress: &mut dyn Write,
     metrics: Option<LoopMetrics<'_>>,
+    until_balanced: Option<f64>,
 ) -> Result<RunSummary, Error> {
     let started_run = Instant::now();
     let mut summary = RunSummary::default();
@@ -202,6 +205,22 @@ pub fn run_with_summary(
         record.slot_stats = observed.signals.slot_stats;
         if let Some(m) = metrics {
             observe_metrics(m.metrics, &observed);
+        }
+        if let Some(tolerance) = until_balanced
+            && observed.imbalance <= tolerance
+        {
+            let _ = writeln!(
+                progress,
+                "step {step}: balanced: D {:.3} <= {tolerance} (--until-balanced), stopping",
+                observed.imbalance
+            );
+            summary.balanced_at_step = Some(step);
+            summary.steps += 1;
+            summary.imbalance_first.get_or_insert(observed.imbalance);
+            summary.imbalance_last = Some(observed.imbalance);
+            record.observed = Some(&observed);
+            write_record(log, &record)?;
+            break;
         }
         let mut plan = controller.plan(&observed)?;
         name_hash_tags(cluster, &observed.snapshot, &mut plan.notable_slots);

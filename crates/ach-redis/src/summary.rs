@@ -41,6 +41,8 @@ pub struct RunSummary {
     pub imbalance_last: Option<f64>,
     /// True when a stop request (Ctrl-C) ended the run.
     pub stopped_by_request: bool,
+    /// The step whose measured `D` was within `--until-balanced`, which ended the run.
+    pub balanced_at_step: Option<u64>,
     /// Why the cluster is degraded at exit; empty when healthy.
     pub problems_at_exit: Vec<String>,
     /// Slot ranges in the slot map at exit (as `CLUSTER SLOTS` lists them).
@@ -147,10 +149,10 @@ impl RunSummary {
             "  {} migrations failed, {} planned slot moves dropped{}",
             self.migrations_failed,
             self.planned_moves_dropped,
-            if self.stopped_by_request {
-                "; stopped by request"
-            } else {
-                ""
+            match (self.stopped_by_request, self.balanced_at_step) {
+                (true, _) => "; stopped by request".to_string(),
+                (false, Some(step)) => format!("; balanced at step {step} (--until-balanced)"),
+                (false, None) => String::new(),
             }
         );
         for error in &self.errors {

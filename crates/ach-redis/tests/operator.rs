@@ -19,6 +19,7 @@ on_every_backend!(
     a_step_that_moves_nothing_says_which_rule_stopped_it,
     a_big_hash_tagged_slot_is_named_in_plan_and_log,
     status_lists_each_replica_under_its_master_and_plan_never_targets_one,
+    until_balanced_stops_at_the_first_step_within_the_tolerance,
 );
 
 /// Compaction is planning, the same on both backends; the figures are taken on Redis, whose
@@ -581,4 +582,61 @@ fn status_lists_each_replica_under_its_master_and_plan_never_targets_one(kind: S
     let report = workload.finish();
     assert_nothing_lost(&cluster, &report);
     drop(replicas);
+}
+
+/// `--until-balanced 0.08` with a cap of 40 steps on a hot master: the run stops at the first
+/// step whose measured `D` is within 0.08, well before the cap, and says so.
+fn until_balanced_stops_at_the_first_step_within_the_tolerance(kind: ServerKind) {
+    let _serial = serial();
+    let (cluster, data, capacity) = two_masters(kind, 20);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
+    let seed = cluster.seed();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let rebalance = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--memory-capacity-mb",
+        &capacity,
+        "--steps",
+        "40",
+        "--interval-ms",
+        "300",
+        "--until-balanced",
+        "0.08",
+        "--m-max",
+        "0.3",
+        "--m-horizon",
+        "1",
+        "--log",
+        &log_path,
+    ]);
+    let progress = text(&rebalance.stderr);
+    let summary = text(&rebalance.stdout);
+    eprintln!("{progress}\n{summary}");
+    assert!(rebalance.status.success(), "{progress}");
+    let steps = read_log(log.path());
+    assert!(
+        steps.len() < 40,
+        "stopped before the cap: {} steps",
+        steps.len()
+    );
+    let last = steps.last().unwrap();
+    let d = last["observed"]["imbalance"].as_f64().unwrap();
+    assert!(d <= 0.08, "the last step is balanced: D {d}");
+    assert!(last["plan"].is_null(), "the balanced step plans nothing");
+    for step in &steps[..steps.len() - 1] {
+        let d = step["observed"]["imbalance"].as_f64().unwrap();
+        assert!(d > 0.08, "no earlier step was within the tolerance: D {d}");
+    }
+    assert!(
+        summary.contains(&format!(
+            "balanced at step {} (--until-balanced)",
+            steps.len() - 1
+        )),
+        "{summary}"
+    );
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
 }
