@@ -16,7 +16,7 @@
 //! }
 //! ```
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +82,9 @@ enum Command {
         /// it); --steps caps the run.
         #[arg(long, value_name = "D")]
         until_balanced: Option<f64>,
+        /// Start without asking (on a terminal, rebalance asks first; elsewhere it never asks).
+        #[arg(long)]
+        yes: bool,
         /// Time between two steps, in milliseconds (1 to 86400000).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
         interval_ms: u64,
@@ -368,6 +371,30 @@ fn control_options(
     })
 }
 
+/// Asks on the terminal whether to rebalance `snapshot`'s masters for up to `steps` steps;
+/// true for an answer starting with `y`.
+fn confirmed(snapshot: &crate::cluster::Snapshot, steps: u64) -> Result<bool, Error> {
+    let masters: Vec<&str> = snapshot
+        .masters
+        .iter()
+        .map(|m| m.address.as_str())
+        .collect();
+    eprint!(
+        "ach-redis: rebalance {} masters ({}) for up to {steps} steps? [y/N] ",
+        masters.len(),
+        masters.join(", ")
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|source| Error::File {
+            path: "stdin".into(),
+            source,
+        })?;
+    Ok(answer.trim_start().starts_with(['y', 'Y']))
+}
+
 /// Connects, picks the backend and, with `--enable-slot-stats`, turns on the per-slot
 /// counters.
 fn connect(common: &Common) -> Result<Cluster, Error> {
@@ -459,6 +486,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             steps,
             interval_ms,
             until_balanced,
+            yes,
             step,
             log,
             batch,
@@ -499,6 +527,10 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             }
             controller.relative_weights(&snapshot)?;
             controller.check_telemetry(&snapshot)?;
+            if !yes && std::io::stdin().is_terminal() && !confirmed(&snapshot, steps)? {
+                println!("rebalance not confirmed: nothing moved");
+                return Ok(0);
+            }
             let mut log_file: Box<dyn Write> = match &log {
                 Some(path) => {
                     Box::new(std::fs::File::create(path).map_err(|source| Error::File {

@@ -640,3 +640,63 @@ fn until_balanced_stops_at_the_first_step_within_the_tolerance(kind: ServerKind)
     let report = workload.finish();
     assert_nothing_lost(&cluster, &report);
 }
+
+/// On a terminal (a pseudo-terminal from util-linux's `script`), `rebalance` asks first and an
+/// answer other than yes moves nothing; `--yes` starts without asking; off a terminal (every
+/// other test) it never asks.
+#[test]
+fn rebalance_asks_on_a_terminal_unless_yes() {
+    let _serial = serial();
+    let (cluster, _data, capacity) = two_masters(ServerKind::Redis, 20);
+    let seed = cluster.seed();
+    let on_terminal = |extra: &str, answer: &str| {
+        let command = format!(
+            "{} rebalance --cluster {seed} --memory-capacity-mb {capacity} --steps 1 \
+             --interval-ms 300 {extra}",
+            env!("CARGO_BIN_EXE_ach-redis")
+        );
+        let mut child = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("util-linux's script runs (apt-get install bsdutils)");
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(answer.as_bytes())
+            .unwrap();
+        let output = child.wait_with_output().unwrap();
+        (output.status.code(), text(&output.stdout))
+    };
+    let keys_on = |server: usize| -> u64 {
+        let mut connection = cluster.servers()[server].connection().unwrap();
+        redis::cmd("DBSIZE").query(&mut connection).unwrap()
+    };
+    let before = (keys_on(0), keys_on(1));
+    let (code, declined) = on_terminal("", "n\n");
+    eprintln!("{declined}");
+    assert_eq!(code, Some(0), "{declined}");
+    assert!(
+        declined.contains("ach-redis: rebalance 2 masters (") && declined.contains("[y/N]"),
+        "{declined}"
+    );
+    assert!(
+        declined.contains("rebalance not confirmed: nothing moved"),
+        "{declined}"
+    );
+    assert_eq!((keys_on(0), keys_on(1)), before, "nothing moved");
+    let (code, started) = on_terminal("--yes", "");
+    eprintln!("{started}");
+    assert_eq!(code, Some(0), "{started}");
+    assert!(!started.contains("[y/N]"), "{started}");
+    assert!(started.contains("rebalance summary:"), "{started}");
+    assert_ne!(
+        (keys_on(0), keys_on(1)),
+        before,
+        "the confirmed run moved keys"
+    );
+}
