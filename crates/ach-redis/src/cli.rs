@@ -36,7 +36,7 @@ use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::node_telemetry::NodeTelemetry;
 use crate::notable::name_hash_tags;
 use crate::prometheus_telemetry::PrometheusTelemetry;
-use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_summary};
+use crate::rebalance::{LoopMetrics, LoopOptions, RunRules, report_fix, run_with_summary};
 use crate::report::{plan_text, status_text};
 use crate::security::SecurityArgs;
 use crate::telemetry::ReadingRules;
@@ -82,6 +82,10 @@ enum Command {
         /// it); --steps caps the run.
         #[arg(long, value_name = "D")]
         until_balanced: Option<f64>,
+        /// Copy at most this many keys per second (checked after every migration: a slot key
+        /// by key, a group for an atomic job).
+        #[arg(long, value_name = "KEYS")]
+        max_keys_per_second: Option<f64>,
         /// Start without asking (on a terminal, rebalance asks first; elsewhere it never asks).
         #[arg(long)]
         yes: bool,
@@ -486,6 +490,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             steps,
             interval_ms,
             until_balanced,
+            max_keys_per_second,
             yes,
             step,
             log,
@@ -507,6 +512,13 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             {
                 return Err(Error::Input(format!(
                     "--until-balanced {tolerance}: must be a finite number >= 0"
+                )));
+            }
+            if let Some(rate) = max_keys_per_second
+                && !(rate.is_finite() && rate > 0.0)
+            {
+                return Err(Error::Input(format!(
+                    "--max-keys-per-second {rate}: must be a finite number > 0"
                 )));
             }
             let mut options = step_options(&common, &step, catalogue)?;
@@ -565,7 +577,10 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
                     horizon,
                     m_horizon,
                 }),
-                until_balanced,
+                RunRules {
+                    until_balanced,
+                    max_keys_per_second,
+                },
             )?;
             println!("rebalance done: {} keys moved", summary.keys_moved);
             print!("{}", summary.text());

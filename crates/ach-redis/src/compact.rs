@@ -15,14 +15,15 @@ use ach_ring::TokenMove;
 
 use crate::slot::SLOT_COUNT;
 
-/// How the slots of a step are chosen (`--slot-choice`).
+/// How the slots of a step are chosen (`--slot-choice`; the command line's default is
+/// `compact`, a [`crate::control::Controller`]'s is `planned` unless it is given one).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SlotChoice {
     /// Contiguous ranges among slots of similar value (this module).
-    #[default]
     Compact,
     /// The slots exactly as the algorithm planned them.
+    #[default]
     Planned,
 }
 

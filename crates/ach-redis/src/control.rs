@@ -426,7 +426,8 @@ impl Controller {
         Ok(weights.iter().map(|w| w / mean).collect())
     }
 
-    /// Chooses the slots of each step as `choice` says (default: [`SlotChoice::Compact`]).
+    /// Chooses the slots of each step as `choice` says (default: [`SlotChoice::Planned`], the
+    /// algorithm's own slots; `ach-redis` passes `--slot-choice`, compact by default).
     pub fn with_slot_choice(mut self, choice: SlotChoice) -> Controller {
         self.slot_choice = choice;
         self

@@ -16,6 +16,18 @@ use crate::report::notable_lines;
 use crate::summary::RunSummary;
 use crate::topology::format_slot_ranges;
 
+/// When the loop stops early and how fast it may copy (`--until-balanced`,
+/// `--max-keys-per-second`); the default has neither rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunRules {
+    /// Stop at the first step whose measured `D` is at most this, before planning it.
+    pub until_balanced: Option<f64>,
+    /// Copy at most this many keys per second within a step: after each migration the step
+    /// waits until its keys over its time are within the rate (a migration is one slot key by
+    /// key, one group for an atomic job).
+    pub max_keys_per_second: Option<f64>,
+}
+
 /// How long and how often the loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoopOptions {
@@ -100,7 +112,15 @@ pub fn run_with_metrics(
     metrics: Option<LoopMetrics<'_>>,
 ) -> Result<u64, Error> {
     run_with_summary(
-        cluster, controller, options, migration, stop, log, progress, metrics, None,
+        cluster,
+        controller,
+        options,
+        migration,
+        stop,
+        log,
+        progress,
+        metrics,
+        RunRules::default(),
     )
     .map(|summary| summary.keys_moved)
 }
@@ -108,9 +128,8 @@ pub fn run_with_metrics(
 /// [`run_with_metrics`], returning the run's summary (also the log's last line): keys and
 /// slots moved, failed migrations, dropped moves, D at the first and last steps, and the
 /// cluster's health and slot map at exit; [`RunSummary::exit_code`] says whether the run did
-/// what it planned. With `until_balanced: Some(tolerance)` the run stops at the first step
-/// whose measured `D` is at most `tolerance`, before planning it (`options.steps` is then the
-/// cap).
+/// what it planned. `rules` may end the run early and throttle it ([`RunRules`];
+/// `options.steps` is then the cap).
 #[allow(clippy::too_many_arguments)]
 pub fn run_with_summary(
     cluster: &mut Cluster,
@@ -121,7 +140,7 @@ pub fn run_with_summary(
     log: &mut dyn Write,
     progress: &mut dyn Write,
     metrics: Option<LoopMetrics<'_>>,
-    until_balanced: Option<f64>,
+    rules: RunRules,
 ) -> Result<RunSummary, Error> {
     let started_run = Instant::now();
     let mut summary = RunSummary::default();
@@ -206,7 +225,7 @@ pub fn run_with_summary(
         if let Some(m) = metrics {
             observe_metrics(m.metrics, &observed);
         }
-        if let Some(tolerance) = until_balanced
+        if let Some(tolerance) = rules.until_balanced
             && observed.imbalance <= tolerance
         {
             let _ = writeln!(
@@ -233,7 +252,12 @@ pub fn run_with_summary(
         {
             m.metrics.migration_started();
         }
+        let mut copied = 0u64;
         let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
+            copied += migration.keys;
+            if let Some(rate) = rules.max_keys_per_second {
+                throttle(copied, rate, started, stop);
+            }
             if let Some(m) = metrics {
                 let method = match migration.method {
                     MigrationMethod::Atomic => "atomic",
@@ -365,6 +389,16 @@ fn finish_summary(cluster: &mut Cluster, summary: &mut RunSummary, started: Inst
         Err(error) => summary.problems_at_exit.push(error.to_string()),
     }
     summary.seconds = started.elapsed().as_secs_f64();
+}
+
+/// Waits until `copied` keys since `started` are within `rate` keys per second (or `stop` is
+/// set).
+fn throttle(copied: u64, rate: f64, started: Instant, stop: &AtomicBool) {
+    let due = Duration::from_secs_f64(copied as f64 / rate);
+    let elapsed = started.elapsed();
+    if due > elapsed {
+        let _ = sleep_unless_stopped(due - elapsed, stop);
+    }
 }
 
 /// A degraded cluster, into `metrics`.

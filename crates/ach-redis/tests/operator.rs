@@ -20,6 +20,7 @@ on_every_backend!(
     a_big_hash_tagged_slot_is_named_in_plan_and_log,
     status_lists_each_replica_under_its_master_and_plan_never_targets_one,
     until_balanced_stops_at_the_first_step_within_the_tolerance,
+    max_keys_per_second_holds_the_step_to_its_rate,
 );
 
 /// Compaction is planning, the same on both backends; the figures are taken on Redis, whose
@@ -699,4 +700,46 @@ fn rebalance_asks_on_a_terminal_unless_yes() {
         before,
         "the confirmed run moved keys"
     );
+}
+
+/// `--max-keys-per-second 1000` on a step that copies about 1,500 keys: the step's keys over its
+/// time (both from its progress line) stay within the rate.
+fn max_keys_per_second_holds_the_step_to_its_rate(kind: ServerKind) {
+    let _serial = serial();
+    let (cluster, data, capacity) = two_masters(kind, 20);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
+    let seed = cluster.seed();
+    let rebalance = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--memory-capacity-mb",
+        &capacity,
+        "--steps",
+        "1",
+        "--interval-ms",
+        "300",
+        "--m-max",
+        "0.3",
+        "--m-horizon",
+        "1",
+        "--max-keys-per-second",
+        "1000",
+    ]);
+    let progress = text(&rebalance.stderr);
+    assert!(rebalance.status.success(), "{progress}");
+    let line = progress
+        .lines()
+        .find(|l| l.starts_with("step 0: loads"))
+        .unwrap_or_else(|| panic!("{progress}"));
+    eprintln!("{line}");
+    let (head, tail) = line.split_once(" keys moved in ").unwrap();
+    let keys: f64 = head.rsplit(' ').next().unwrap().parse().unwrap();
+    let millis: f64 = tail.split(' ').next().unwrap().parse().unwrap();
+    assert!(keys >= 500.0, "a step big enough to throttle: {line}");
+    let rate = keys / (millis / 1000.0);
+    // The time is printed to the millisecond.
+    assert!(rate <= 1000.0 * 1.001, "{rate:.0} keys/s: {line}");
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
 }
