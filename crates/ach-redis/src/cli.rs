@@ -580,6 +580,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
                 RunRules {
                     until_balanced,
                     max_keys_per_second,
+                    show_eta: std::io::stderr().is_terminal(),
                 },
             )?;
             println!("rebalance done: {} keys moved", summary.keys_moved);

@@ -32,6 +32,12 @@ pub enum SlotChoice {
 /// a node with a median of 3 keys holds more than 30 with odds below 1e-20).
 const OUTSTANDING: f64 = 10.0;
 
+/// With per-slot loads, a slot is of outstanding value when its load is over this many times
+/// its source's median slot load: the planner picks slots by load relieved, and a run of
+/// ordinary slots relieves about the median per slot, so only slots near the median may be
+/// swapped for it.
+const OUTSTANDING_LOAD: f64 = 2.0;
+
 /// A further run is started only while the keys left are at least this share of the group's:
 /// a run of a few keys would split a range for little.
 const MIN_RUN_SHARE: f64 = 0.1;
@@ -172,7 +178,7 @@ fn outstanding_rule<'a>(source: usize, inputs: &'a CompactInputs<'a>) -> impl Fn
         let keys = inputs.slot_keys[i] as f64;
         let by_keys = median_keys > 0.0 && keys > OUTSTANDING * median_keys;
         let by_load = match (inputs.token_loads, median_load) {
-            (Some(loads), Some(median)) if median > 0.0 => loads[i] > OUTSTANDING * median,
+            (Some(loads), Some(median)) if median > 0.0 => loads[i] > OUTSTANDING_LOAD * median,
             _ => false,
         };
         by_keys || by_load

@@ -26,6 +26,9 @@ pub struct RunRules {
     /// waits until its keys over its time are within the rate (a migration is one slot key by
     /// key, one group for an atomic job).
     pub max_keys_per_second: Option<f64>,
+    /// Add the step's progress and its estimated time left to every migration's line (for a
+    /// terminal: the command line sets it when stderr is one).
+    pub show_eta: bool,
 }
 
 /// How long and how often the loop runs.
@@ -253,8 +256,11 @@ pub fn run_with_summary(
             m.metrics.migration_started();
         }
         let mut copied = 0u64;
+        let mut slots_done = 0usize;
+        let planned_slots: usize = plan.groups.iter().map(|g| g.slots.len()).sum();
         let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
             copied += migration.keys;
+            slots_done += migration.slots.len();
             if let Some(rate) = rules.max_keys_per_second {
                 throttle(copied, rate, started, stop);
             }
@@ -274,7 +280,7 @@ pub fn run_with_summary(
             }
             let _ = writeln!(
                 progress,
-                "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}",
+                "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}{}",
                 match migration.method {
                     MigrationMethod::Atomic => "atomic",
                     MigrationMethod::Keys => "keys",
@@ -289,6 +295,15 @@ pub fn run_with_summary(
                     String::new()
                 } else {
                     format!(" ({})", migration.message)
+                },
+                if rules.show_eta {
+                    eta(
+                        (slots_done, planned_slots),
+                        (copied, plan.keys_to_copy),
+                        started,
+                    )
+                } else {
+                    String::new()
                 }
             );
         });
@@ -389,6 +404,23 @@ fn finish_summary(cluster: &mut Cluster, summary: &mut RunSummary, started: Inst
         Err(error) => summary.problems_at_exit.push(error.to_string()),
     }
     summary.seconds = started.elapsed().as_secs_f64();
+}
+
+/// ` [slots i/N, keys k/K, ETA T s]`: a step's progress and, from its keys so far over its
+/// time, the time left.
+fn eta(slots: (usize, usize), keys: (u64, u64), started: Instant) -> String {
+    let elapsed = started.elapsed().as_secs_f64();
+    let left = if keys.0 == 0 || keys.0 >= keys.1 {
+        // No keys copied yet (or all): count by slots.
+        let done = slots.0.max(1) as f64;
+        elapsed * (slots.1.saturating_sub(slots.0)) as f64 / done
+    } else {
+        elapsed * (keys.1 - keys.0) as f64 / keys.0 as f64
+    };
+    format!(
+        " [slots {}/{}, keys {}/{}, ETA {left:.1} s]",
+        slots.0, slots.1, keys.0, keys.1
+    )
 }
 
 /// Waits until `copied` keys since `started` are within `rate` keys per second (or `stop` is

@@ -695,6 +695,13 @@ fn rebalance_asks_on_a_terminal_unless_yes() {
     assert_eq!(code, Some(0), "{started}");
     assert!(!started.contains("[y/N]"), "{started}");
     assert!(started.contains("rebalance summary:"), "{started}");
+    // On a terminal every migration's line ends with the step's progress and time left.
+    assert!(
+        started
+            .lines()
+            .any(|l| l.contains("[slots 1/") && l.contains(" s]") && l.contains("ETA ")),
+        "{started}"
+    );
     assert_ne!(
         (keys_on(0), keys_on(1)),
         before,
