@@ -99,6 +99,9 @@ pub fn group_moves(
     }
     if choice == SlotChoice::Compact {
         compact(&mut groups, inputs);
+        // A group whose slots no run could replace moves nothing (and its planned moves are
+        // not confirmed): no backend is asked to migrate an empty group.
+        groups.retain(|g| !g.slots.is_empty());
     }
     for group in &mut groups {
         group.slots.sort_unstable();
@@ -311,6 +314,22 @@ mod tests {
         assert_eq!(groups[0].planned.len(), 100);
         let planned_groups = group_moves(&moves(&planned, 0, 1), SlotChoice::Planned, &inputs);
         assert_eq!(planned_groups[0].slots, planned);
+    }
+
+    #[test]
+    fn a_group_no_run_can_replace_is_left_out() {
+        // Every slot of the source holds 3 keys, the plan one of 3 keys, but all the source's
+        // slots are blocked: no run, no group.
+        let (slot_keys, owners) = cluster(&[]);
+        let inputs = CompactInputs {
+            slot_keys: &slot_keys,
+            owners: &owners,
+            token_loads: None,
+            blocked: &|s| s < 8192,
+            min_slot_keys: 1,
+        };
+        let groups = group_moves(&moves(&[100], 0, 1), SlotChoice::Compact, &inputs);
+        assert!(groups.is_empty(), "{groups:?}");
     }
 
     #[test]
