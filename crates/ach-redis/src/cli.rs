@@ -16,7 +16,7 @@
 //! }
 //! ```
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,12 +29,14 @@ use clap::{Args, Parser, Subcommand};
 use crate::Error;
 use crate::backend::BackendChoice;
 use crate::cluster::{Cluster, ConnectOptions};
+use crate::compact::SlotChoice;
 use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::node_telemetry::NodeTelemetry;
+use crate::notable::name_hash_tags;
 use crate::prometheus_telemetry::PrometheusTelemetry;
-use crate::rebalance::{LoopMetrics, LoopOptions, report_fix, run_with_metrics};
+use crate::rebalance::{LoopMetrics, LoopOptions, RunRules, report_fix, run_with_summary};
 use crate::report::{plan_text, status_text};
 use crate::security::SecurityArgs;
 use crate::telemetry::ReadingRules;
@@ -57,12 +59,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// One control step, printed with its score; nothing is moved (a dry run).
+    /// Exactly the first step `rebalance` would take with the same options, printed with its
+    /// score, a summary per source and target, and why nothing moves when nothing does;
+    /// nothing is moved (a dry run). Give `--sample-ms` the `--interval-ms` of the rebalance.
     Plan {
         #[command(flatten)]
         common: Common,
         #[command(flatten)]
-        algorithm: AlgorithmArgs,
+        step: StepArgs,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -71,33 +75,28 @@ enum Command {
     Rebalance {
         #[command(flatten)]
         common: Common,
-        /// Number of control steps.
+        /// Number of control steps (with --until-balanced: the most steps).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         steps: u64,
+        /// Stop at the first step whose measured imbalance D is at most this (before planning
+        /// it); --steps caps the run.
+        #[arg(long, value_name = "D")]
+        until_balanced: Option<f64>,
+        /// Copy at most this many keys per second (checked after every migration: a slot key
+        /// by key, a group for an atomic job).
+        #[arg(long, value_name = "KEYS")]
+        max_keys_per_second: Option<f64>,
+        /// Start without asking (on a terminal, rebalance asks first; elsewhere it never asks).
+        #[arg(long)]
+        yes: bool,
         /// Time between two steps, in milliseconds (1 to 86400000).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
         interval_ms: u64,
         #[command(flatten)]
-        algorithm: AlgorithmArgs,
+        step: StepArgs,
         /// Write one JSON line per step to this file.
         #[arg(long, value_name = "FILE.jsonl")]
         log: Option<std::path::PathBuf>,
-        /// ACH's per-step budget cap `M_max` (fraction of all keys).
-        #[arg(long)]
-        m_max: Option<f64>,
-        /// ACH's horizon budget `M_H` (fraction of all keys per `--horizon` steps).
-        #[arg(long)]
-        m_horizon: Option<f64>,
-        /// ACH's horizon `H` in steps.
-        #[arg(long)]
-        horizon: Option<usize>,
-        /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing).
-        #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
-        beta: f64,
-        /// Skip planned moves of slots holding fewer keys (default 1: skip empty slots, which
-        /// carry no load and still cost a protocol round and an epoch bump each).
-        #[arg(long, default_value_t = 1)]
-        min_slot_keys: u64,
         /// Keys per MIGRATE batch.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         batch: u64,
@@ -114,6 +113,35 @@ enum Command {
         #[command(flatten)]
         common: Common,
     },
+}
+
+/// How a step is planned: the options `plan` and `rebalance` share, so that `plan` is the
+/// first step of `rebalance`.
+#[derive(Args)]
+struct StepArgs {
+    #[command(flatten)]
+    algorithm: AlgorithmArgs,
+    /// ACH's per-step budget cap `M_max` (fraction of all keys).
+    #[arg(long)]
+    m_max: Option<f64>,
+    /// ACH's horizon budget `M_H` (fraction of all keys per `--horizon` steps).
+    #[arg(long)]
+    m_horizon: Option<f64>,
+    /// ACH's horizon `H` in steps.
+    #[arg(long)]
+    horizon: Option<usize>,
+    /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing; the
+    /// smoothing starts from the first reading).
+    #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
+    beta: f64,
+    /// Skip planned moves of slots holding fewer keys (default 1: skip empty slots, which
+    /// carry no load and still cost a protocol round and an epoch bump each).
+    #[arg(long, default_value_t = 1)]
+    min_slot_keys: u64,
+    /// How each (source, target)'s slots are chosen: compact (contiguous ranges among slots of
+    /// similar value, at most the planned keys) or planned (exactly the algorithm's slots).
+    #[arg(long, value_enum, default_value = "compact")]
+    slot_choice: SlotChoice,
 }
 
 #[derive(Args)]
@@ -274,16 +302,39 @@ fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
 }
 
 /// Parses the process's arguments and runs the command with `catalogue`'s algorithms; errors
-/// are printed, and the exit code is 2 for bad input, 1 for a failure.
+/// are printed, and the exit code is 2 for bad input, 1 for a failure; a `rebalance` that
+/// ran exits with its summary's code (3: a migration failed, 4: planned moves dropped, 5: the
+/// cluster degraded at exit; docs/redis.md).
 pub fn run(catalogue: Catalogue) -> ExitCode {
     let cli = Cli::parse();
     match execute(cli, &catalogue) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("ach-redis: error: {error}");
             ExitCode::from(error.exit_code() as u8)
         }
     }
+}
+
+/// The controller's options of `plan` and `rebalance`: the common ones and the step's.
+fn step_options(
+    common: &Common,
+    step: &StepArgs,
+    catalogue: &Catalogue,
+) -> Result<ControlOptions, Error> {
+    let entry = step.algorithm.entry(catalogue)?;
+    let mut options = control_options(common, entry, step.algorithm.parameters.clone(), step.beta)?;
+    if let Some(value) = step.m_max {
+        options.ach.m_max = value;
+    }
+    if let Some(value) = step.m_horizon {
+        options.ach.m_horizon = value;
+    }
+    if let Some(value) = step.horizon {
+        options.ach.horizon = value;
+    }
+    options.min_slot_keys = step.min_slot_keys;
+    Ok(options)
 }
 
 fn control_options(
@@ -324,6 +375,30 @@ fn control_options(
     })
 }
 
+/// Asks on the terminal whether to rebalance `snapshot`'s masters for up to `steps` steps;
+/// true for an answer starting with `y`.
+fn confirmed(snapshot: &crate::cluster::Snapshot, steps: u64) -> Result<bool, Error> {
+    let masters: Vec<&str> = snapshot
+        .masters
+        .iter()
+        .map(|m| m.address.as_str())
+        .collect();
+    eprint!(
+        "ach-redis: rebalance {} masters ({}) for up to {steps} steps? [y/N] ",
+        masters.len(),
+        masters.join(", ")
+    );
+    let _ = std::io::stderr().flush();
+    let mut answer = String::new();
+    std::io::stdin()
+        .read_line(&mut answer)
+        .map_err(|source| Error::File {
+            path: "stdin".into(),
+            source,
+        })?;
+    Ok(answer.trim_start().starts_with(['y', 'Y']))
+}
+
 /// Connects, picks the backend and, with `--enable-slot-stats`, turns on the per-slot
 /// counters.
 fn connect(common: &Common) -> Result<Cluster, Error> {
@@ -356,7 +431,7 @@ fn observe_once_with(
     observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
 }
 
-fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
+fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
     match cli.command {
         Command::Status { common, json } => {
             let mut cluster = connect(&common)?;
@@ -386,18 +461,21 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             } else {
                 print!("{}", status_text(&snapshot, observed.as_ref()));
             }
-            Ok(())
+            Ok(0)
         }
-        Command::Plan {
-            common,
-            algorithm,
-            json,
-        } => {
-            let entry = algorithm.entry(catalogue)?;
+        Command::Plan { common, step, json } => {
+            let options = step_options(&common, &step, catalogue)?;
+            let controller = Controller::new(options)?
+                .with_node_telemetry(common.telemetry.source()?)
+                .with_slot_choice(step.slot_choice);
             let mut cluster = connect(&common)?;
-            let (mut controller, observed) =
-                observe_once_with(&mut cluster, &common, entry, algorithm.parameters)?;
-            let plan = controller.plan(&observed)?;
+            let (mut controller, observed) = observe_once(
+                controller,
+                &mut cluster,
+                Duration::from_millis(common.sample_ms),
+            )?;
+            let mut plan = controller.plan(&observed)?;
+            name_hash_tags(&mut cluster, &observed.snapshot, &mut plan.notable_slots);
             if json {
                 let value = serde_json::json!({ "observed": observed, "plan": plan });
                 println!("{value:#}");
@@ -405,19 +483,17 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 print!("{}", status_text(&observed.snapshot, Some(&observed)));
                 print!("{}", plan_text(&plan));
             }
-            Ok(())
+            Ok(0)
         }
         Command::Rebalance {
             common,
             steps,
             interval_ms,
-            algorithm,
+            until_balanced,
+            max_keys_per_second,
+            yes,
+            step,
             log,
-            m_max,
-            m_horizon,
-            horizon,
-            beta,
-            min_slot_keys,
             batch,
             metrics_addr,
             pause_at,
@@ -431,18 +507,21 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 ),
                 None => None,
             };
-            let entry = algorithm.entry(catalogue)?;
-            let mut options = control_options(&common, entry, algorithm.parameters, beta)?;
-            if let Some(value) = m_max {
-                options.ach.m_max = value;
+            if let Some(tolerance) = until_balanced
+                && !(tolerance.is_finite() && tolerance >= 0.0)
+            {
+                return Err(Error::Input(format!(
+                    "--until-balanced {tolerance}: must be a finite number >= 0"
+                )));
             }
-            if let Some(value) = m_horizon {
-                options.ach.m_horizon = value;
+            if let Some(rate) = max_keys_per_second
+                && !(rate.is_finite() && rate > 0.0)
+            {
+                return Err(Error::Input(format!(
+                    "--max-keys-per-second {rate}: must be a finite number > 0"
+                )));
             }
-            if let Some(value) = horizon {
-                options.ach.horizon = value;
-            }
-            options.min_slot_keys = min_slot_keys;
+            let mut options = step_options(&common, &step, catalogue)?;
             options.migration = MigrationOptions {
                 batch: batch as usize,
                 pause_at,
@@ -450,8 +529,9 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             };
             let migration = options.migration;
             let (horizon, m_horizon) = (options.ach.horizon, options.ach.m_horizon);
-            let mut controller =
-                Controller::new(options)?.with_node_telemetry(common.telemetry.source()?);
+            let mut controller = Controller::new(options)?
+                .with_node_telemetry(common.telemetry.source()?)
+                .with_slot_choice(step.slot_choice);
             let mut cluster = connect(&common)?;
             let snapshot = cluster.snapshot()?;
             if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
@@ -459,6 +539,10 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
             }
             controller.relative_weights(&snapshot)?;
             controller.check_telemetry(&snapshot)?;
+            if !yes && std::io::stdin().is_terminal() && !confirmed(&snapshot, steps)? {
+                println!("rebalance not confirmed: nothing moved");
+                return Ok(0);
+            }
             let mut log_file: Box<dyn Write> = match &log {
                 Some(path) => {
                     Box::new(std::fs::File::create(path).map_err(|source| Error::File {
@@ -477,7 +561,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 );
                 handler_stop.store(true, Ordering::SeqCst);
             });
-            let moved = run_with_metrics(
+            let summary = run_with_summary(
                 &mut cluster,
                 &mut controller,
                 LoopOptions {
@@ -493,9 +577,15 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                     horizon,
                     m_horizon,
                 }),
+                RunRules {
+                    until_balanced,
+                    max_keys_per_second,
+                    show_eta: std::io::stderr().is_terminal(),
+                },
             )?;
-            println!("rebalance done: {moved} keys moved");
-            Ok(())
+            println!("rebalance done: {} keys moved", summary.keys_moved);
+            print!("{}", summary.text());
+            Ok(summary.exit_code())
         }
         Command::Fix { common } => {
             let mut cluster = connect(&common)?;
@@ -506,7 +596,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<(), Error> {
                 println!("fix: no open slot");
             }
             report_fix(&actions, &mut std::io::stdout());
-            Ok(())
+            Ok(0)
         }
     }
 }

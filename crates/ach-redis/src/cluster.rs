@@ -63,6 +63,22 @@ pub struct Master {
     pub address: String,
     /// Number of slots it owns.
     pub slots: usize,
+    /// Its replicas, by address: shown by `status`, never planned as targets (only masters
+    /// own slots).
+    pub replicas: Vec<Replica>,
+}
+
+/// A replica of a master.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Replica {
+    /// The node id.
+    pub id: String,
+    /// `host:port`.
+    pub address: String,
+    /// Its flags in `CLUSTER NODES` besides `slave` and `myself` (`fail?`, `fail`, ...).
+    pub flags: Vec<String>,
+    /// True when the seed's cluster bus link to it is up.
+    pub link_connected: bool,
 }
 
 /// A slot left open (migrating or importing) on one node.
@@ -329,6 +345,7 @@ impl Cluster {
                     .iter()
                     .map(|&(a, b)| usize::from(b - a) + 1)
                     .sum(),
+                replicas: replicas_of(&lines, &l.id),
             })
             .collect();
         masters.sort_by_key(|m| address_key(&m.address));
@@ -441,6 +458,27 @@ impl Cluster {
 /// True for an I/O error that a signal caused (`EINTR`, "Interrupted system call").
 fn interrupted(error: &redis::RedisError) -> bool {
     error.is_io_error() && error.to_string().contains("Interrupted")
+}
+
+/// The replicas of master `id` in `lines`, by address.
+fn replicas_of(lines: &[NodeLine], id: &str) -> Vec<Replica> {
+    let mut replicas: Vec<Replica> = lines
+        .iter()
+        .filter(|l| l.master_id.as_deref() == Some(id) && !l.is_master())
+        .map(|l| Replica {
+            id: l.id.clone(),
+            address: l.address.clone(),
+            flags: l
+                .flags
+                .iter()
+                .filter(|f| *f != "slave" && *f != "myself")
+                .cloned()
+                .collect(),
+            link_connected: l.link_connected,
+        })
+        .collect();
+    replicas.sort_by_key(|r| address_key(&r.address));
+    replicas
 }
 
 /// Checks that `address` reads as `host:port`.

@@ -4,20 +4,24 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use ach_baselines::catalogue::{Context, Entry};
+use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
-use ach_ring::{NodeId, TokenRing};
+use ach_ring::{NodeId, TokenMove, TokenRing};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
 use crate::backend::{BackendKind, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
+use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
 use crate::error::Error;
+use crate::explain::{Diagnosis, Explainer};
 use crate::live;
 use crate::migrate::{MigrationOptions, SlotMigration};
 use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
+use crate::notable::{NotableSlot, notable_slots};
 use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
+use crate::topology::format_slot_ranges;
 
 /// Everything the controller needs to know besides the cluster.
 #[derive(Clone, Debug)]
@@ -239,12 +243,81 @@ pub struct StepPlan {
     pub planned_fraction: f64,
     /// The budget bound of the plan, for budgeted algorithms.
     pub budget_bound: Option<f64>,
+    /// The moves grouped per (source, target), in the order they are migrated.
+    pub summary: Vec<MoveSummary>,
+    /// When nothing moves: which rule stopped the step, in one line.
+    pub nothing_moves_because: Option<String>,
+    /// ACH's sources, receivers, intensity and budget at this step (`--algorithm ach` only).
+    pub diagnosis: Option<Diagnosis>,
+    /// Slots larger than the step budget, or too hot to help by moving (hash tags named by
+    /// [`crate::notable::name_hash_tags`]).
+    pub notable_slots: Vec<NotableSlot>,
     /// The plan as the algorithm made it (not serialised).
     #[serde(skip)]
     pub plan: Plan,
     /// The ring it was made on (not serialised).
     #[serde(skip)]
     pub ring: Option<TokenRing>,
+    /// How the slots were chosen among those of similar value.
+    pub slot_choice: SlotChoice,
+    /// The slots to migrate per (source, target), with the algorithm's moves each stands for
+    /// (not serialised: `moves` and `summary` say the same).
+    #[serde(skip)]
+    pub groups: Vec<GroupPlan>,
+}
+
+/// The planned moves from one source to one target.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MoveSummary {
+    /// Source address.
+    pub from: String,
+    /// Target address.
+    pub to: String,
+    /// Slots moved.
+    pub slots: usize,
+    /// The slots as ranges (`0-5,9`).
+    pub ranges: String,
+    /// Number of contiguous ranges.
+    pub range_count: usize,
+    /// Keys in them when planned.
+    pub keys: u64,
+}
+
+/// The moves of `moves` grouped per (source, target) in the order of each group's first move.
+pub fn summarise_moves(moves: &[PlannedMove]) -> Vec<MoveSummary> {
+    let mut groups: Vec<(String, String, Vec<u16>, u64)> = Vec::new();
+    for mv in moves {
+        match groups.iter_mut().find(|g| g.0 == mv.from && g.1 == mv.to) {
+            Some(group) => {
+                group.2.push(mv.slot);
+                group.3 += mv.keys;
+            }
+            None => groups.push((mv.from.clone(), mv.to.clone(), vec![mv.slot], mv.keys)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(from, to, mut slots, keys)| {
+            slots.sort_unstable();
+            MoveSummary {
+                from,
+                to,
+                slots: slots.len(),
+                ranges: format_slot_ranges(&slots),
+                range_count: slot_range_count(&slots),
+                keys,
+            }
+        })
+        .collect()
+}
+
+/// The number of contiguous ranges of sorted, distinct `slots`.
+pub fn slot_range_count(slots: &[u16]) -> usize {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(i, &slot)| i == 0 || slots[i - 1] + 1 != slot)
+        .count()
 }
 
 /// What executing a plan did.
@@ -272,6 +345,12 @@ pub struct Controller {
     /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
     slot_rates: Vec<f64>,
     step: u64,
+    /// ACH's state beside it, to say why a step moves nothing (`--algorithm ach` only).
+    explainer: Option<Explainer>,
+    slot_choice: SlotChoice,
+    /// The step at which each slot was last switched by this controller, for the cool-down of
+    /// the slots compaction chooses.
+    switched_at: Vec<Option<u64>>,
 }
 
 impl Controller {
@@ -304,6 +383,9 @@ impl Controller {
             previous_slots: None,
             slot_rates: vec![f64::NAN; SLOT_COUNT],
             step: 0,
+            explainer: None,
+            slot_choice: SlotChoice::default(),
+            switched_at: vec![None; SLOT_COUNT],
         })
     }
 
@@ -342,6 +424,13 @@ impl Controller {
         }
         let mean = weights.iter().sum::<f64>() / weights.len().max(1) as f64;
         Ok(weights.iter().map(|w| w / mean).collect())
+    }
+
+    /// Chooses the slots of each step as `choice` says (default: [`SlotChoice::Planned`], the
+    /// algorithm's own slots; `ach-redis` passes `--slot-choice`, compact by default).
+    pub fn with_slot_choice(mut self, choice: SlotChoice) -> Controller {
+        self.slot_choice = choice;
+        self
     }
 
     /// Reads the per-node telemetry from `source` instead of INFO (the default).
@@ -416,12 +505,21 @@ impl Controller {
         }
         let weights = self.relative_weights(&snapshot)?;
         let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
-        if ids != self.master_ids || self.tracker.is_none() {
+        // A new tracker starts with beta = 1 for its first step, so that the smoothing is
+        // seeded with the first reading (not with zero, which would read an idle cluster for
+        // the first steps); from the second step on it smooths with the configured beta.
+        let seeding = ids != self.master_ids || self.tracker.is_none();
+        if seeding {
+            let first_step = TelemetryConfig {
+                beta: 1.0,
+                ..self.options.telemetry
+            };
             self.tracker = Some(
-                LoadTracker::new(ids.len(), self.options.telemetry)
+                LoadTracker::new(ids.len(), first_step)
                     .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
             );
             self.balancer = Some(self.make_balancer(&weights)?);
+            self.explainer = (self.options.algorithm.name() == names::ACH).then(Explainer::default);
             self.master_ids = ids;
         }
         let backend = cluster.backend().kind();
@@ -463,6 +561,14 @@ impl Controller {
         for (node, load) in nodes.iter_mut().zip(step.loads) {
             node.load = *load;
         }
+        let total_load = step.total_load;
+        if seeding {
+            let state = tracker.state();
+            self.tracker = Some(
+                LoadTracker::from_state(self.options.telemetry, &state)
+                    .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
+            );
+        }
         let loads: Vec<f64> = nodes.iter().map(|n| n.load).collect();
         let hot_slots = slot_cpu
             .as_deref()
@@ -470,7 +576,7 @@ impl Controller {
             .unwrap_or_default();
         Ok(Observed {
             imbalance: imbalance(&loads),
-            total_load: step.total_load,
+            total_load,
             signals: Signals::of(backend, &figures, &self.nodes.source),
             hot_slots,
             token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
@@ -480,8 +586,19 @@ impl Controller {
         })
     }
 
+    /// The algorithm's balancer. Under [`SlotChoice::Compact`] the controller keeps the
+    /// cool-down itself, on the slots that really moved: the algorithm's own would hold the
+    /// slots it planned and that compaction left at their source, and in a few steps hold them
+    /// all.
     fn make_balancer(&self, weights: &[f64]) -> Result<Box<dyn Balancer>, Error> {
-        Ok(self.options.build(weights)?)
+        match self.slot_choice {
+            SlotChoice::Planned => Ok(self.options.build(weights)?),
+            SlotChoice::Compact => {
+                let mut options = self.options.clone();
+                options.ach.cooldown = 0;
+                Ok(options.build(weights)?)
+            }
+        }
     }
 
     /// Plans one step on an observation (nothing moves).
@@ -508,25 +625,49 @@ impl Controller {
         };
         let balancer = self.balancer.as_mut().expect("created by observe");
         let plan = balancer.plan(&ring, &observation);
+        let diagnosis = self
+            .explainer
+            .as_mut()
+            .map(|explainer| explainer.step(&self.options.ach, &loads, observed.total_load));
         self.step += 1;
         let total_keys: u64 = observed.slot_keys.iter().sum();
         let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
+        let min_slot_keys = self.options.min_slot_keys;
+        let (executable, skipped): (Vec<TokenMove>, Vec<TokenMove>) = plan
+            .moves
+            .iter()
+            .filter(|mv| mv.from != mv.to)
+            .partition(|mv| observed.slot_keys[mv.token] >= min_slot_keys);
+        let skipped_moves = skipped.len();
+        let (step, cooldown, switched_at) =
+            (self.step - 1, self.options.ach.cooldown, &self.switched_at);
+        let blocked = |slot: u16| {
+            switched_at[usize::from(slot)].is_some_and(|at| step.saturating_sub(at) < cooldown)
+        };
+        let groups = group_moves(
+            &executable,
+            self.slot_choice,
+            &CompactInputs {
+                slot_keys: &observed.slot_keys,
+                owners: &snapshot.owners,
+                token_loads: observed.token_loads.as_deref(),
+                blocked: &blocked,
+                min_slot_keys,
+            },
+        );
         let mut moves = Vec::new();
-        let mut skipped_moves = 0;
-        for mv in plan.moves.iter().filter(|mv| mv.from != mv.to) {
-            let keys = observed.slot_keys[mv.token];
-            if keys < self.options.min_slot_keys {
-                skipped_moves += 1;
-                continue;
+        for group in &groups {
+            for &slot in &group.slots {
+                let keys = observed.slot_keys[usize::from(slot)];
+                keys_after[group.from] -= keys as f64;
+                keys_after[group.to] += keys as f64;
+                moves.push(PlannedMove {
+                    slot,
+                    from: snapshot.masters[group.from].address.clone(),
+                    to: snapshot.masters[group.to].address.clone(),
+                    keys,
+                });
             }
-            keys_after[mv.from.index()] -= keys as f64;
-            keys_after[mv.to.index()] += keys as f64;
-            moves.push(PlannedMove {
-                slot: mv.token as u16,
-                from: snapshot.masters[mv.from.index()].address.clone(),
-                to: snapshot.masters[mv.to.index()].address.clone(),
-                keys,
-            });
         }
         let predicted_loads: Vec<f64> = observed
             .nodes
@@ -541,7 +682,22 @@ impl Controller {
             })
             .collect();
         let keys_to_copy = moves.iter().map(|m| m.keys).sum();
+        let nothing_moves_because = moves.is_empty().then(|| {
+            let names: Vec<String> = snapshot.masters.iter().map(|m| m.address.clone()).collect();
+            nothing_moves_because(
+                balancer.name(),
+                diagnosis.as_ref(),
+                &names,
+                skipped_moves,
+                self.options.min_slot_keys,
+            )
+        });
+        let budget_keys = diagnosis.as_ref().map(|d| d.budget * total_keys as f64);
         Ok(StepPlan {
+            notable_slots: notable_slots(observed, budget_keys),
+            summary: summarise_moves(&moves),
+            nothing_moves_because,
+            diagnosis,
             algorithm: balancer.name(),
             moves,
             imbalance_now: observed.imbalance,
@@ -557,6 +713,8 @@ impl Controller {
             budget_bound: plan.budget_bound,
             plan,
             ring: Some(ring),
+            slot_choice: self.slot_choice,
+            groups,
         })
     }
 
@@ -573,36 +731,22 @@ impl Controller {
     ) -> StepOutcome {
         let mut outcome = StepOutcome::default();
         let mut done = Vec::new();
-        let executable: Vec<_> = step_plan
-            .plan
-            .moves
-            .iter()
-            .filter(|mv| {
-                mv.from != mv.to && observed.slot_keys[mv.token] >= self.options.min_slot_keys
-            })
-            .collect();
-        let mut groups: Vec<MoveGroup> = Vec::new();
-        for mv in &executable {
-            let (from, to) = (mv.from.index(), mv.to.index());
-            match groups.iter_mut().find(|g| g.from == from && g.to == to) {
-                Some(group) => group.slots.push(mv.token as u16),
-                None => groups.push(MoveGroup {
-                    from,
-                    to,
-                    slots: vec![mv.token as u16],
-                }),
-            }
-        }
+        let plan_step = self.step.saturating_sub(1);
         let backend = cluster.backend();
-        for group in &groups {
+        for planned in &step_plan.groups {
             if stop.load(Ordering::SeqCst) {
                 outcome.interrupted = true;
                 break;
             }
+            let group = MoveGroup {
+                from: planned.from,
+                to: planned.to,
+                slots: planned.slots.clone(),
+            };
             let result = backend.migrate(
                 cluster,
                 &observed.snapshot,
-                group,
+                &group,
                 &self.options.migration,
                 stop,
                 progress,
@@ -614,12 +758,14 @@ impl Controller {
                 .map(|m| m.keys)
                 .sum::<u64>();
             outcome.migrations.extend(result.migrations);
-            done.extend(
-                executable
-                    .iter()
-                    .filter(|mv| result.switched.contains(&(mv.token as u16)))
-                    .map(|mv| **mv),
-            );
+            for &slot in &result.switched {
+                self.switched_at[usize::from(slot)] = Some(plan_step);
+            }
+            done.extend(confirmed_moves(
+                planned,
+                &result.switched,
+                &observed.slot_keys,
+            ));
             outcome.errors.extend(result.errors);
             if result.interrupted {
                 outcome.interrupted = true;
@@ -628,12 +774,73 @@ impl Controller {
                 break;
             }
         }
-        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref())
-            && let Err(error) = live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done)
-        {
-            outcome.errors.push(format!("confirm: {error}"));
+        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) {
+            match live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done) {
+                Ok(m_keys) => {
+                    if let Some(explainer) = self.explainer.as_mut() {
+                        explainer.charge(m_keys);
+                    }
+                }
+                Err(error) => outcome.errors.push(format!("confirm: {error}")),
+            }
         }
         outcome
+    }
+}
+
+/// The algorithm's moves a group carried out when `switched` of its slots were switched: all
+/// of them when every slot was, otherwise the planned moves in order until their keys cover
+/// the keys switched (so the budget is charged at least what moved).
+fn confirmed_moves(group: &GroupPlan, switched: &[u16], slot_keys: &[u64]) -> Vec<TokenMove> {
+    if group.slots.iter().all(|s| switched.contains(s)) {
+        return group.planned.clone();
+    }
+    if switched.is_empty() {
+        return Vec::new();
+    }
+    let moved: u64 = switched.iter().map(|&s| slot_keys[usize::from(s)]).sum();
+    let mut covered = 0u64;
+    let mut confirmed = Vec::new();
+    for mv in &group.planned {
+        if covered >= moved {
+            break;
+        }
+        covered += slot_keys[mv.token];
+        confirmed.push(*mv);
+    }
+    confirmed
+}
+
+/// Why a step moves nothing, in one line: the rule of ACH that stopped it, or that every
+/// planned move was of a slot below `--min-slot-keys`, or that the algorithm planned nothing.
+fn nothing_moves_because(
+    algorithm: &str,
+    diagnosis: Option<&Diagnosis>,
+    names: &[String],
+    skipped_moves: usize,
+    min_slot_keys: u64,
+) -> String {
+    if let Some(rule) = diagnosis.and_then(|d| d.stopping_rule(names)) {
+        return rule;
+    }
+    let budget = diagnosis.map(|d| {
+        format!(
+            "step budget m = {:.5} of all keys (M_max {:.4} x C {:.3}, window {:.4} of {:.4} \
+             spent)",
+            d.budget, d.m_max, d.intensity, d.window_spent, d.m_horizon
+        )
+    });
+    match (skipped_moves, budget) {
+        (1.., budget) => format!(
+            "every planned move ({skipped_moves}) was of a slot holding fewer than \
+             --min-slot-keys {min_slot_keys} keys{}",
+            budget.map(|b| format!("; {b}")).unwrap_or_default()
+        ),
+        (0, Some(budget)) => format!(
+            "no slot fits the {budget}: every slot the sources could give holds more, or is in \
+             its cool-down"
+        ),
+        (0, None) => format!("{algorithm} planned no move"),
     }
 }
 

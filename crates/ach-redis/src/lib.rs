@@ -33,14 +33,17 @@
 pub mod backend;
 pub mod cli;
 pub mod cluster;
+pub mod compact;
 pub mod control;
 mod error;
+pub mod explain;
 mod live;
 pub mod local;
 pub mod local_prometheus;
 pub mod metrics;
 pub mod migrate;
 pub mod node_telemetry;
+pub mod notable;
 pub mod prometheus_api;
 pub mod prometheus_telemetry;
 pub mod rebalance;
@@ -48,6 +51,7 @@ pub mod report;
 pub mod resp;
 pub mod security;
 pub mod slot;
+pub mod summary;
 pub mod telemetry;
 pub mod topology;
 

@@ -11,7 +11,25 @@ use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
 use crate::metrics::{Metrics, NodeMetrics};
 use crate::migrate::{FixAction, MigrationMethod, MigrationOptions};
+use crate::notable::name_hash_tags;
+use crate::report::notable_lines;
+use crate::summary::RunSummary;
 use crate::topology::format_slot_ranges;
+
+/// When the loop stops early and how fast it may copy (`--until-balanced`,
+/// `--max-keys-per-second`); the default has neither rule.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RunRules {
+    /// Stop at the first step whose measured `D` is at most this, before planning it.
+    pub until_balanced: Option<f64>,
+    /// Copy at most this many keys per second within a step: after each migration the step
+    /// waits until its keys over its time are within the rate (a migration is one slot key by
+    /// key, one group for an atomic job).
+    pub max_keys_per_second: Option<f64>,
+    /// Add the step's progress and its estimated time left to every migration's line (for a
+    /// terminal: the command line sets it when stderr is one).
+    pub show_eta: bool,
+}
 
 /// How long and how often the loop runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,6 +43,8 @@ pub struct LoopOptions {
 /// One line of the step log.
 #[derive(Debug, serde::Serialize)]
 pub struct StepRecord<'a> {
+    /// `step` (the other lines of the log are `fix` and `summary`).
+    pub event: &'static str,
     /// Step index from 0.
     pub step: u64,
     /// The backend (`redis` or `valkey`).
@@ -47,6 +67,9 @@ pub struct StepRecord<'a> {
     pub outcome: Option<&'a StepOutcome>,
     /// Keys copied over the number of keys at observation.
     pub moved_fraction: f64,
+    /// The imbalance `D` the previous step's plan predicted, to hold against this step's
+    /// measured `D` (`observed.imbalance`).
+    pub previous_predicted: Option<f64>,
 }
 
 /// Runs the loop. Returns the number of keys moved in all. Reports each step on `log` (one
@@ -91,11 +114,46 @@ pub fn run_with_metrics(
     progress: &mut dyn Write,
     metrics: Option<LoopMetrics<'_>>,
 ) -> Result<u64, Error> {
+    run_with_summary(
+        cluster,
+        controller,
+        options,
+        migration,
+        stop,
+        log,
+        progress,
+        metrics,
+        RunRules::default(),
+    )
+    .map(|summary| summary.keys_moved)
+}
+
+/// [`run_with_metrics`], returning the run's summary (also the log's last line): keys and
+/// slots moved, failed migrations, dropped moves, D at the first and last steps, and the
+/// cluster's health and slot map at exit; [`RunSummary::exit_code`] says whether the run did
+/// what it planned. `rules` may end the run early and throttle it ([`RunRules`];
+/// `options.steps` is then the cap).
+#[allow(clippy::too_many_arguments)]
+pub fn run_with_summary(
+    cluster: &mut Cluster,
+    controller: &mut Controller,
+    options: LoopOptions,
+    migration: &MigrationOptions,
+    stop: &AtomicBool,
+    log: &mut dyn Write,
+    progress: &mut dyn Write,
+    metrics: Option<LoopMetrics<'_>>,
+    rules: RunRules,
+) -> Result<RunSummary, Error> {
+    let started_run = Instant::now();
+    let mut summary = RunSummary::default();
     let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
-    report_fix(&cluster.backend().fix(cluster, migration)?, progress);
+    let actions = cluster.backend().fix(cluster, migration)?;
+    report_fix(&actions, progress);
+    write_fix(log, "start", None, &actions)?;
     let snapshot = cluster.snapshot()?;
     controller.prime(cluster, &snapshot)?;
-    let mut moved = 0u64;
+    let mut previous_predicted: Option<f64> = None;
     let mut pending_fix = Vec::new();
     for step in 0..options.steps {
         if !sleep_unless_stopped(options.interval, stop) {
@@ -103,6 +161,7 @@ pub fn run_with_metrics(
             break;
         }
         let mut record = StepRecord {
+            event: "step",
             step,
             backend: cluster.backend().kind(),
             slot_stats: false,
@@ -117,12 +176,15 @@ pub fn run_with_metrics(
             plan: None,
             outcome: None,
             moved_fraction: 0.0,
+            // Only the step right after a planned one holds a prediction for its observation.
+            previous_predicted: previous_predicted.take(),
         };
         let step_started = Instant::now();
         let observed = match controller.observe(cluster) {
             Ok(observed) => observed,
             Err(Error::Degraded(problems)) => {
                 mark_unhealthy(metrics);
+                summary.add_degraded_step();
                 degraded(&mut record, problems, log, progress)?;
                 continue;
             }
@@ -134,6 +196,7 @@ pub fn run_with_metrics(
             ) => return Err(error),
             Err(error) => {
                 mark_unhealthy(metrics);
+                summary.add_degraded_step();
                 degraded(&mut record, vec![error.to_string()], log, progress)?;
                 continue;
             }
@@ -141,14 +204,20 @@ pub fn run_with_metrics(
         if !observed.snapshot.open.is_empty() {
             // A migration of an earlier step failed half-way: close it before planning.
             match cluster.backend().fix(cluster, migration) {
-                Ok(actions) => record.fixed.extend(actions),
+                Ok(actions) => {
+                    report_fix(&actions, progress);
+                    write_fix(log, "step", Some(step), &actions)?;
+                    record.fixed.extend(actions);
+                }
                 Err(error) => {
                     mark_unhealthy(metrics);
+                    summary.add_degraded_step();
                     degraded(&mut record, vec![error.to_string()], log, progress)?;
                     continue;
                 }
             }
             pending_fix = std::mem::take(&mut record.fixed);
+            summary.add_degraded_step();
             let _ = writeln!(
                 progress,
                 "step {step}: open slots closed, planning next step"
@@ -159,14 +228,42 @@ pub fn run_with_metrics(
         if let Some(m) = metrics {
             observe_metrics(m.metrics, &observed);
         }
-        let plan = controller.plan(&observed)?;
+        if let Some(tolerance) = rules.until_balanced
+            && observed.imbalance <= tolerance
+        {
+            let _ = writeln!(
+                progress,
+                "step {step}: balanced: D {:.3} <= {tolerance} (--until-balanced), stopping",
+                observed.imbalance
+            );
+            summary.balanced_at_step = Some(step);
+            summary.steps += 1;
+            summary.imbalance_first.get_or_insert(observed.imbalance);
+            summary.imbalance_last = Some(observed.imbalance);
+            record.observed = Some(&observed);
+            write_record(log, &record)?;
+            break;
+        }
+        let mut plan = controller.plan(&observed)?;
+        name_hash_tags(cluster, &observed.snapshot, &mut plan.notable_slots);
+        for line in notable_lines(&plan) {
+            let _ = writeln!(progress, "step {step}: {line}");
+        }
         let started = Instant::now();
         if let Some(m) = metrics
             && !plan.moves.is_empty()
         {
             m.metrics.migration_started();
         }
+        let mut copied = 0u64;
+        let mut slots_done = 0usize;
+        let planned_slots: usize = plan.groups.iter().map(|g| g.slots.len()).sum();
         let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
+            copied += migration.keys;
+            slots_done += migration.slots.len();
+            if let Some(rate) = rules.max_keys_per_second {
+                throttle(copied, rate, started, stop);
+            }
             if let Some(m) = metrics {
                 let method = match migration.method {
                     MigrationMethod::Atomic => "atomic",
@@ -183,7 +280,7 @@ pub fn run_with_metrics(
             }
             let _ = writeln!(
                 progress,
-                "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}",
+                "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}{}",
                 match migration.method {
                     MigrationMethod::Atomic => "atomic",
                     MigrationMethod::Keys => "keys",
@@ -198,10 +295,19 @@ pub fn run_with_metrics(
                     String::new()
                 } else {
                     format!(" ({})", migration.message)
+                },
+                if rules.show_eta {
+                    eta(
+                        (slots_done, planned_slots),
+                        (copied, plan.keys_to_copy),
+                        started,
+                    )
+                } else {
+                    String::new()
                 }
             );
         });
-        moved += outcome.keys_moved;
+        summary.add_step(step, &plan, &outcome);
         let total_keys: u64 = observed.slot_keys.iter().sum();
         record.moved_fraction = if total_keys == 0 {
             0.0
@@ -215,18 +321,22 @@ pub fn run_with_metrics(
             .collect();
         let _ = writeln!(
             progress,
-            "step {step}: loads [{}] D {:.3} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
+            "step {step}: loads [{}] D {:.3}{} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
             loads.join(", "),
             plan.imbalance_now,
+            record
+                .previous_predicted
+                .map(|d| format!(" (step {} predicted {d:.3})", step.saturating_sub(1)))
+                .unwrap_or_default(),
             plan.imbalance_predicted,
             outcome.migrations.len(),
             plan.skipped_moves,
             outcome.keys_moved,
             started.elapsed().as_secs_f64() * 1000.0,
-            if outcome.errors.is_empty() {
-                String::new()
-            } else {
-                format!("; errors: {}", outcome.errors.join("; "))
+            match (&plan.nothing_moves_because, outcome.errors.is_empty()) {
+                (_, false) => format!("; errors: {}", outcome.errors.join("; ")),
+                (Some(reason), true) => format!("; nothing moves: {reason}"),
+                (None, true) => String::new(),
             }
         );
         if let Some(m) = metrics {
@@ -243,6 +353,7 @@ pub fn run_with_metrics(
             };
             m.metrics.step_finished(step_started.elapsed(), ratio);
         }
+        previous_predicted = Some(plan.imbalance_predicted);
         record.observed = Some(&observed);
         record.plan = Some(&plan);
         record.outcome = Some(&outcome);
@@ -252,12 +363,74 @@ pub fn run_with_metrics(
             break;
         }
     }
+    summary.stopped_by_request = stop.load(Ordering::SeqCst);
     // A migration that failed (a node slow to answer, a signal interrupting a reply) may have
     // left its slot open: close it before leaving.
-    if let Ok(actions) = cluster.backend().fix(cluster, migration) {
-        report_fix(&actions, progress);
+    match cluster.backend().fix(cluster, migration) {
+        Ok(actions) => {
+            report_fix(&actions, progress);
+            write_fix(log, "end", None, &actions)?;
+        }
+        Err(error) => summary
+            .problems_at_exit
+            .push(format!("fix at exit: {error}")),
     }
-    Ok(moved)
+    finish_summary(cluster, &mut summary, started_run);
+    write_line(
+        log,
+        &serde_json::json!({ "event": "summary", "summary": &summary }),
+    )?;
+    Ok(summary)
+}
+
+/// The cluster's state at exit into `summary`: its health, slot map and epoch.
+fn finish_summary(cluster: &mut Cluster, summary: &mut RunSummary, started: Instant) {
+    match cluster.snapshot() {
+        Ok(snapshot) => {
+            summary
+                .problems_at_exit
+                .extend(snapshot.problems.iter().cloned());
+            summary.set_slot_map(&snapshot.owners);
+            let seed = cluster.seed().to_string();
+            summary.epoch_at_exit = cluster
+                .query::<String>(&seed, redis::cmd("CLUSTER").arg("INFO"))
+                .ok()
+                .and_then(|info| {
+                    info.lines()
+                        .find_map(|l| l.strip_prefix("cluster_current_epoch:"))
+                        .and_then(|v| v.trim().parse().ok())
+                });
+        }
+        Err(error) => summary.problems_at_exit.push(error.to_string()),
+    }
+    summary.seconds = started.elapsed().as_secs_f64();
+}
+
+/// ` [slots i/N, keys k/K, ETA T s]`: a step's progress and, from its keys so far over its
+/// time, the time left.
+fn eta(slots: (usize, usize), keys: (u64, u64), started: Instant) -> String {
+    let elapsed = started.elapsed().as_secs_f64();
+    let left = if keys.0 == 0 || keys.0 >= keys.1 {
+        // No keys copied yet (or all): count by slots.
+        let done = slots.0.max(1) as f64;
+        elapsed * (slots.1.saturating_sub(slots.0)) as f64 / done
+    } else {
+        elapsed * (keys.1 - keys.0) as f64 / keys.0 as f64
+    };
+    format!(
+        " [slots {}/{}, keys {}/{}, ETA {left:.1} s]",
+        slots.0, slots.1, keys.0, keys.1
+    )
+}
+
+/// Waits until `copied` keys since `started` are within `rate` keys per second (or `stop` is
+/// set).
+fn throttle(copied: u64, rate: f64, started: Instant, stop: &AtomicBool) {
+    let due = Duration::from_secs_f64(copied as f64 / rate);
+    let elapsed = started.elapsed();
+    if due > elapsed {
+        let _ = sleep_unless_stopped(due - elapsed, stop);
+    }
 }
 
 /// A degraded cluster, into `metrics`.
@@ -318,7 +491,24 @@ fn degraded(
     write_record(log, record)
 }
 
+/// One `fix` line of the log: when (`start`, `step` or `end`), the step, what was closed.
+fn write_fix(
+    log: &mut dyn Write,
+    when: &str,
+    step: Option<u64>,
+    actions: &[FixAction],
+) -> Result<(), Error> {
+    write_line(
+        log,
+        &serde_json::json!({ "event": "fix", "when": when, "step": step, "actions": actions }),
+    )
+}
+
 fn write_record(log: &mut dyn Write, record: &StepRecord<'_>) -> Result<(), Error> {
+    write_line(log, record)
+}
+
+fn write_line(log: &mut dyn Write, record: &impl serde::Serialize) -> Result<(), Error> {
     let line = serde_json::to_string(record).expect("records serialise");
     writeln!(log, "{line}")
         .and_then(|()| log.flush())

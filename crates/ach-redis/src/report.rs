@@ -82,6 +82,9 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
                 node.ops_per_sec,
                 node.load
             );
+            if let Some(master) = snapshot.masters.iter().find(|m| m.id == node.id) {
+                replica_lines(&mut out, master);
+            }
         }
         if !observed.hot_slots.is_empty() {
             let hot: Vec<String> = observed
@@ -109,6 +112,7 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
                 short(&master.id),
                 master.slots
             );
+            replica_lines(&mut out, master);
         }
     }
     if snapshot.open.is_empty() {
@@ -126,6 +130,31 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
         }
     }
     out
+}
+
+/// One line per replica of `master`, under its row: a replica is never a target.
+fn replica_lines(out: &mut String, master: &crate::cluster::Master) {
+    for replica in &master.replicas {
+        let state = if replica.flags.is_empty() && replica.link_connected {
+            String::new()
+        } else {
+            format!(
+                " ({}{})",
+                replica.flags.join(","),
+                if replica.link_connected {
+                    ""
+                } else {
+                    " link down"
+                }
+            )
+        };
+        let _ = writeln!(
+            out,
+            "  replica {} {}{state}",
+            replica.address,
+            short(&replica.id)
+        );
+    }
 }
 
 /// The `plan` report: the score and the moves.
@@ -155,12 +184,41 @@ pub fn plan_text(plan: &StepPlan) -> String {
         plan.imbalance_predicted,
         loads.join(", ")
     );
-    for mv in &plan.moves {
+    if let Some(reason) = &plan.nothing_moves_because {
+        let _ = writeln!(out, "nothing moves: {reason}");
+    }
+    for line in notable_lines(plan) {
+        let _ = writeln!(out, "{line}");
+    }
+    for group in &plan.summary {
         let _ = writeln!(
             out,
-            "  slot {:>5}: {} -> {} ({} keys)",
-            mv.slot, mv.from, mv.to, mv.keys
+            "  {} -> {}: {} slots in {} ranges, {} keys: {}",
+            group.from, group.to, group.slots, group.range_count, group.keys, group.ranges
         );
     }
+    // Every move, slot by slot, is in the `--json` form; the text gives the ranges.
     out
+}
+
+/// One line per slot the plan names (larger than the step budget, or too hot to help by
+/// moving).
+pub fn notable_lines(plan: &StepPlan) -> Vec<String> {
+    plan.notable_slots
+        .iter()
+        .map(|n| {
+            format!(
+                "notable slot {}{} on {}: {} keys, load {:.3}: {}",
+                n.slot,
+                n.hash_tag
+                    .as_ref()
+                    .map(|t| format!(" (hash tag {t})"))
+                    .unwrap_or_default(),
+                n.owner,
+                n.keys,
+                n.load,
+                n.reason
+            )
+        })
+        .collect()
 }

@@ -18,8 +18,8 @@ use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 use ach_redis::migrate::{MigrationMethod, MigrationOptions};
 use ach_redis::slot::key_slot;
 use common::{
-    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, read_log, serial,
-    start_cluster_of,
+    DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost,
+    read_events, read_log, serial, start_cluster_of,
 };
 
 fn text(output: &std::process::Output) -> (String, String) {
@@ -512,68 +512,6 @@ fn ctrl_c_cancels_a_running_atomic_job_and_nothing_is_lost() {
     assert!(fixed.contains("fix: no open slot"), "{fixed}");
 }
 
-fn node_id(server: &LocalServer) -> String {
-    let mut connection = server.connection().unwrap();
-    redis::cmd("CLUSTER")
-        .arg("MYID")
-        .query(&mut connection)
-        .unwrap()
-}
-
-/// One replica per primary of `cluster`: started, introduced, made a replica of its primary,
-/// and waited for until its link to the primary is up.
-fn add_replicas(cluster: &LocalCluster) -> Vec<LocalServer> {
-    let replicas: Vec<LocalServer> = cluster
-        .servers()
-        .iter()
-        .map(|_| {
-            LocalServer::start_of(ServerKind::Valkey, ServerMode::Cluster)
-                .unwrap_or_else(|e| panic!("{e}"))
-        })
-        .collect();
-    let mut seed = cluster.servers()[0].connection().unwrap();
-    for replica in &replicas {
-        let _: () = redis::cmd("CLUSTER")
-            .arg("MEET")
-            .arg("127.0.0.1")
-            .arg(replica.port())
-            .query(&mut seed)
-            .unwrap();
-    }
-    for (replica, primary) in replicas.iter().zip(cluster.servers()) {
-        let primary_id = node_id(primary);
-        let mut connection = replica.connection().unwrap();
-        let started = Instant::now();
-        // The replica must know its primary before it can follow it.
-        loop {
-            let replicated = redis::cmd("CLUSTER")
-                .arg("REPLICATE")
-                .arg(&primary_id)
-                .query::<()>(&mut connection);
-            if replicated.is_ok() {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "{replicated:?}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        loop {
-            let info: String = redis::cmd("INFO")
-                .arg("replication")
-                .query(&mut connection)
-                .unwrap();
-            if info.contains("master_link_status:up") {
-                break;
-            }
-            assert!(started.elapsed() < Duration::from_secs(30), "{info}");
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-    replicas
-}
-
 /// A failover of the source while its atomic job runs (`CLUSTER FAILOVER` on its replica, the
 /// graceful kind that loses no acknowledged write), during a rebalance under writing and
 /// reading clients: whatever the job and the fallback do (valkey-io/valkey#2724: a failover at
@@ -583,7 +521,7 @@ fn add_replicas(cluster: &LocalCluster) -> Vec<LocalServer> {
 fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
     let _serial = serial();
     let cluster = start_cluster_of(ServerKind::Valkey, 3);
-    let replicas = add_replicas(&cluster);
+    let replicas = add_replicas(&cluster, ServerKind::Valkey);
     let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
     data.load(&cluster, 2);
     config_set_everywhere(&cluster, "rdb-key-save-delay", "10000");
@@ -628,7 +566,16 @@ fn a_failover_of_the_source_during_an_atomic_job_loses_nothing() {
         .map(|l| if l.len() > 300 { &l[..300] } else { l })
         .collect();
     println!("{}", lines.join("\n"));
-    assert!(status.success(), "{stderr}");
+    // The failed job is a failed migration: the run says so and exits 3.
+    assert_eq!(status.code(), Some(3), "{stderr}");
+    let summary = read_events(log.path())
+        .into_iter()
+        .find(|line| line["event"] == "summary")
+        .expect("the log ends with the run's summary");
+    assert!(
+        summary["summary"]["migrations_failed"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
     config_set_everywhere(&cluster, "rdb-key-save-delay", "0");
     for replica in &replicas {
         let mut connection = replica.connection().unwrap();

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ach_redis::local::{LocalCluster, ServerKind, redis_cli_binary};
+use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode, redis_cli_binary};
 use ach_redis::slot::key_slot;
 use redis::Commands;
 
@@ -394,11 +394,78 @@ pub fn used_memory_mb(server: &ach_redis::local::LocalServer) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
 
-/// The steps of a `--log` file, parsed.
+/// The steps of a `--log` file, parsed (its `fix` and `summary` lines left out).
 pub fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
+    read_events(path)
+        .into_iter()
+        .filter(|line| line["event"] == "step")
+        .collect()
+}
+
+/// Every line of a `--log` file, parsed: `step`, `fix` and `summary` events.
+pub fn read_events(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
         .map(|line| serde_json::from_str(line).unwrap())
         .collect()
+}
+
+pub fn node_id(server: &LocalServer) -> String {
+    let mut connection = server.connection().unwrap();
+    redis::cmd("CLUSTER")
+        .arg("MYID")
+        .query(&mut connection)
+        .unwrap()
+}
+
+/// One replica per primary of `cluster`: started, introduced, made a replica of its primary,
+/// and waited for until its link to the primary is up.
+pub fn add_replicas(cluster: &LocalCluster, kind: ServerKind) -> Vec<LocalServer> {
+    let replicas: Vec<LocalServer> = cluster
+        .servers()
+        .iter()
+        .map(|_| LocalServer::start_of(kind, ServerMode::Cluster).unwrap_or_else(|e| panic!("{e}")))
+        .collect();
+    let mut seed = cluster.servers()[0].connection().unwrap();
+    for replica in &replicas {
+        let _: () = redis::cmd("CLUSTER")
+            .arg("MEET")
+            .arg("127.0.0.1")
+            .arg(replica.port())
+            .query(&mut seed)
+            .unwrap();
+    }
+    for (replica, primary) in replicas.iter().zip(cluster.servers()) {
+        let primary_id = node_id(primary);
+        let mut connection = replica.connection().unwrap();
+        let started = Instant::now();
+        // The replica must know its primary before it can follow it.
+        loop {
+            let replicated = redis::cmd("CLUSTER")
+                .arg("REPLICATE")
+                .arg(&primary_id)
+                .query::<()>(&mut connection);
+            if replicated.is_ok() {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{replicated:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        loop {
+            let info: String = redis::cmd("INFO")
+                .arg("replication")
+                .query(&mut connection)
+                .unwrap();
+            if info.contains("master_link_status:up") {
+                break;
+            }
+            assert!(started.elapsed() < Duration::from_secs(30), "{info}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    replicas
 }
