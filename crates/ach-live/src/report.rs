@@ -286,8 +286,9 @@ fn differences(text: &mut String, results: &LiveResults) {
          - Both D_true are in the same unit (the simulator's composite of rho, with the measured \
          service rates); the live one is computed from the requests the clients were scheduled \
          to send, not from what the nodes answered.\n\
-         - The simulator has no hot-key phase (its Zipf popularity is fixed); the live workload \
-         sends {:.0} % of the requests to {} keys of one medium node for a quarter of the run.\n\
+         - Both have the hot-key phase ({:.0} % of the requests to {} keys that start on one \
+         medium node, for a quarter of the run); live they are the node's first keys by CRC16 \
+         slot, in the simulator its first keys by hash.\n\
          - The simulator's Zipf ranks run over all keys; live, each client draws Zipf ranks over \
          its own keys, and slots follow CRC16, not the simulator's key hashes.\n\
          - redis-cli is simulated as Static-Wt (slots in proportion to the weights, once); live, \

@@ -8,7 +8,8 @@
 use ach_baselines::StaticWt;
 use ach_redis::control::live_ach_config;
 use ach_sim::algorithms::AlgorithmInfo;
-use ach_sim::config::{ClusterConfig, Degradation, LoadProfile};
+use ach_sim::config::{ClusterConfig, Degradation, HotKeys, LoadProfile, NodeClass};
+
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
 use crate::calibrate::ServiceRate;
@@ -97,8 +98,31 @@ pub fn series(config: &LiveConfig, rates: &[ServiceRate]) -> SeriesConfig {
             period: 1.0,
         },
         ach: live_ach_config(),
+        hot_keys: hot_phase(config),
         ..SeriesConfig::default()
     }
+}
+
+/// The live workload's hot-key phase in the simulator: the same steps, share and number of
+/// keys, on the node the live hot keys start on (the first medium node, a weak one if none);
+/// `None` when the phase spans no whole step.
+fn hot_phase(config: &LiveConfig) -> Option<HotKeys> {
+    let workload = config.workload(0);
+    let steps = f64::from(config.steps());
+    let step_of = |fraction: f64| (steps * fraction).round() as u32;
+    let (from, to) = (step_of(workload.hot_phase.0), step_of(workload.hot_phase.1));
+    let node = config
+        .classes()
+        .iter()
+        .position(|c| *c == NodeClass::Medium)
+        .unwrap_or(config.nodes - 1);
+    (from < to).then_some(HotKeys {
+        from,
+        to,
+        share: workload.hot_share,
+        keys: workload.hot_keys,
+        node,
+    })
 }
 
 /// One algorithm in one simulated run.

@@ -312,6 +312,38 @@ pub struct SeriesConfig {
     /// are exactly as without the field. The series must run Static-W.
     #[serde(skip_serializing_if = "is_false")]
     pub against_a0: bool,
+    /// A hot-key phase (`[hot_keys]`, optional): for a span of steps a share of the requests
+    /// goes to a few keys of one node (what the live experiment's workload does). Left out of
+    /// the written configuration when absent, so that series without it keep their files,
+    /// fingerprints and draws.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hot_keys: Option<HotKeys>,
+}
+
+/// A hot-key phase: during steps `from <= t < to`, a request goes with probability `share` to
+/// one of `keys` hot keys (uniformly), and otherwise follows the series' key popularity. The
+/// hot keys are the `keys` lowest-numbered keys whose token is owned by node `node` in the
+/// initial (round-robin) ring, so they all start on one node.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HotKeys {
+    /// First step of the phase.
+    pub from: u32,
+    /// First step after the phase.
+    pub to: u32,
+    /// Probability that a request of the phase goes to a hot key, in `[0, 1]`.
+    pub share: f64,
+    /// Number of hot keys (at least 1).
+    pub keys: usize,
+    /// The node whose initial tokens hold the hot keys.
+    pub node: usize,
+}
+
+impl HotKeys {
+    /// Whether step `t` is in the phase.
+    pub fn active(&self, t: u32) -> bool {
+        (self.from..self.to).contains(&t)
+    }
 }
 
 /// True for `false`: leaves an unset flag out of the written configuration.
@@ -373,6 +405,7 @@ impl Default for SeriesConfig {
             ch_bl: None,
             report_cv: false,
             against_a0: false,
+            hot_keys: None,
         }
     }
 }

@@ -265,6 +265,8 @@ struct SharedScenario<'a> {
     degradation: &'a [crate::config::Degradation],
     churn: &'a [crate::config::Churn],
     v_min: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hot_keys: &'a Option<crate::config::HotKeys>,
 }
 
 /// A key that is equal for runs that can share one workload: same scenario, seed and profile.
@@ -281,6 +283,7 @@ pub fn shared_workload_key(spec: &RunSpec<'_>) -> String {
         degradation: &c.degradation,
         churn: &c.churn,
         v_min: c.ach.v_min,
+        hot_keys: &c.hot_keys,
     };
     format!(
         "{}|{}|{}",
@@ -393,6 +396,10 @@ fn simulate_members<P: PhaseProbe>(
             detail: e.to_string(),
         })?;
     let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
+    let mut hot_workload = config
+        .hot_keys
+        .as_ref()
+        .map(|hot| hot_phase_workload(config, hot, &positions, &hashes));
     drop(hashes);
     let mut cluster = Cluster::new(config, lead.profile);
 
@@ -459,6 +466,10 @@ fn simulate_members<P: PhaseProbe>(
         }
         let n = cluster.capacity.len();
         probe.enter(Phase::Draw);
+        let workload = match (&config.hot_keys, &mut hot_workload) {
+            (Some(hot), Some(hot_workload)) if hot.active(t) => hot_workload,
+            _ => &mut workload,
+        };
         workload.draw_packed(config.load.rate(t), &mut request_rng, &mut packed);
         probe.enter(Phase::Route);
         if any_forwarding {
@@ -507,6 +518,32 @@ fn simulate_members<P: PhaseProbe>(
 
     probe.enter(Phase::Records);
     Ok(members.into_iter().map(Member::into_record).collect())
+}
+
+/// The workload of the hot-key phase `hot`: the hot keys are the lowest-numbered keys on tokens
+/// of node `hot.node` in the initial round-robin ring (token `s` is node `s mod n0`'s).
+fn hot_phase_workload(
+    config: &SeriesConfig,
+    hot: &crate::config::HotKeys,
+    positions: &[f64],
+    hashes: &[f64],
+) -> Workload {
+    let n0 = config.cluster.classes.len();
+    let hot_keys: Vec<usize> = Workload::token_of_keys(positions, hashes)
+        .iter()
+        .enumerate()
+        .filter(|&(_, &token)| token % n0 == hot.node)
+        .map(|(key, _)| key)
+        .take(hot.keys)
+        .collect();
+    Workload::with_hot_keys(
+        positions,
+        hashes,
+        config.zipf_s,
+        config.write_fraction,
+        &hot_keys,
+        hot.share,
+    )
 }
 
 /// Tokens routed by every arm in turn before the next ones: a chunk of the packed counts

@@ -321,7 +321,51 @@ impl SeriesConfig {
         }
     }
 
+    fn validate_hot_keys(
+        &self,
+        hot: &crate::config::HotKeys,
+    ) -> Result<(), (String, String, String)> {
+        if !(hot.from < hot.to && hot.to <= self.steps) {
+            return Err((
+                "hot_keys.to".into(),
+                hot.to.to_string(),
+                format!(
+                    "must be > hot_keys.from = {} and <= steps = {}",
+                    hot.from, self.steps
+                ),
+            ));
+        }
+        if !(0.0..=1.0).contains(&hot.share) {
+            return Err((
+                "hot_keys.share".into(),
+                hot.share.to_string(),
+                "must be in [0, 1]".into(),
+            ));
+        }
+        if hot.keys == 0 || hot.keys > self.keys {
+            return Err((
+                "hot_keys.keys".into(),
+                hot.keys.to_string(),
+                format!("must be in 1..={} (the keys of the series)", self.keys),
+            ));
+        }
+        if hot.node >= self.cluster.classes.len() {
+            return Err((
+                "hot_keys.node".into(),
+                hot.node.to_string(),
+                format!(
+                    "must name a node of the initial cluster (< {})",
+                    self.cluster.classes.len()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_events(&self, profile: Profile) -> Result<(), (String, String, String)> {
+        if let Some(hot) = &self.hot_keys {
+            self.validate_hot_keys(hot)?;
+        }
         for (k, d) in self.degradation.iter().enumerate() {
             if !(d.factor.is_finite() && d.factor > 0.0) {
                 return Err((

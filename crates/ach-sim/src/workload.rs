@@ -557,6 +557,20 @@ fn fill_until_tie(
     (generator, None)
 }
 
+/// Zipf weights of `keys` keys: P(key of rank r) is proportional to `r^-s`, key `k` has rank
+/// `k + 1`; all 1 for `s = 0` (uniform).
+fn zipf_weights(keys: usize, zipf_s: f64) -> Vec<f64> {
+    (0..keys)
+        .map(|k| {
+            if zipf_s == 0.0 {
+                1.0
+            } else {
+                ((k + 1) as f64).powf(-zipf_s)
+            }
+        })
+        .collect()
+}
+
 /// The shared workload of a run: key popularity folded onto the tokens.
 pub struct Workload {
     /// `p[s]`: probability that a request's key belongs to token `s`.
@@ -595,21 +609,51 @@ impl Workload {
     ///
     /// If `positions` is empty, unsorted or outside `[0, 1)`; the run validates them first.
     pub fn new(positions: &[f64], hashes: &[f64], zipf_s: f64, write_fraction: f64) -> Workload {
+        let weights = zipf_weights(hashes.len(), zipf_s);
+        Workload::from_key_weights(positions, hashes, &weights, write_fraction)
+    }
+
+    /// The workload of a hot-key phase: with probability `share` a request goes to one of
+    /// `hot` (key indices, uniformly), otherwise it follows Zipf(`zipf_s`) as in
+    /// [`Workload::new`].
+    pub fn with_hot_keys(
+        positions: &[f64],
+        hashes: &[f64],
+        zipf_s: f64,
+        write_fraction: f64,
+        hot: &[usize],
+        share: f64,
+    ) -> Workload {
+        let mut weights = zipf_weights(hashes.len(), zipf_s);
+        let total: f64 = weights.iter().sum();
+        for weight in &mut weights {
+            *weight *= (1.0 - share) / total;
+        }
+        for &key in hot {
+            weights[key] += share / hot.len() as f64;
+        }
+        Workload::from_key_weights(positions, hashes, &weights, write_fraction)
+    }
+
+    /// The token of each key: the token whose arc holds the key's hash.
+    pub fn token_of_keys(positions: &[f64], hashes: &[f64]) -> Vec<usize> {
         let lookup = TokenRing::round_robin(positions.to_vec(), 1)
             .expect("positions were validated by the caller");
-        // P(key of rank r) is proportional to r^-s; key k has rank k + 1.
-        let weights: Vec<f64> = (0..hashes.len())
-            .map(|k| {
-                if zipf_s == 0.0 {
-                    1.0
-                } else {
-                    ((k + 1) as f64).powf(-zipf_s)
-                }
-            })
-            .collect();
+        hashes.iter().map(|&h| lookup.lookup(h)).collect()
+    }
+
+    /// Folds key weights (in proportion to each key's probability) onto the tokens.
+    fn from_key_weights(
+        positions: &[f64],
+        hashes: &[f64],
+        weights: &[f64],
+        write_fraction: f64,
+    ) -> Workload {
+        let lookup = TokenRing::round_robin(positions.to_vec(), 1)
+            .expect("positions were validated by the caller");
         let total: f64 = weights.iter().sum();
         let mut token_probability = vec![0.0; positions.len()];
-        for (&h, w) in hashes.iter().zip(&weights) {
+        for (&h, w) in hashes.iter().zip(weights) {
             token_probability[lookup.lookup(h)] += w / total;
         }
 

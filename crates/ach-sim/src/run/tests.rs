@@ -274,3 +274,52 @@ fn ch_bl_with_bounds_never_reached_is_static_w() {
         assert_eq!(static_w.aggregates.n_viol, ch_bl.aggregates.n_viol);
     }
 }
+
+#[test]
+fn a_hot_key_phase_changes_only_its_own_steps_and_raises_the_imbalance() {
+    let mut config = small("C1");
+    config.algorithms = vec!["Static-W".into()];
+    let plain = run(&config, Profile::Paper, 0);
+    config.hot_keys = Some(crate::config::HotKeys {
+        from: 10,
+        to: 20,
+        share: 0.5,
+        keys: 5,
+        node: 1,
+    });
+    let hot = run(&config, Profile::Paper, 0);
+    let (plain, hot) = (
+        &plain.algorithm("Static-W").unwrap().d_trace,
+        &hot.algorithm("Static-W").unwrap().d_trace,
+    );
+    // The same random words are drawn in every step: before the phase nothing changes, and
+    // after it only the smoothed loads remember it, less at every step (beta 0.3).
+    assert_eq!(plain[..10], hot[..10]);
+    let after: Vec<f64> = (20..30).map(|t| (hot[t] - plain[t]).abs()).collect();
+    assert!(after[9] < 0.2 * after[0], "{after:?}");
+    let mean = |trace: &[f64]| trace.iter().sum::<f64>() / trace.len() as f64;
+    assert!(
+        mean(&hot[10..20]) > 1.5 * mean(&plain[10..20]),
+        "hot {:?} against plain {:?}",
+        &hot[10..20],
+        &plain[10..20]
+    );
+}
+
+#[test]
+fn a_hot_key_phase_outside_the_run_is_refused_with_its_field() {
+    let mut config = small("C1");
+    config.hot_keys = Some(crate::config::HotKeys {
+        from: 10,
+        to: 31,
+        share: 0.5,
+        keys: 5,
+        node: 1,
+    });
+    let error = config.validate(Profile::Paper).unwrap_err().to_string();
+    assert!(error.contains("hot_keys.to"), "{error}");
+    config.hot_keys.as_mut().unwrap().to = 20;
+    config.hot_keys.as_mut().unwrap().node = 4;
+    let error = config.validate(Profile::Paper).unwrap_err().to_string();
+    assert!(error.contains("hot_keys.node"), "{error}");
+}
