@@ -192,6 +192,7 @@ fn status_columns_tell_the_truth(kind: ServerKind) {
     for node in nodes {
         let address = node["address"].as_str().unwrap();
         let ops = node["ops_per_sec"].as_f64().unwrap();
+        println!("{address}: {ops:.1} data ops/s ({calls} DBSIZE calls by the client)");
         if address == cluster.servers()[0].address() {
             assert!(
                 ops > 100.0,
@@ -205,6 +206,7 @@ fn status_columns_tell_the_truth(kind: ServerKind) {
         assert!(node["memory"].is_null(), "{address}: {node}");
     }
     let text = stdout(&text);
+    println!("{text}");
     assert!(text.contains("data ops/s"), "{text}");
     let row = text.lines().find(|l| l.starts_with(&heavy)).unwrap();
     let columns: Vec<&str> = row.split_whitespace().collect();
