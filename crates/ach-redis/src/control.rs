@@ -186,8 +186,14 @@ pub struct NodeView {
     pub slots: usize,
     /// Keys held.
     pub keys: u64,
-    /// Relative weight (weight over the mean weight).
+    /// Relative weight (weight over the mean weight), by which the readings are divided.
     pub weight: f64,
+    /// The weight as given (`--weight NODE=W`; 1 for a node not named).
+    pub weight_given: f64,
+    /// The memory reading (weighted, as in `reading`) when a capacity is known: the node's
+    /// `maxmemory` or `--memory-capacity-mb`; `None` (`null`) otherwise, where the load still
+    /// reads memory over the machine's memory (`reading[1]`).
+    pub memory: Option<f64>,
     /// `[cpu, memory, latency]` as given to the load tracker, weighted; a reading that could
     /// not be taken is NaN (`null` in JSON), which the tracker counts as a missing sample.
     pub reading: [f64; 3],
@@ -392,6 +398,14 @@ impl Controller {
     /// The relative weight of every master (weight over the mean weight); fails on a
     /// `--weight` naming no master.
     pub fn relative_weights(&self, snapshot: &Snapshot) -> Result<Vec<f64>, Error> {
+        let weights = self.given_weights(snapshot)?;
+        let mean = weights.iter().sum::<f64>() / weights.len().max(1) as f64;
+        Ok(weights.iter().map(|w| w / mean).collect())
+    }
+
+    /// The weight of every master as `--weight` gives it (1 for a master not named); fails on
+    /// a `--weight` naming no master.
+    pub fn given_weights(&self, snapshot: &Snapshot) -> Result<Vec<f64>, Error> {
         let mut weights = vec![1.0; snapshot.masters.len()];
         for (name, weight) in &self.options.weights {
             let matches: Vec<usize> = snapshot
@@ -422,8 +436,7 @@ impl Controller {
                 }
             }
         }
-        let mean = weights.iter().sum::<f64>() / weights.len().max(1) as f64;
-        Ok(weights.iter().map(|w| w / mean).collect())
+        Ok(weights)
     }
 
     /// Chooses the slots of each step as `choice` says (default: [`SlotChoice::Planned`], the
@@ -504,6 +517,7 @@ impl Controller {
             return Err(Error::Degraded(snapshot.problems.clone()));
         }
         let weights = self.relative_weights(&snapshot)?;
+        let given = self.given_weights(&snapshot)?;
         let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
         // A new tracker starts with beta = 1 for its first step, so that the smoothing is
         // seeded with the first reading (not with zero, which would read an idle cluster for
@@ -536,6 +550,12 @@ impl Controller {
         // load among its slots but does not measure it.
         for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
             let weighted = read.reading.map(|value| value / weights[index]);
+            let maxmemory = match (&read.sample, &read.prometheus) {
+                (Some(sample), _) => sample.maxmemory,
+                (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
+                (None, None) => 0.0,
+            };
+            let capacity_known = maxmemory > 0.0 || self.options.rules.memory_capacity.is_some();
             tracker
                 .record(index, weighted)
                 .expect("one tracker entry per master");
@@ -548,6 +568,8 @@ impl Controller {
                     .map(|&s| slot_keys[usize::from(s)])
                     .sum(),
                 weight: weights[index],
+                weight_given: given[index],
+                memory: capacity_known.then_some(weighted[1]),
                 reading: weighted,
                 sample: read.sample,
                 prometheus: read.prometheus,

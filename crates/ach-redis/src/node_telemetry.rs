@@ -11,7 +11,8 @@ use crate::error::Error;
 use crate::prometheus_api::PrometheusError;
 use crate::prometheus_telemetry::{PrometheusReadings, PrometheusTelemetry};
 use crate::telemetry::{
-    NodeSample, ReadingRules, interval_p99, parse_latency_histogram, reading, sample_from_info,
+    NodeSample, ReadingRules, data_ops_per_sec, interval_p99, parse_latency_histogram, reading,
+    sample_from_info,
 };
 
 /// The source of the per-node readings.
@@ -59,7 +60,8 @@ pub struct NodeReading {
     /// The mean time per data command over the window in microseconds (Prometheus; NaN
     /// otherwise).
     pub mean_latency_usec: f64,
-    /// Commands per second.
+    /// Commands per second: INFO's data commands (`commandstats` without the rebalancer's
+    /// and operators' commands) over the interval; Prometheus's rate of every command.
     pub ops_per_sec: f64,
     /// The raw INFO figures (INFO only).
     pub sample: Option<NodeSample>,
@@ -181,7 +183,7 @@ fn info_reading(
             .and_then(|now| interval_p99(previous, now))
             .unwrap_or(f64::NAN),
         mean_latency_usec: f64::NAN,
-        ops_per_sec: sample.map_or(f64::NAN, |now| now.ops_per_sec),
+        ops_per_sec: sample.map_or(f64::NAN, |now| data_ops_per_sec(previous, now)),
         sample: sample.cloned(),
         prometheus: None,
     }

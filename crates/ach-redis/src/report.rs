@@ -44,7 +44,7 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
         );
         let _ = writeln!(
             out,
-            "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6} {:>6} {:>7} {:>8} {:>9} {:>6}",
+            "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6} {:>6} {:>7} {:>8} {:>12} {:>6}",
             "node",
             "id",
             "slots",
@@ -58,7 +58,13 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
             } else {
                 "p99 us"
             },
-            "ops/s",
+            // INFO: the data commands' rate from commandstats, without the rebalancer's own
+            // (CLUSTER, INFO, CONFIG, MIGRATE, LATENCY, ...); Prometheus: every command.
+            if signals.telemetry == "prometheus" {
+                "all ops/s"
+            } else {
+                "data ops/s"
+            },
             "load"
         );
         for node in &observed.nodes {
@@ -67,16 +73,21 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
             } else {
                 node.p99_usec
             };
+            // Memory only over a known capacity (maxmemory or --memory-capacity-mb).
+            let memory = node
+                .memory
+                .map_or_else(|| "n/a".to_string(), |m| format!("{m:.3}"));
             let _ = writeln!(
                 out,
-                "{:<21} {:<8} {:>5} {:>8} {:>6.2} {:>6.3} {:>6.3} {:>7.3} {:>8.1} {:>9.0} {:>6.3}",
+                "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6.3} {:>6} {:>7.3} {:>8.1} {:>12.0} {:>6.3}",
                 node.address,
                 short(&node.id),
                 node.slots,
                 node.keys,
-                node.weight,
+                // As given on the command line (the readings are divided by it over the mean).
+                format!("{}", node.weight_given),
                 node.reading[0],
-                node.reading[1],
+                memory,
                 node.reading[2],
                 latency_usec,
                 node.ops_per_sec,

@@ -61,6 +61,11 @@ pub struct NodeSample {
     pub ops_per_sec: f64,
     /// `total_commands_processed`.
     pub total_commands: f64,
+    /// The calls of the data commands since start: `commandstats` without the commands of the
+    /// rebalancer and of operators (cluster, info, config, migrate, latency, ...; see
+    /// `is_admin_command`), so that its rate leaves out `ach-redis`'s own `COUNTKEYSINSLOT`,
+    /// `CLUSTER SLOTS`, `INFO` and `MIGRATE` (NaN: no `commandstats` in the reply).
+    pub data_commands: f64,
     /// Calls of the node's data commands since start per `LATENCY HISTOGRAM` bucket (its upper
     /// bound in microseconds), merged over the commands; `None` when not read (not
     /// serialised).
@@ -88,6 +93,7 @@ pub fn sample_from_info(reply: &str, taken: Instant) -> NodeSample {
         p99_usec: weighted_p99(&fields),
         ops_per_sec: number("instantaneous_ops_per_sec"),
         total_commands: number("total_commands_processed"),
+        data_commands: data_command_calls(&fields),
         latency_buckets: None,
         taken: Some(taken),
     }
@@ -134,6 +140,45 @@ fn weighted_p99(fields: &BTreeMap<String, String>) -> f64 {
     }
 }
 
+/// The calls of every command in `commandstats` (`cmdstat_<cmd>:calls=..,...`) that is not
+/// an admin command; NaN when the reply has no `commandstats` section.
+fn data_command_calls(fields: &BTreeMap<String, String>) -> f64 {
+    let mut seen = false;
+    let mut calls_total = 0.0;
+    for (name, value) in fields {
+        let Some(command) = name.strip_prefix("cmdstat_") else {
+            continue;
+        };
+        seen = true;
+        if is_admin_command(command) {
+            continue;
+        }
+        calls_total += value
+            .split(',')
+            .find_map(|part| part.strip_prefix("calls="))
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0);
+    }
+    if seen { calls_total } else { f64::NAN }
+}
+
+/// The data commands per second between two samples (the rate of
+/// [`NodeSample::data_commands`]); NaN without an earlier sample or when the counters went
+/// back (a restart or `CONFIG RESETSTAT`).
+pub fn data_ops_per_sec(previous: Option<&NodeSample>, now: &NodeSample) -> f64 {
+    match (previous.and_then(|p| p.taken.map(|t| (p, t))), now.taken) {
+        (Some((before, then)), Some(taken)) if taken > then => {
+            let calls = now.data_commands - before.data_commands;
+            if calls >= 0.0 {
+                calls / (taken - then).as_secs_f64()
+            } else {
+                f64::NAN
+            }
+        }
+        _ => f64::NAN,
+    }
+}
+
 /// True for the commands of the rebalancer and of operators (cluster, info, config, ...),
 /// which latency readings leave out. `command` may be `name|subcommand`.
 fn is_admin_command(command: &str) -> bool {
@@ -152,6 +197,7 @@ fn is_admin_command(command: &str) -> bool {
             | "hello"
             | "client"
             | "syncslots"
+            | "auth"
     )
 }
 
@@ -348,6 +394,36 @@ latency_percentiles_usec_cluster|nodes:p50=2.0,p99=9000.0,p99.9=9000.0\r\n";
         assert_eq!(sample.ops_per_sec, 1500.0);
         // (10 * 300 + 30 * 100) / 400; the cluster command is left out.
         assert_eq!(sample.p99_usec, 15.0);
+        // GET and SET, not CLUSTER NODES.
+        assert_eq!(sample.data_commands, 400.0);
+    }
+
+    #[test]
+    fn data_ops_leave_out_the_rebalancers_commands() {
+        let start = Instant::now();
+        let before = sample_from_info(INFO, start);
+        let later = INFO
+            .replace("cmdstat_get:calls=300", "cmdstat_get:calls=500")
+            .replace(
+                "cmdstat_cluster|nodes:calls=9",
+                "cmdstat_cluster|nodes:calls=9000",
+            );
+        let after = sample_from_info(&later, start + Duration::from_secs(2));
+        assert_eq!(data_ops_per_sec(Some(&before), &after), 100.0);
+        assert!(data_ops_per_sec(None, &after).is_nan());
+        // Counters reset (CONFIG RESETSTAT): no reading rather than a negative one.
+        assert!(
+            data_ops_per_sec(
+                Some(&after),
+                &sample_from_info(INFO, start + Duration::from_secs(3))
+            )
+            .is_nan()
+        );
+        assert!(
+            sample_from_info("# Stats\r\n", start)
+                .data_commands
+                .is_nan()
+        );
     }
 
     #[test]

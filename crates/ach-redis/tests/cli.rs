@@ -13,6 +13,7 @@ on_every_backend!(
     status_and_plan_report_the_cluster_and_move_nothing,
     bad_input_gets_a_clear_error_and_exit_2,
     fix_completes_a_slot_whose_target_holds_a_stale_copy,
+    status_columns_tell_the_truth,
 );
 
 fn stderr(output: &std::process::Output) -> String {
@@ -141,6 +142,91 @@ fn status_and_plan_report_the_cluster_and_move_nothing(kind: ServerKind) {
         2.0,
         "3 over the mean weight 1.5"
     );
+}
+
+/// `status`'s columns: ops/s leaves out the rebalancer's own commands (its 16,384
+/// `CLUSTER COUNTKEYSINSLOT` per reading, its INFO and CLUSTER calls), so an idle cluster reads
+/// about 0 and a node serving a client reads that client's rate; the weight is the one given;
+/// memory is n/a (null) without a known capacity.
+fn status_columns_tell_the_truth(kind: ServerKind) {
+    let _serial = serial();
+    let cluster = start_cluster_of(kind, 3);
+    DataSet::new(3000, 0, 0, (0, 0)).load(&cluster, 1);
+    let seed = cluster.seed();
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let heavy = cluster.servers()[1].address();
+    let weight = format!("{heavy}=3");
+    // A client on server 0 for the whole status (DBSIZE: a data command as commandstats
+    // counts it, needing no key of the node's slots).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let client = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut calls = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _: u64 = redis::cmd("DBSIZE").query(&mut connection).unwrap();
+                calls += 1;
+            }
+            calls
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let args = [
+        "status",
+        "--cluster",
+        &seed,
+        "--sample-ms",
+        "500",
+        "--weight",
+        &weight,
+    ];
+    let json_args: Vec<&str> = args.iter().copied().chain(["--json"]).collect();
+    let json = ach_redis(&json_args);
+    let text = ach_redis(&args);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let calls = client.join().unwrap();
+    assert!(json.status.success(), "{}", stderr(&json));
+    assert!(text.status.success(), "{}", stderr(&text));
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let nodes = json["observed"]["nodes"].as_array().unwrap();
+    for node in nodes {
+        let address = node["address"].as_str().unwrap();
+        let ops = node["ops_per_sec"].as_f64().unwrap();
+        println!("{address}: {ops:.1} data ops/s ({calls} DBSIZE calls by the client)");
+        if address == cluster.servers()[0].address() {
+            assert!(
+                ops > 100.0,
+                "{address}: {ops} ops/s under a client ({calls} calls)"
+            );
+        } else {
+            assert!(ops < 5.0, "{address}: {ops} ops/s with no client");
+        }
+        let given = if address == heavy { 3.0 } else { 1.0 };
+        assert_eq!(node["weight_given"].as_f64().unwrap(), given, "{address}");
+        assert!(node["memory"].is_null(), "{address}: {node}");
+    }
+    let text = stdout(&text);
+    println!("{text}");
+    assert!(text.contains("data ops/s"), "{text}");
+    let row = text.lines().find(|l| l.starts_with(&heavy)).unwrap();
+    let columns: Vec<&str> = row.split_whitespace().collect();
+    // node, id, slots, keys, weight, cpu, memory, ...
+    assert_eq!((columns[4], columns[6]), ("3", "n/a"), "{text}");
+    let known = ach_redis(&[
+        "status",
+        "--cluster",
+        &seed,
+        "--sample-ms",
+        "50",
+        "--json",
+        "--memory-capacity-mb",
+        "1024",
+    ]);
+    let known: serde_json::Value = serde_json::from_slice(&known.stdout).unwrap();
+    for node in known["observed"]["nodes"].as_array().unwrap() {
+        let memory = node["memory"].as_f64().unwrap();
+        assert!(memory > 0.0 && memory < 0.1, "{node}");
+    }
 }
 
 fn assert_exit_2(args: &[&str], message: &str) {
