@@ -461,23 +461,10 @@ impl GuidePair {
 /// One token's reads and writes from the tables of `tables`, table pair `table`, with the
 /// 64-bit uniform `word` (reads from its high half, writes from its low half): exactly
 /// [`PoissonTables::sample`] of the reads, then of the writes.
-#[inline(always)]
+#[inline]
 fn sample_pair(tables: &RateTables, table: usize, word: u64, rng: &mut Pcg64Mcg) -> (u64, u64) {
-    let pair = tables.pairs[table];
-    let (high, low) = ((word >> 32) as u32, word as u32);
-    let all = &tables.tables;
-    let entry = all.guide[(pair.reads_guide_offset + (high >> pair.reads_shift)) as usize];
-    let reads = if entry & IMPURE_SLOT == 0 {
-        u64::from(pair.reads_smallest_value) + u64::from(entry)
-    } else {
-        all.sample_impure(2 * table, entry, high, rng)
-    };
-    let entry = all.guide[(pair.writes_guide_offset + (low >> pair.writes_shift)) as usize];
-    let writes = if entry & IMPURE_SLOT == 0 {
-        u64::from(pair.writes_smallest_value) + u64::from(entry)
-    } else {
-        all.sample_impure(2 * table + 1, entry, low, rng)
-    };
+    let reads = tables.tables.sample(2 * table, (word >> 32) as u32, rng);
+    let writes = tables.tables.sample(2 * table + 1, word as u32, rng);
     (reads, writes)
 }
 
@@ -768,9 +755,7 @@ impl Workload {
         }
         fill_packed(&self.token_table, packed, |table| {
             let word = rng.next_u64();
-            let reads = tables.tables.sample(2 * table, (word >> 32) as u32, rng);
-            let writes = tables.tables.sample(2 * table + 1, word as u32, rng);
-            (reads, writes)
+            sample_pair(tables, table, word, rng)
         });
     }
 
