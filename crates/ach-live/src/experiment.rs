@@ -338,6 +338,15 @@ impl LiveConfig {
         }
     }
 
+    /// The node the hot keys start on: the first medium node (a weak one if none), in the
+    /// order of [`LiveConfig::classes`].
+    pub fn hot_node(&self) -> usize {
+        self.classes()
+            .iter()
+            .position(|c| *c == NodeClass::Medium)
+            .unwrap_or(self.nodes - 1)
+    }
+
     /// The warm-up steps left out of D-bar: the first tenth of the run (at least 2: the first
     /// observation has no cpu reading yet).
     pub fn warmup(&self) -> u32 {

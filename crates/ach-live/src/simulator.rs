@@ -8,8 +8,7 @@
 use ach_baselines::StaticWt;
 use ach_redis::control::live_ach_config;
 use ach_sim::algorithms::AlgorithmInfo;
-use ach_sim::config::{ClusterConfig, Degradation, HotKeys, LoadProfile, NodeClass};
-
+use ach_sim::config::{ClusterConfig, Degradation, HotKeys, LoadProfile};
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
 use crate::calibrate::ServiceRate;
@@ -111,11 +110,7 @@ fn hot_phase(config: &LiveConfig) -> Option<HotKeys> {
     let steps = f64::from(config.steps());
     let step_of = |fraction: f64| (steps * fraction).round() as u32;
     let (from, to) = (step_of(workload.hot_phase.0), step_of(workload.hot_phase.1));
-    let node = config
-        .classes()
-        .iter()
-        .position(|c| *c == NodeClass::Medium)
-        .unwrap_or(config.nodes - 1);
+    let node = config.hot_node();
     (from < to).then_some(HotKeys {
         from,
         to,

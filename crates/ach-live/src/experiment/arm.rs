@@ -13,7 +13,6 @@ use ach_redis::cluster::{Cluster, Snapshot};
 use ach_redis::control::imbalance;
 use ach_redis::local::ServerKind;
 use ach_redis::migrate::{MigrationOptions, fix};
-use ach_sim::config::NodeClass;
 
 use super::cluster::{LiveCluster, check_keys, connect, load_keys, start_cluster};
 use super::observer::Observer;
@@ -209,11 +208,7 @@ fn hot_keys(
     loaded: &LoadedCluster,
     workload: &WorkloadConfig,
 ) -> Result<Vec<usize>, ExperimentError> {
-    let hot_node = config
-        .classes()
-        .iter()
-        .position(|c| *c == NodeClass::Medium)
-        .unwrap_or(config.nodes - 1);
+    let hot_node = config.hot_node();
     let hot_address = &loaded.live.nodes[hot_node].address;
     let snapshot = &loaded.snapshot;
     let hot_index = snapshot
