@@ -205,7 +205,8 @@ impl Cluster {
     /// A reply interrupted by a signal (Ctrl-C arriving while a socket with a timeout waits:
     /// such reads are never restarted) is asked again once on a new connection; every command
     /// the rebalancer sends can be repeated safely (`SETSLOT` sets a state, `MIGRATE` of keys
-    /// already moved answers `NOKEY`).
+    /// already moved answers `NOKEY`) but `CLUSTER MIGRATESLOTS`, whose repeat the server
+    /// refuses while the first one's job runs: the valkey backend then follows that job.
     pub fn query<T: FromRedisValue>(&mut self, address: &str, command: &Cmd) -> Result<T, Error> {
         let connection = self.connection(address)?;
         let mut result = command.query::<T>(connection);

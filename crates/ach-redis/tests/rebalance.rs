@@ -398,7 +398,7 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly(kind: ServerKind) {
             "10",
         ],
     );
-    wait_for_line(&lines, &format!("  {} slot ", method_of(kind)));
+    let mut seen = wait_for_line(&lines, &format!("  {} slot ", method_of(kind)));
     // SIGINT by PID, as Ctrl-C in a terminal sends it (bash's builtin `kill`).
     let interrupted = Command::new("bash")
         .args(["-c", &format!("kill -INT {}", child.id())])
@@ -407,7 +407,8 @@ fn ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly(kind: ServerKind) {
     assert!(interrupted.success());
     let status = child.wait().unwrap();
     // The reader thread ends at the child's end of stderr: every line is in.
-    let rest: Vec<String> = lines.iter().collect();
+    seen.extend(lines.iter());
+    let rest = seen;
     assert!(status.success(), "{status}: {rest:?}");
     assert!(
         rest.iter().any(|l| l.contains("stopped by request")),

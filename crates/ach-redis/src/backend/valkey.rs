@@ -315,19 +315,28 @@ fn atomic_job(
         command.arg(first).arg(last);
     }
     command.arg("NODE").arg(&target.id);
-    cluster.query::<()>(&source.address, &command)?;
+    let wanted: BTreeSet<u16> = group.slots.iter().copied().collect();
+    let ours = |job: &Job| {
+        !known.contains(&job.name)
+            && job.operation == "EXPORT"
+            && job.target_node == target.id
+            && job.slots().into_iter().collect::<BTreeSet<u16>>() == wanted
+    };
+    if let Err(error) = cluster.query::<()>(&source.address, &command) {
+        // A signal (Ctrl-C) that interrupts the wait for the reply makes the connection send
+        // the command again; the server then refuses the second one because the first one
+        // started the job ("I am already migrating slot"). That job is this one.
+        let started_by_the_first = error.to_string().contains("already migrating")
+            && jobs(cluster, &source.address)?.iter().any(ours);
+        if !started_by_the_first {
+            return Err(error);
+        }
+    }
     if let Some(&slot) = group.slots.first() {
         pause_if(options, ProtocolPoint::AtomicStarted, slot);
     }
-    let wanted: BTreeSet<u16> = group.slots.iter().copied().collect();
     let name = loop {
-        let found = jobs(cluster, &source.address)?.into_iter().find(|job| {
-            !known.contains(&job.name)
-                && job.operation == "EXPORT"
-                && job.target_node == target.id
-                && job.slots().into_iter().collect::<BTreeSet<u16>>() == wanted
-        });
-        if let Some(job) = found {
+        if let Some(job) = jobs(cluster, &source.address)?.into_iter().find(ours) {
             break job.name;
         }
         if started.elapsed() > Duration::from_secs(30) {
