@@ -455,6 +455,8 @@ pub struct ArmRun {
     pub phases: Vec<PhaseOutcome>,
     /// Seconds from the first to the last step in which keys moved (`None`: none moved).
     pub migration_s: Option<f64>,
+    /// The clients' figures over those steps, beside A0's (`None`: no key moved).
+    pub rebalancing: Option<Rebalancing>,
     /// Seconds until `D_true` stays within 10 % of its final level.
     pub settle_s: Option<f64>,
     /// Requests sent more than one step after their due time (the clients fell behind).
@@ -471,6 +473,24 @@ pub struct ArmRun {
     /// run's file, not into it.
     #[serde(skip)]
     pub rebalance_log: String,
+    /// Every answered request's `(step, node, microseconds)`, kept until the repeat's A0 run
+    /// has given its p99 over this run's [`Rebalancing`] steps, then dropped.
+    #[serde(skip)]
+    pub latencies: Vec<(u32, u8, f32)>,
+}
+
+/// The clients' figures while an arm rebalanced: over the steps from the first in which keys
+/// moved to the last, against A0's (which moves nothing) over the same steps of the same
+/// repeat, so that the load of those steps is the same.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Rebalancing {
+    /// The steps `[from, to)`.
+    pub steps: (u32, u32),
+    /// The arm's figures over them.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// A0's client p99 over the same steps, in milliseconds (`None` without an A0 arm).
+    pub static_p99_ms: Option<f64>,
 }
 
 /// What an operator judges a rebalance by, over some steps.
@@ -569,6 +589,21 @@ fn schedule_warnings(config: &LiveConfig, runs: &[ArmRun]) -> Vec<String> {
         .collect()
 }
 
+/// Gives every run of one repeat A0's client p99 over the steps in which the run moved keys,
+/// then drops the repeat's latencies.
+fn compare_with_static(repeat: &mut [ArmRun]) {
+    let static_latencies = repeat
+        .iter_mut()
+        .find(|run| run.algorithm == names::STATIC_W)
+        .map(|run| std::mem::take(&mut run.latencies));
+    for run in repeat.iter_mut() {
+        if let (Some(window), Some(latencies)) = (run.rebalancing.as_mut(), &static_latencies) {
+            window.static_p99_ms = outcome::p99_in(latencies, window.steps);
+        }
+        run.latencies = Vec::new();
+    }
+}
+
 /// Runs every arm of every repeat; reports progress on `progress`. `stop` ends the current arm
 /// early (Ctrl-C); what was measured is still returned.
 pub fn run(
@@ -605,6 +640,7 @@ pub fn run(
     let mut runs: Vec<ArmRun> = Vec::new();
     let total = config.arms.len() * config.repeats as usize;
     for repeat in 0..config.repeats {
+        let first_of_repeat = runs.len();
         for arm in &config.arms {
             if stop.load(Ordering::SeqCst) {
                 break;
@@ -643,6 +679,7 @@ pub fn run(
             );
             runs.push(run);
         }
+        compare_with_static(&mut runs[first_of_repeat..]);
     }
     let warnings = schedule_warnings(config, &runs);
     for warning in &warnings {

@@ -65,6 +65,8 @@ pub fn arms_table(arms: &[ArmSummary]) -> Table {
             Column::value("p50 ms", "p50_ms"),
             Column::value("p99 ms", "p99_ms"),
             Column::value("p99.9 ms", "p999_ms"),
+            Column::value("p99 rebalancing ms", "p99_rebalancing_ms"),
+            Column::value("A0 p99 same steps ms", "static_p99_rebalancing_ms"),
             Column::value("client errors", "client_errors"),
             Column::value("lost / stale keys", "lost_keys"),
         ],
@@ -89,6 +91,8 @@ pub fn arms_table(arms: &[ArmSummary]) -> Table {
                     Cell::number(Some(a.p50_ms), 2),
                     Cell::number(Some(a.p99_ms), 2),
                     Cell::number(Some(a.p999_ms), 2),
+                    Cell::number(a.p99_rebalancing_ms, 2),
+                    Cell::number(a.static_p99_rebalancing_ms, 2),
                     Cell::Count(Some(a.client_errors)),
                     Cell::text(format!("{} / {}", a.lost_keys, a.stale_keys)),
                 ]
@@ -151,6 +155,8 @@ fn phases_table(runs: &[&ArmRun]) -> Table {
             Column::value("p50 ms", "p50_ms"),
             Column::value("p99 ms", "p99_ms"),
             Column::value("p99.9 ms", "p999_ms"),
+            Column::value("p99 rebalancing ms", "p99_rebalancing_ms"),
+            Column::value("A0 p99 same steps ms", "static_p99_rebalancing_ms"),
             Column::value("client errors", "client_errors"),
         ],
         rows: runs

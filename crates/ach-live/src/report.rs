@@ -180,15 +180,31 @@ fn targets(text: &mut String, arms: &[ArmSummary], comparisons: &[Comparison]) {
             verdict(ach.keys_moved < cli.keys_moved)
         );
     }
+    match (ach.p99_rebalancing_ms, ach.static_p99_rebalancing_ms) {
+        (Some(moving), Some(still)) => {
+            let _ = writeln!(
+                text,
+                "- Client p99 during rebalancing (the steps from ACH's first to its last move) \
+                 at most {:.0} % above A0's over the same steps: {moving:.2} ms against \
+                 {still:.2} ms ({:+.0} %): {}.",
+                (P99_FACTOR - 1.0) * 100.0,
+                (moving / still - 1.0) * 100.0,
+                verdict(moving <= P99_FACTOR * still)
+            );
+        }
+        _ => {
+            let _ = writeln!(
+                text,
+                "- Client p99 during rebalancing: n/a (ACH moved no key, or no A0 arm ran)."
+            );
+        }
+    }
     let _ = writeln!(
         text,
-        "- Client p99 (over the whole run, rebalancing included) at most {:.0} % above A0's: \
-         {:.2} ms against {:.2} ms ({:+.0} %): {}.\n",
-        (P99_FACTOR - 1.0) * 100.0,
+        "- Over the whole run: {:.2} ms against {:.2} ms ({:+.0} %).\n",
         ach.p99_ms,
         a0.p99_ms,
         (ach.p99_ms / a0.p99_ms - 1.0) * 100.0,
-        verdict(ach.p99_ms <= P99_FACTOR * a0.p99_ms)
     );
 }
 

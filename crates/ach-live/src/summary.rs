@@ -55,6 +55,11 @@ pub struct ArmSummary {
     pub p999_ms: f64,
     /// Mean migration time over the repeats that moved keys, in seconds.
     pub migration_s: Option<f64>,
+    /// Mean client p99 while rebalancing (the steps from the first to the last in which keys
+    /// moved) over the repeats that moved keys, in milliseconds.
+    pub p99_rebalancing_ms: Option<f64>,
+    /// A0's client p99 over the same steps of the same repeats, in milliseconds.
+    pub static_p99_rebalancing_ms: Option<f64>,
     /// Mean time until `D_true` stays within 10 % of its final level, in seconds.
     pub settle_s: Option<f64>,
     /// The calibrated simulator's mean `D_true` after the warm-up (same unit as
@@ -115,6 +120,14 @@ pub fn summarise(results: &LiveResults, sim: &[SimArm]) -> Vec<ArmSummary> {
                 p99_ms_per_repeat: runs.iter().map(|r| r.outcome.p99_ms).collect(),
                 p999_ms: mean(runs.iter().map(|r| r.outcome.p999_ms)),
                 migration_s: mean_of_some(runs.iter().map(|r| r.migration_s)),
+                p99_rebalancing_ms: mean_of_some(
+                    runs.iter()
+                        .map(|r| r.rebalancing.as_ref().map(|w| w.outcome.p99_ms)),
+                ),
+                static_p99_rebalancing_ms: mean_of_some(
+                    runs.iter()
+                        .map(|r| r.rebalancing.as_ref().and_then(|w| w.static_p99_ms)),
+                ),
                 settle_s: mean_of_some(runs.iter().map(|r| r.settle_s)),
                 sim_relative_error: sim_d_bar_true.map(|s| (s - d_bar_true) / d_bar_true),
                 sim_d_bar_true,
@@ -247,6 +260,8 @@ mod tests {
             p99_ms_per_repeat: d.iter().map(|x| 10.0 * x).collect(),
             p999_ms: 2.0,
             migration_s: None,
+            p99_rebalancing_ms: None,
+            static_p99_rebalancing_ms: None,
             settle_s: None,
             sim_d_bar_true: None,
             sim_relative_error: None,

@@ -95,6 +95,27 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
     assert_eq!(moved("Static-W"), 0);
     // Equal slot ranges against weights 1 : 0.55 : 0.25: redis-cli must move slots.
     assert!(moved("redis-cli") > 0, "redis-cli moved nothing");
+    // Every run that moved keys has its clients' p99 over the steps it moved in, beside
+    // A0's over the same steps of its repeat; the latencies were dropped after that.
+    for run in &results.runs {
+        assert!(
+            run.latencies.is_empty(),
+            "{}: latencies kept",
+            run.algorithm
+        );
+        match &run.rebalancing {
+            Some(window) => {
+                assert!(run.keys_moved > 0 && window.steps.0 < window.steps.1);
+                assert!(window.outcome.p99_ms.is_finite(), "{}", run.algorithm);
+                assert!(
+                    window.static_p99_ms.is_some(),
+                    "{}: no A0 p99",
+                    run.algorithm
+                );
+            }
+            None => assert_eq!(run.keys_moved, 0, "{}: no window", run.algorithm),
+        }
+    }
     match &results.cpu_limits_note {
         None => assert_ne!(results.cpu_limits, "none"),
         Some(reason) => assert_eq!(results.cpu_limits, "none", "{reason}"),

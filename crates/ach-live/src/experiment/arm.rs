@@ -117,6 +117,7 @@ pub(super) fn run_arm(
         outcome: outcomes.whole,
         phases: outcomes.phases,
         migration_s: outcomes.migration_s,
+        rebalancing: outcomes.rebalancing,
         settle_s: settle_step(
             &truth.steps.iter().map(|s| s.d_true).collect::<Vec<_>>(),
             0.1,
@@ -128,6 +129,7 @@ pub(super) fn run_arm(
         error_samples: clients.error_samples,
         rebalancer_notes: settled.notes,
         rebalance_log: settled.rebalance_log,
+        latencies: clients.latencies,
     })
 }
 

@@ -2,7 +2,7 @@
 //! latency percentiles and errors, over the whole run and per phase of the workload, and how
 //! long the migration took.
 
-use super::{Outcome, PhaseOutcome, StepRecord};
+use super::{Outcome, PhaseOutcome, Rebalancing, StepRecord};
 use crate::truth::Schedule;
 use crate::workload::WorkloadConfig;
 
@@ -58,6 +58,7 @@ pub(super) struct Outcomes {
     pub(super) whole: Outcome,
     pub(super) phases: Vec<PhaseOutcome>,
     pub(super) migration_s: Option<f64>,
+    pub(super) rebalancing: Option<Rebalancing>,
 }
 
 impl Outcomes {
@@ -70,15 +71,7 @@ impl Outcomes {
         phases: &[Phase],
         interval_s: f64,
     ) -> Outcomes {
-        let steps = records.len() as u32;
-        let whole = outcome(
-            records,
-            latencies,
-            schedule,
-            (0, u32::MAX),
-            interval_s,
-            steps,
-        );
+        let whole = outcome(records, latencies, schedule, Steps::Whole, interval_s);
         let phases = phases
             .iter()
             .map(|phase| {
@@ -106,29 +99,58 @@ impl Outcomes {
                         truth.iter().sum::<f64>() / truth.len() as f64
                     },
                     keys_moved: moved_at_end - moved_before,
-                    outcome: outcome(records, latencies, schedule, range, interval_s, steps),
+                    outcome: outcome(
+                        records,
+                        latencies,
+                        schedule,
+                        Steps::Range(range.0, range.1),
+                        interval_s,
+                    ),
                 }
             })
             .collect();
+        let window = migration_window(records);
         Outcomes {
             whole,
             phases,
-            migration_s: migration_seconds(records, interval_s),
+            migration_s: window.map(|(from, to)| f64::from(to - from) * interval_s),
+            rebalancing: window.map(|steps| Rebalancing {
+                steps,
+                outcome: outcome(
+                    records,
+                    latencies,
+                    schedule,
+                    Steps::Range(steps.0, steps.1),
+                    interval_s,
+                ),
+                static_p99_ms: None,
+            }),
         }
     }
 }
 
-/// The outcome over the steps `[from, to)` (clipped to the `steps` measured).
+/// Which steps an [`Outcome`] covers.
+#[derive(Clone, Copy)]
+enum Steps {
+    /// The whole run, requests answered after the last measured step included.
+    Whole,
+    /// The steps `[from, to)` (clipped to the steps measured).
+    Range(u32, u32),
+}
+
+/// The outcome over `covered`.
 fn outcome(
     records: &[StepRecord],
     latencies: &[(u32, u8, f32)],
     schedule: &Schedule,
-    (from, to): (u32, u32),
+    covered: Steps,
     interval_s: f64,
-    steps: u32,
 ) -> Outcome {
-    let to = to.min(steps);
-    let whole_run = from == 0 && to == steps;
+    let steps = records.len() as u32;
+    let (from, to, whole_run) = match covered {
+        Steps::Whole => (0, steps, true),
+        Steps::Range(from, to) => (from, to.min(steps), false),
+    };
     let mut sorted: Vec<f32> = latencies
         .iter()
         // The whole run also counts requests answered after the last measured step.
@@ -162,9 +184,9 @@ fn outcome(
     }
 }
 
-/// Seconds from the start of the first step in which keys moved to the end of the last
-/// (`None` when no step saw a move).
-fn migration_seconds(records: &[StepRecord], interval_s: f64) -> Option<f64> {
+/// The steps `[from, to)` from the first step in which keys moved to the last (`None` when no
+/// step saw a move).
+fn migration_window(records: &[StepRecord]) -> Option<(u32, u32)> {
     let mut previous = 0;
     let mut moving = Vec::new();
     for record in records {
@@ -173,8 +195,19 @@ fn migration_seconds(records: &[StepRecord], interval_s: f64) -> Option<f64> {
         }
         previous = record.keys_moved;
     }
-    let (first, last) = (moving.first()?, moving.last()?);
-    Some(f64::from(last - first + 1) * interval_s)
+    Some((*moving.first()?, moving.last()? + 1))
+}
+
+/// The client p99 of the requests answered in the steps `[from, to)`, in milliseconds (`None`
+/// when none was).
+pub(super) fn p99_in(latencies: &[(u32, u8, f32)], (from, to): (u32, u32)) -> Option<f64> {
+    let mut sorted: Vec<f32> = latencies
+        .iter()
+        .filter(|(t, _, _)| *t >= from && *t < to)
+        .map(|&(_, _, micros)| micros)
+        .collect();
+    sorted.sort_by(f32::total_cmp);
+    percentile(&sorted, 0.99)
 }
 
 #[cfg(test)]
@@ -207,10 +240,22 @@ mod tests {
     }
 
     #[test]
-    fn migration_time_spans_the_steps_that_moved_keys() {
+    fn the_migration_window_spans_the_steps_that_moved_keys() {
         let record = |t: u32, keys_moved: u64| StepRecord::for_test(t, None, keys_moved);
         let records = [record(0, 0), record(1, 5), record(2, 5), record(3, 9)];
-        assert_eq!(migration_seconds(&records, 0.5), Some(1.5));
-        assert_eq!(migration_seconds(&records[..1], 0.5), None);
+        assert_eq!(migration_window(&records), Some((1, 4)));
+        assert_eq!(migration_window(&records[..1]), None);
+    }
+
+    #[test]
+    fn the_p99_of_a_window_counts_only_its_steps() {
+        // Steps 0 and 3 are slow; the window [1, 3) holds 100 requests of 1 to 100 us.
+        let mut latencies: Vec<(u32, u8, f32)> =
+            (1..=100).map(|us| (1 + us % 2, 0, us as f32)).collect();
+        latencies.push((0, 0, 50_000.0));
+        latencies.push((3, 1, 60_000.0));
+        assert_eq!(p99_in(&latencies, (1, 3)), Some(0.099));
+        assert_eq!(p99_in(&latencies, (0, 4)), Some(50.0));
+        assert_eq!(p99_in(&latencies, (4, 9)), None);
     }
 }
