@@ -1,5 +1,7 @@
 //! `cargo xtask test`: installs what the tests start when it is missing, then runs
-//! `cargo test --workspace` with the given arguments and exits with its code.
+//! `cargo test --workspace` with the given arguments and exits with its code (without
+//! arguments, every test as `cargo test --workspace --no-fail-fast` would, the experiment's
+//! own test beside the others: [`runner`]).
 //!
 //! What is missing: the Debian packages of [`debian::PACKAGES`] that `dpkg -s` does not report,
 //! and Valkey 9 (or Valkey 8, for the tests of a cluster without atomic migration) when
@@ -9,6 +11,7 @@
 //! test runs. [`plan`] is that decision, apart from the machine, so that it is tested.
 
 mod debian;
+mod runner;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -211,9 +214,14 @@ fn cargo_test_arguments(arguments: &[String]) -> Vec<String> {
     all
 }
 
-/// `cargo test --workspace ARGS` in the workspace; its exit code.
+/// `cargo test --workspace ARGS` in the workspace; its exit code. Without arguments, the
+/// workspace's tests run through [`runner`], which runs the slow, mostly waiting ones beside
+/// the others.
 fn run_tests(arguments: &[String]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    if arguments.is_empty() {
+        return runner::run_workspace_tests(&cargo, &workspace_root());
+    }
     let status = Command::new(&cargo)
         .args(cargo_test_arguments(arguments))
         .current_dir(workspace_root())

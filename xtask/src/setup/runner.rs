@@ -1,0 +1,317 @@
+//! The whole workspace's tests, as `cargo test --workspace --no-fail-fast` runs them, with one
+//! difference: the integration tests of the packages in [`BESIDE`] run beside the others
+//! instead of after them.
+//!
+//! cargo runs test binaries one after another. ach-live's experiment test spends most of its
+//! minutes waiting on its request schedule, so on a two-core machine it can overlap the other
+//! binaries at little cost; that keeps `.ci/run` under its limit. Its output is kept and printed
+//! whole when it ends, so nothing interleaves. Every binary runs as cargo would run it (in its
+//! package's directory, with `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME` set), then the doc tests
+//! (`cargo test --workspace --doc`), then a summary with each binary's time.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// Packages whose integration tests run beside the other test binaries.
+const BESIDE: &[&str] = &["ach-live"];
+
+/// How many of the slowest binaries the summary names.
+const SLOWEST_SHOWN: usize = 8;
+
+/// One test executable that cargo built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct TestBinary {
+    /// The package's name.
+    package: String,
+    /// What cargo's `Running` line names: `unittests src/lib.rs`, `tests/live.rs`.
+    label: String,
+    /// The executable.
+    executable: PathBuf,
+    /// The package's directory, where cargo runs its tests.
+    manifest_dir: PathBuf,
+    /// The target's kind: `lib`, `bin`, `test`, `bench` or `example`.
+    kind: String,
+}
+
+impl TestBinary {
+    /// True for the integration tests of a [`BESIDE`] package.
+    fn runs_beside(&self) -> bool {
+        self.kind == "test" && BESIDE.contains(&self.package.as_str())
+    }
+
+    fn name(&self) -> String {
+        format!("{} {}", self.package, self.label)
+    }
+}
+
+/// How one binary's run ended.
+#[derive(Debug)]
+struct Finished {
+    name: String,
+    passed: bool,
+    wall: Duration,
+}
+
+/// Builds every test of the workspace, runs them, and returns the exit code: 0 when every test
+/// passed, 101 (cargo's) when one failed or the build did.
+pub fn run_workspace_tests(cargo: &OsStr, root: &Path) -> ExitCode {
+    let binaries = match build(cargo, root) {
+        Ok(binaries) => binaries,
+        Err(message) => {
+            eprintln!("cargo xtask test: {message}");
+            return ExitCode::from(101);
+        }
+    };
+    let started = Instant::now();
+    let (beside, after): (Vec<TestBinary>, Vec<TestBinary>) =
+        binaries.into_iter().partition(TestBinary::runs_beside);
+    for binary in &beside {
+        eprintln!(
+            "     Running {} beside the others (its output follows when it ends)",
+            binary.name()
+        );
+    }
+    let cargo_path = cargo.to_os_string();
+    let beside_lane = std::thread::spawn(move || {
+        beside
+            .iter()
+            .map(|binary| run_captured(binary, &cargo_path))
+            .collect::<Vec<Finished>>()
+    });
+    let mut finished: Vec<Finished> = after.iter().map(|b| run_streamed(b, cargo)).collect();
+    finished.extend(beside_lane.join().unwrap_or_else(|_| {
+        vec![Finished {
+            name: "the binaries run beside the others".to_string(),
+            passed: false,
+            wall: Duration::ZERO,
+        }]
+    }));
+    finished.push(run_doc_tests(cargo, root));
+    print_summary(&finished, started.elapsed());
+    if finished.iter().all(|f| f.passed) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(101)
+    }
+}
+
+/// `cargo test --workspace --no-run`: builds every test binary and returns them in cargo's
+/// order, or why the build failed.
+fn build(cargo: &OsStr, root: &Path) -> Result<Vec<TestBinary>, String> {
+    let mut child = Command::new(cargo)
+        .args(["test", "--workspace", "--no-run"])
+        .arg("--message-format=json-render-diagnostics")
+        .current_dir(root)
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {}: {e}", Path::new(cargo).display()))?;
+    let stdout = child.stdout.take().expect("piped above");
+    let binaries: Vec<TestBinary> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| test_binary(&line))
+        .collect();
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("building the tests failed ({status}); no test ran"));
+    }
+    Ok(binaries)
+}
+
+/// The test executable of one line of cargo's JSON messages, if it announces one.
+fn test_binary(line: &str) -> Option<TestBinary> {
+    let message: serde_json::Value = serde_json::from_str(line).ok()?;
+    if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
+        return None;
+    }
+    let executable = PathBuf::from(message["executable"].as_str()?);
+    let manifest_dir = Path::new(message["manifest_path"].as_str()?)
+        .parent()?
+        .to_path_buf();
+    let target = &message["target"];
+    let kind = target["kind"][0].as_str()?.to_string();
+    let source = Path::new(target["src_path"].as_str()?);
+    let relative = source.strip_prefix(&manifest_dir).unwrap_or(source);
+    let label = match kind.as_str() {
+        "lib" | "bin" => format!("unittests {}", relative.display()),
+        _ => relative.display().to_string(),
+    };
+    Some(TestBinary {
+        package: package_name(message["package_id"].as_str()?, &manifest_dir),
+        label,
+        executable,
+        manifest_dir,
+        kind,
+    })
+}
+
+/// The package's name in a package id: `path+file:///w/crates/ach-live#0.1.0` (the name is the
+/// directory's) or `path+file:///w/benches#ach-benches@0.1.0`.
+fn package_name(package_id: &str, manifest_dir: &Path) -> String {
+    let fragment = package_id.rsplit('#').next().unwrap_or_default();
+    match fragment.split_once('@') {
+        Some((name, _version)) => name.to_string(),
+        None => manifest_dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    }
+}
+
+/// The command that runs one test binary as cargo runs it.
+fn command_for(binary: &TestBinary, cargo: &OsStr) -> Command {
+    let mut command = Command::new(&binary.executable);
+    command
+        .current_dir(&binary.manifest_dir)
+        .env("CARGO", cargo)
+        .env("CARGO_MANIFEST_DIR", &binary.manifest_dir)
+        .env("CARGO_PKG_NAME", &binary.package);
+    command
+}
+
+/// Runs one binary with its output on the terminal.
+fn run_streamed(binary: &TestBinary, cargo: &OsStr) -> Finished {
+    eprintln!(
+        "     Running {} ({})",
+        binary.label,
+        binary.executable.display()
+    );
+    let started = Instant::now();
+    let status = command_for(binary, cargo).status();
+    finish(binary, status.map(|s| s.success()), started)
+}
+
+/// Runs one binary with its output kept in a file, then prints that output whole.
+fn run_captured(binary: &TestBinary, cargo: &OsString) -> Finished {
+    let started = Instant::now();
+    let path = std::env::temp_dir().join(format!(
+        "xtask-test-{}-{}.log",
+        std::process::id(),
+        binary
+            .executable
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+    ));
+    let passed = File::create(&path).and_then(|file| {
+        let errors = file.try_clone()?;
+        command_for(binary, cargo)
+            .stdout(file)
+            .stderr(errors)
+            .status()
+            .map(|s| s.success())
+    });
+    let mut output = String::new();
+    if let Ok(mut file) = File::open(&path) {
+        let _ = file.read_to_string(&mut output);
+    }
+    let _ = std::fs::remove_file(&path);
+    eprintln!(
+        "     Ran {} beside the others ({})",
+        binary.label,
+        binary.executable.display()
+    );
+    print!("{output}");
+    finish(binary, passed, started)
+}
+
+fn finish(binary: &TestBinary, passed: std::io::Result<bool>, started: Instant) -> Finished {
+    let passed = passed.unwrap_or_else(|error| {
+        eprintln!(
+            "cargo xtask test: cannot run {}: {error}",
+            binary.executable.display()
+        );
+        false
+    });
+    Finished {
+        name: binary.name(),
+        passed,
+        wall: started.elapsed(),
+    }
+}
+
+/// `cargo test --workspace --doc`.
+fn run_doc_tests(cargo: &OsStr, root: &Path) -> Finished {
+    let started = Instant::now();
+    let status = Command::new(cargo)
+        .args(["test", "--workspace", "--doc"])
+        .current_dir(root)
+        .status();
+    Finished {
+        name: "doc tests".to_string(),
+        passed: status.is_ok_and(|s| s.success()),
+        wall: started.elapsed(),
+    }
+}
+
+fn print_summary(finished: &[Finished], wall: Duration) {
+    let mut slowest: Vec<&Finished> = finished.iter().collect();
+    slowest.sort_by(|a, b| b.wall.cmp(&a.wall));
+    println!(
+        "\ncargo xtask test: {} test binaries and the doc tests in {:.1} s",
+        finished.len() - 1,
+        wall.as_secs_f64()
+    );
+    for run in slowest.iter().take(SLOWEST_SHOWN) {
+        println!("  {:>7.1} s  {}", run.wall.as_secs_f64(), run.name);
+    }
+    let failed: Vec<&str> = finished
+        .iter()
+        .filter(|f| !f.passed)
+        .map(|f| f.name.as_str())
+        .collect();
+    if failed.is_empty() {
+        println!("every test passed");
+    } else {
+        println!("FAILED: {}", failed.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_test_artifact_becomes_a_binary_and_other_messages_nothing() {
+        let line = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/crates/ach-live#0.1.0","manifest_path":"/w/crates/ach-live/Cargo.toml","target":{"kind":["test"],"crate_types":["bin"],"name":"live","src_path":"/w/crates/ach-live/tests/live.rs"},"profile":{"test":true},"executable":"/w/target/debug/deps/live-ffa8"}"#;
+        let binary = test_binary(line).expect("a test binary");
+        assert_eq!(binary.package, "ach-live");
+        assert_eq!(binary.label, "tests/live.rs");
+        assert_eq!(binary.manifest_dir, PathBuf::from("/w/crates/ach-live"));
+        assert!(binary.runs_beside());
+        let library = line
+            .replace(r#"["test"]"#, r#"["lib"]"#)
+            .replace("tests/live.rs", "src/lib.rs");
+        let library = test_binary(&library).expect("a unit-test binary");
+        assert_eq!(library.label, "unittests src/lib.rs");
+        assert!(!library.runs_beside(), "unit tests run with the others");
+        let not_a_test = line.replace(r#""test":true"#, r#""test":false"#);
+        assert_eq!(test_binary(&not_a_test), None);
+        assert_eq!(
+            test_binary(r#"{"reason":"build-finished","success":true}"#),
+            None
+        );
+    }
+
+    #[test]
+    fn a_package_name_comes_from_the_id_or_the_directory() {
+        let dir = Path::new("/w/benches");
+        assert_eq!(
+            package_name("path+file:///w/benches#ach-benches@0.1.0", dir),
+            "ach-benches"
+        );
+        assert_eq!(
+            package_name(
+                "path+file:///w/crates/ach-live#0.1.0",
+                Path::new("/w/crates/ach-live")
+            ),
+            "ach-live"
+        );
+    }
+}
