@@ -1,23 +1,29 @@
-//! The whole workspace's tests, as `cargo test --workspace --no-fail-fast` runs them, with one
-//! difference: the integration tests of the packages in [`BESIDE`] run beside the others
-//! instead of after them.
+//! The whole workspace's tests, as `cargo test --workspace --no-fail-fast` runs them, in two
+//! lanes instead of one.
 //!
-//! cargo runs test binaries one after another. ach-live's experiment test spends most of its
-//! minutes waiting on its request schedule, so on a two-core machine it can overlap the other
-//! binaries at little cost; that keeps `.ci/run` under its limit. Its output is kept and printed
-//! whole when it ends, so nothing interleaves. Every binary runs as cargo would run it (in its
-//! package's directory, with `CARGO_MANIFEST_DIR` and `CARGO_PKG_NAME` set), then the doc tests
-//! (`cargo test --workspace --doc`), then a summary with each binary's time.
+//! cargo runs test binaries one after another. Most of this workspace's test time is spent in
+//! binaries that start real servers and then mostly wait (ach-live's experiment on its request
+//! schedule, ach-redis's clusters under clients), so on a two-core machine two binaries at a
+//! time take about half the wall time; that keeps `.ci/run` under its limit. Each binary runs
+//! as cargo would run it (in its package's directory, with `CARGO_MANIFEST_DIR` and
+//! `CARGO_PKG_NAME` set) and its output is printed whole when it ends, so nothing interleaves.
+//! The binaries that start servers go first, longest lanes first; then the doc tests
+//! (`cargo test --workspace --doc`); then a summary with each binary's time.
 
-use std::ffi::{OsStr, OsString};
+use std::collections::VecDeque;
+use std::ffi::OsStr;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-/// Packages whose integration tests run beside the other test binaries.
-const BESIDE: &[&str] = &["ach-live"];
+/// How many test binaries run at once.
+const LANES: usize = 2;
+
+/// Packages whose integration tests start servers and take minutes: they run first.
+const SERVER_PACKAGES: &[&str] = &["ach-live", "ach-redis"];
 
 /// How many of the slowest binaries the summary names.
 const SLOWEST_SHOWN: usize = 8;
@@ -38,9 +44,9 @@ struct TestBinary {
 }
 
 impl TestBinary {
-    /// True for the integration tests of a [`BESIDE`] package.
-    fn runs_beside(&self) -> bool {
-        self.kind == "test" && BESIDE.contains(&self.package.as_str())
+    /// True for the integration tests of a [`SERVER_PACKAGES`] package.
+    fn starts_servers(&self) -> bool {
+        self.kind == "test" && SERVER_PACKAGES.contains(&self.package.as_str())
     }
 
     fn name(&self) -> String {
@@ -67,29 +73,26 @@ pub fn run_workspace_tests(cargo: &OsStr, root: &Path) -> ExitCode {
         }
     };
     let started = Instant::now();
-    let (beside, after): (Vec<TestBinary>, Vec<TestBinary>) =
-        binaries.into_iter().partition(TestBinary::runs_beside);
-    for binary in &beside {
-        eprintln!(
-            "     Running {} beside the others (its output follows when it ends)",
-            binary.name()
-        );
-    }
-    let cargo_path = cargo.to_os_string();
-    let beside_lane = std::thread::spawn(move || {
-        beside
-            .iter()
-            .map(|binary| run_captured(binary, &cargo_path))
-            .collect::<Vec<Finished>>()
+    eprintln!(
+        "cargo xtask test: {} test binaries, {LANES} at a time; each one's output follows when \
+         it ends",
+        binaries.len()
+    );
+    let queue = Mutex::new(VecDeque::from(in_running_order(binaries)));
+    let finished = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..LANES {
+            scope.spawn(|| {
+                while let Some(binary) = next(&queue) {
+                    let run = run_captured(&binary, cargo);
+                    lock(&finished).push(run);
+                }
+            });
+        }
     });
-    let mut finished: Vec<Finished> = after.iter().map(|b| run_streamed(b, cargo)).collect();
-    finished.extend(beside_lane.join().unwrap_or_else(|_| {
-        vec![Finished {
-            name: "the binaries run beside the others".to_string(),
-            passed: false,
-            wall: Duration::ZERO,
-        }]
-    }));
+    let mut finished = finished
+        .into_inner()
+        .unwrap_or_else(PoisonError::into_inner);
     finished.push(run_doc_tests(cargo, root));
     print_summary(&finished, started.elapsed());
     if finished.iter().all(|f| f.passed) {
@@ -97,6 +100,23 @@ pub fn run_workspace_tests(cargo: &OsStr, root: &Path) -> ExitCode {
     } else {
         ExitCode::from(101)
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The next binary to run, if any is left.
+fn next(queue: &Mutex<VecDeque<TestBinary>>) -> Option<TestBinary> {
+    lock(queue).pop_front()
+}
+
+/// The binaries in the order the lanes take them: the integration tests that start servers
+/// (minutes each) first, so that the lanes end close together, then the others; each part in
+/// cargo's order.
+fn in_running_order(mut binaries: Vec<TestBinary>) -> Vec<TestBinary> {
+    binaries.sort_by_key(|binary| !binary.starts_servers());
+    binaries
 }
 
 /// `cargo test --workspace --no-run`: builds every test binary and returns them in cargo's
@@ -175,20 +195,8 @@ fn command_for(binary: &TestBinary, cargo: &OsStr) -> Command {
     command
 }
 
-/// Runs one binary with its output on the terminal.
-fn run_streamed(binary: &TestBinary, cargo: &OsStr) -> Finished {
-    eprintln!(
-        "     Running {} ({})",
-        binary.label,
-        binary.executable.display()
-    );
-    let started = Instant::now();
-    let status = command_for(binary, cargo).status();
-    finish(binary, status.map(|s| s.success()), started)
-}
-
 /// Runs one binary with its output kept in a file, then prints that output whole.
-fn run_captured(binary: &TestBinary, cargo: &OsString) -> Finished {
+fn run_captured(binary: &TestBinary, cargo: &OsStr) -> Finished {
     let started = Instant::now();
     let path = std::env::temp_dir().join(format!(
         "xtask-test-{}-{}.log",
@@ -199,40 +207,45 @@ fn run_captured(binary: &TestBinary, cargo: &OsString) -> Finished {
             .unwrap_or_default()
             .to_string_lossy()
     ));
-    let passed = File::create(&path).and_then(|file| {
+    let status = File::create(&path).and_then(|file| {
         let errors = file.try_clone()?;
         command_for(binary, cargo)
             .stdout(file)
             .stderr(errors)
             .status()
-            .map(|s| s.success())
     });
     let mut output = String::new();
     if let Ok(mut file) = File::open(&path) {
         let _ = file.read_to_string(&mut output);
     }
     let _ = std::fs::remove_file(&path);
-    eprintln!(
-        "     Ran {} beside the others ({})",
+    let wall = started.elapsed();
+    // One write under the lock, so that the two lanes' outputs never interleave.
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(
+        stdout,
+        "     Ran {} in {:.1} s ({})",
         binary.label,
+        wall.as_secs_f64(),
         binary.executable.display()
     );
-    print!("{output}");
-    finish(binary, passed, started)
-}
-
-fn finish(binary: &TestBinary, passed: std::io::Result<bool>, started: Instant) -> Finished {
-    let passed = passed.unwrap_or_else(|error| {
-        eprintln!(
-            "cargo xtask test: cannot run {}: {error}",
-            binary.executable.display()
-        );
-        false
-    });
+    match &status {
+        Ok(_) => {
+            let _ = stdout.write_all(output.as_bytes());
+        }
+        Err(error) => {
+            let _ = writeln!(
+                stdout,
+                "cargo xtask test: cannot run {}: {error}",
+                binary.executable.display()
+            );
+        }
+    }
+    let _ = stdout.flush();
     Finished {
         name: binary.name(),
-        passed,
-        wall: started.elapsed(),
+        passed: status.is_ok_and(|s| s.success()),
+        wall,
     }
 }
 
@@ -284,19 +297,40 @@ mod tests {
         assert_eq!(binary.package, "ach-live");
         assert_eq!(binary.label, "tests/live.rs");
         assert_eq!(binary.manifest_dir, PathBuf::from("/w/crates/ach-live"));
-        assert!(binary.runs_beside());
+        assert!(binary.starts_servers());
         let library = line
             .replace(r#"["test"]"#, r#"["lib"]"#)
             .replace("tests/live.rs", "src/lib.rs");
         let library = test_binary(&library).expect("a unit-test binary");
         assert_eq!(library.label, "unittests src/lib.rs");
-        assert!(!library.runs_beside(), "unit tests run with the others");
+        assert!(!library.starts_servers(), "unit tests start no server");
         let not_a_test = line.replace(r#""test":true"#, r#""test":false"#);
         assert_eq!(test_binary(&not_a_test), None);
         assert_eq!(
             test_binary(r#"{"reason":"build-finished","success":true}"#),
             None
         );
+    }
+
+    #[test]
+    fn the_binaries_that_start_servers_run_first_and_the_rest_keep_their_order() {
+        let binary = |package: &str, kind: &str, label: &str| TestBinary {
+            package: package.into(),
+            label: label.into(),
+            executable: PathBuf::from(label),
+            manifest_dir: PathBuf::new(),
+            kind: kind.into(),
+        };
+        let order = in_running_order(vec![
+            binary("ach-control", "lib", "a"),
+            binary("ach-live", "lib", "b"),
+            binary("ach-live", "test", "c"),
+            binary("ach-redis", "test", "d"),
+            binary("ach-report", "test", "e"),
+            binary("ach-redis", "test", "f"),
+        ]);
+        let labels: Vec<&str> = order.iter().map(|b| b.label.as_str()).collect();
+        assert_eq!(labels, ["c", "d", "f", "a", "b", "e"]);
     }
 
     #[test]
