@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
-    DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost,
-    read_events, read_log, serial, start_cluster_of, used_memory_mb, wrong_values,
+    DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost, moves_of,
+    read_events, read_log, serial, slot_map, start_cluster_of, text, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -55,33 +55,6 @@ struct SlotMap {
     moved: usize,
     ranges: usize,
     epoch: u64,
-}
-
-/// Every slot's owner (`host:port`) and the number of ranges, from `CLUSTER SLOTS`.
-fn slot_map(cluster: &LocalCluster) -> (Vec<String>, usize) {
-    let mut connection = cluster.servers()[0].connection().unwrap();
-    let entries: Vec<redis::Value> = redis::cmd("CLUSTER")
-        .arg("SLOTS")
-        .query(&mut connection)
-        .unwrap();
-    let mut owners = vec![String::new(); 16384];
-    for entry in &entries {
-        let redis::Value::Array(fields) = entry else {
-            panic!("a CLUSTER SLOTS entry: {entry:?}")
-        };
-        let number = |v: &redis::Value| match v {
-            redis::Value::Int(n) => *n as usize,
-            other => panic!("a slot number: {other:?}"),
-        };
-        let redis::Value::Array(master) = &fields[2] else {
-            panic!("a master: {:?}", fields[2])
-        };
-        let port = number(&master[1]);
-        for owner in &mut owners[number(&fields[0])..=number(&fields[1])] {
-            *owner = format!("127.0.0.1:{port}");
-        }
-    }
-    (owners, entries.len())
 }
 
 /// Six masters, the first owning 6001 slots and the others about 2077 each, 30,000 keys over
@@ -149,10 +122,6 @@ fn ranges_after_a_big_rebalance(slot_choice: &str) -> SlotMap {
     }
 }
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).to_string()
-}
-
 /// A 2-master cluster whose first master holds `hot_slots` slots of 200 keys besides 4000 keys
 /// over all slots, and the `--memory-capacity-mb` that puts its memory reading at about 0.95.
 fn two_masters(kind: ServerKind, hot_slots: usize) -> (LocalCluster, Arc<DataSet>, String) {
@@ -161,22 +130,6 @@ fn two_masters(kind: ServerKind, hot_slots: usize) -> (LocalCluster, Arc<DataSet
     data.load(&cluster, 2);
     let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
     (cluster, data, capacity)
-}
-
-/// `(slot, from, to)` of every move of a plan's JSON.
-fn moves_of(plan: &serde_json::Value) -> Vec<(u64, String, String)> {
-    plan["moves"]
-        .as_array()
-        .expect("a plan has moves")
-        .iter()
-        .map(|mv| {
-            (
-                mv["slot"].as_u64().unwrap(),
-                mv["from"].as_str().unwrap().to_string(),
-                mv["to"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 /// The step options both commands get. The window budget `M_H` (0.03) is below `M_max * C`,

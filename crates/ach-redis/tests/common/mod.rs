@@ -2,10 +2,12 @@
 
 #![allow(dead_code)]
 
+mod slot_map;
 mod workload;
 
 use std::process::{Command, Output};
 
+pub use slot_map::*;
 pub use workload::*;
 
 /// Runs the `ach-redis` binary to completion.

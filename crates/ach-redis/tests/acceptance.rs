@@ -1,0 +1,266 @@
+//! Issue 23's acceptance, in one run as an operator would make it: six Redis 7 masters and a
+//! replica, one big hash-tagged slot, clients all along. `plan` is the first step of
+//! `rebalance` with the same options and names the big slot; a rebalance of 2,000+ slots leaves
+//! at most 64 ranges in `CLUSTER SLOTS`; `status` lists the replica; a migration made to fail
+//! exits non-zero with the summary saying so; `--drain` empties a master with no client error
+//! and no key lost.
+
+#[macro_use]
+mod common;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ach_redis::local::{LocalCluster, ServerKind};
+use common::{
+    DataSet, Workload, ach_redis, add_replica_of, assert_check_clean, assert_nothing_lost,
+    moves_of, read_events, read_log, serial, slot_map, text, used_memory_mb,
+};
+
+/// The options of the first two commands. The window budget `M_H` (0.03) is below
+/// `M_max * C`, so the step budget is `M_H` itself and what moves is a function of the slots'
+/// keys (which the clients, overwriting their keys, do not change), not of a cpu reading.
+const STEP_OPTIONS: [&str; 10] = [
+    "--m-max",
+    "0.3",
+    "--m-horizon",
+    "0.03",
+    "--horizon",
+    "10",
+    "--beta",
+    "0.3",
+    "--min-slot-keys",
+    "2",
+];
+
+#[test]
+fn six_masters_a_replica_and_a_big_tagged_slot_as_an_operator_runs_them() {
+    let _serial = serial();
+    // The first master owns 6001 slots, the five others about 2077 each.
+    let mut slots = vec![vec![(0u16, 6000u16)]];
+    let rest: Vec<u16> = (6001..16384).collect();
+    for chunk in rest.chunks(rest.len().div_ceil(5)) {
+        slots.push(vec![(chunk[0], *chunk.last().unwrap())]);
+    }
+    let cluster = LocalCluster::start_with_slots(&slots).unwrap_or_else(|e| panic!("{e}"));
+    let replica = add_replica_of(&cluster, ServerKind::Redis, 1);
+    // 24,000 keys over all slots and one slot of the first master with 3,000 under one tag.
+    let data = Arc::new(DataSet::with_hot_slot(24_000, 3000, (0, 6000)));
+    data.load(&cluster, 2);
+    let big_slot = data.hot_slots[0];
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let seed = cluster.seed();
+    let common = [
+        "--cluster",
+        seed.as_str(),
+        "--memory-capacity-mb",
+        &capacity,
+    ];
+    let (owners_before, _) = slot_map(&cluster);
+
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(180));
+    plan_is_the_first_step(&common, big_slot);
+    status_lists_the_replica(&seed, &replica.address());
+    big_rebalance(&common);
+    let (owners_after, ranges) = slot_map(&cluster);
+    let moved = owners_before
+        .iter()
+        .zip(&owners_after)
+        .filter(|(a, b)| a != b)
+        .count();
+    eprintln!("{moved} slots moved, {ranges} ranges in CLUSTER SLOTS");
+    assert!(moved >= 2000, "2,000+ slots moved: {moved}");
+    assert!(ranges <= 64, "{ranges} ranges in CLUSTER SLOTS");
+    let report = workload.finish();
+    assert_eq!(report.errors, 0, "{:?}", report.error_samples);
+    assert_nothing_lost(&cluster, &report);
+
+    // Without clients (a paused target would block their writes too).
+    a_failed_migration_exits_non_zero(&cluster, &common);
+
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(180));
+    let drained = cluster.servers()[5].address();
+    drain(&common, &drained);
+    let (owners, _) = slot_map(&cluster);
+    assert!(
+        owners.iter().all(|owner| *owner != drained),
+        "{drained} still owns slots"
+    );
+    let report = workload.finish();
+    assert_eq!(report.errors, 0, "{:?}", report.error_samples);
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    drop(replica);
+}
+
+/// `plan` with the step options lists exactly the moves of `rebalance --steps 1`'s step, and
+/// names the big slot with its hash tag.
+fn plan_is_the_first_step(common: &[&str], big_slot: u16) {
+    let mut plan_args = vec!["plan", "--json", "--sample-ms", "500"];
+    plan_args.extend(common);
+    plan_args.extend(STEP_OPTIONS);
+    let plan = ach_redis(&plan_args);
+    assert!(plan.status.success(), "plan failed: {}", text(&plan.stderr));
+    let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let notable = planned["plan"]["notable_slots"].as_array().unwrap();
+    assert!(
+        notable
+            .iter()
+            .any(|s| s["slot"] == big_slot && s["hash_tag"].as_str().is_some()),
+        "the big slot {big_slot} is named with its tag: {notable:?}"
+    );
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut rebalance_args = vec![
+        "rebalance",
+        "--steps",
+        "1",
+        "--interval-ms",
+        "500",
+        "--log",
+        &log_path,
+    ];
+    rebalance_args.extend(common);
+    rebalance_args.extend(STEP_OPTIONS);
+    let rebalance = ach_redis(&rebalance_args);
+    let progress = text(&rebalance.stderr);
+    assert!(rebalance.status.success(), "rebalance failed:\n{progress}");
+    let steps = read_log(log.path());
+    let planned_moves = moves_of(&planned["plan"]);
+    assert!(!planned_moves.is_empty(), "the plan moves something");
+    assert_eq!(
+        planned_moves,
+        moves_of(&steps[0]["plan"]),
+        "plan's moves are rebalance's first step:\n{progress}"
+    );
+}
+
+fn status_lists_the_replica(seed: &str, replica: &str) {
+    let status = ach_redis(&["status", "--cluster", seed, "--sample-ms", "300"]);
+    let status_text = text(&status.stdout);
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    assert!(
+        status_text
+            .lines()
+            .any(|l| l.starts_with(&format!("  replica {replica} "))),
+        "status lists the replica {replica}:\n{status_text}"
+    );
+}
+
+/// ACH with a step budget of a tenth of the keys, until the first master is within eps_off.
+fn big_rebalance(common: &[&str]) {
+    let mut args = vec![
+        "rebalance",
+        "--steps",
+        "8",
+        "--interval-ms",
+        "300",
+        "--m-max",
+        "0.1",
+        "--m-horizon",
+        "1",
+        "--horizon",
+        "10",
+    ];
+    args.extend(common);
+    let rebalance = ach_redis(&args);
+    assert!(rebalance.status.success(), "{}", text(&rebalance.stderr));
+}
+
+/// Every master but the first pauses its clients' writes for 7 s (`CLIENT PAUSE 7000 WRITE`),
+/// so `MIGRATE`'s `RESTORE-ASKING` there outlasts its 5 s timeout: a drain of the first master
+/// fails, exits 3 (or 5 when the slot it left open cannot be closed), and the summary says
+/// which migration failed. Then the cluster recovers and `fix` closes what was left open.
+fn a_failed_migration_exits_non_zero(cluster: &LocalCluster, common: &[&str]) {
+    for server in &cluster.servers()[1..] {
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(7000)
+            .arg("WRITE")
+            .query(&mut server.connection().unwrap())
+            .unwrap();
+    }
+    let source = cluster.servers()[0].address();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut args = vec![
+        "rebalance",
+        "--drain",
+        &source,
+        "--steps",
+        "1",
+        "--interval-ms",
+        "300",
+        "--log",
+        &log_path,
+    ];
+    args.extend(common);
+    let rebalance = ach_redis(&args);
+    let summary_text = text(&rebalance.stdout);
+    let code = rebalance.status.code();
+    assert!(
+        code == Some(3) || code == Some(5),
+        "a failed migration exits 3 or 5: {code:?}\n{summary_text}\n{}",
+        text(&rebalance.stderr)
+    );
+    assert!(summary_text.contains("error: step 0:"), "{summary_text}");
+    let events = read_events(log.path());
+    let summary = &events.last().unwrap()["summary"];
+    assert!(
+        summary["migrations_failed"].as_u64().unwrap() >= 1,
+        "{summary}"
+    );
+    wait_until_every_node_is_ok(cluster);
+    let seed = cluster.seed();
+    let fix = ach_redis(&["fix", "--cluster", &seed]);
+    assert!(fix.status.success(), "{}", text(&fix.stderr));
+}
+
+/// The pause made the cluster bus report nodes failing: waits until every master says ok.
+fn wait_until_every_node_is_ok(cluster: &LocalCluster) {
+    let started = Instant::now();
+    while !cluster.servers().iter().all(|server| {
+        let info: String = redis::cmd("CLUSTER")
+            .arg("INFO")
+            .query(&mut server.connection().unwrap())
+            .unwrap();
+        info.contains("cluster_state:ok")
+    }) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the cluster recovers"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// `--drain` until the drained master owns nothing and the others are balanced.
+fn drain(common: &[&str], drained: &str) {
+    let mut args = vec![
+        "rebalance",
+        "--drain",
+        drained,
+        "--until-balanced",
+        "0.1",
+        "--steps",
+        "40",
+        "--interval-ms",
+        "300",
+        "--m-max",
+        "0.1",
+        "--m-horizon",
+        "1",
+        "--horizon",
+        "10",
+    ];
+    args.extend(common);
+    let rebalance = ach_redis(&args);
+    assert!(
+        rebalance.status.success(),
+        "the drain ends with exit code 0: {:?}\n{}\n{}",
+        rebalance.status.code(),
+        text(&rebalance.stdout),
+        text(&rebalance.stderr)
+    );
+}

@@ -1,0 +1,106 @@
+//! What an operator reads off a cluster and a plan: the slot map as `CLUSTER SLOTS` lists it,
+//! a plan's moves, a replica of one master.
+
+use std::time::{Duration, Instant};
+
+use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
+
+use super::node_id;
+
+/// Every slot's owner (`host:port`) and the number of ranges, from `CLUSTER SLOTS`.
+pub fn slot_map(cluster: &LocalCluster) -> (Vec<String>, usize) {
+    let mut connection = cluster.servers()[0].connection().unwrap();
+    let entries: Vec<redis::Value> = redis::cmd("CLUSTER")
+        .arg("SLOTS")
+        .query(&mut connection)
+        .unwrap();
+    let mut owners = vec![String::new(); 16384];
+    for entry in &entries {
+        let redis::Value::Array(fields) = entry else {
+            panic!("a CLUSTER SLOTS entry: {entry:?}")
+        };
+        let number = |v: &redis::Value| match v {
+            redis::Value::Int(n) => *n as usize,
+            other => panic!("a slot number: {other:?}"),
+        };
+        let redis::Value::Array(master) = &fields[2] else {
+            panic!("a master: {:?}", fields[2])
+        };
+        let port = number(&master[1]);
+        for owner in &mut owners[number(&fields[0])..=number(&fields[1])] {
+            *owner = format!("127.0.0.1:{port}");
+        }
+    }
+    (owners, entries.len())
+}
+
+/// `(slot, from, to)` of every move of a plan's JSON.
+pub fn moves_of(plan: &serde_json::Value) -> Vec<(u64, String, String)> {
+    plan["moves"]
+        .as_array()
+        .expect("a plan has moves")
+        .iter()
+        .map(|mv| {
+            (
+                mv["slot"].as_u64().unwrap(),
+                mv["from"].as_str().unwrap().to_string(),
+                mv["to"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// A command's output as text.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).to_string()
+}
+
+/// A replica of the `primary`-th server of `cluster`: started, introduced, made its replica,
+/// and waited for until its link to the primary is up.
+pub fn add_replica_of(cluster: &LocalCluster, kind: ServerKind, primary: usize) -> LocalServer {
+    let replica =
+        LocalServer::start_of(kind, ServerMode::Cluster).unwrap_or_else(|e| panic!("{e}"));
+    let mut seed = cluster.servers()[0].connection().unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(replica.port())
+        .query(&mut seed)
+        .unwrap();
+    follow(&replica, &cluster.servers()[primary]);
+    replica
+}
+
+/// Makes `replica` (introduced to the cluster) a replica of `primary` and waits until its
+/// link to the primary is up.
+pub fn follow(replica: &LocalServer, primary: &LocalServer) {
+    let primary_id = node_id(primary);
+    let mut connection = replica.connection().unwrap();
+    let started = Instant::now();
+    // The replica must know its primary before it can follow it.
+    loop {
+        let replicated = redis::cmd("CLUSTER")
+            .arg("REPLICATE")
+            .arg(&primary_id)
+            .query::<()>(&mut connection);
+        if replicated.is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{replicated:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut connection)
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{info}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
