@@ -194,9 +194,14 @@ struct Common {
     #[arg(long, value_name = "HOST:PORT")]
     cluster: String,
     /// Relative capacity of a node (address or node id), as `redis-cli --cluster rebalance`
-    /// takes it; nodes not named weigh 1. Repeatable.
+    /// takes it; nodes not named weigh 1; 0 drains the node (as --drain). Repeatable.
     #[arg(long, value_name = "NODE=W", value_parser = parse_weight)]
     weight: Vec<(String, f64)>,
+    /// Drain this master (address or node id): `rebalance` moves all its slots to the other
+    /// masters within the budget, and it never receives one (the same as --weight NODE=0).
+    /// Repeatable.
+    #[arg(long, value_name = "NODE")]
+    drain: Vec<String>,
     /// Memory capacity per node in MiB, for nodes without maxmemory (default: the machine's
     /// memory).
     #[arg(long, value_name = "MIB")]
@@ -276,7 +281,7 @@ impl TelemetryOptions {
     }
 }
 
-/// A `--weight` that does not read as `NODE=W` with a finite weight > 0.
+/// A `--weight` that does not read as `NODE=W` with a finite weight >= 0.
 #[derive(Debug, thiserror::Error)]
 #[error("{text:?}: {rule}")]
 struct WeightError {
@@ -295,8 +300,10 @@ fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
     let weight: f64 = weight
         .parse()
         .map_err(|_| fail("the weight after = is not a number"))?;
-    if node.is_empty() || !(weight.is_finite() && weight > 0.0) {
-        return Err(fail("the node must be named and the weight finite and > 0"));
+    if node.is_empty() || !(weight.is_finite() && weight >= 0.0) {
+        return Err(fail(
+            "the node must be named and the weight finite and >= 0 (0 drains the node)",
+        ));
     }
     Ok((node.to_string(), weight))
 }
@@ -304,7 +311,7 @@ fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
 /// Parses the process's arguments and runs the command with `catalogue`'s algorithms; errors
 /// are printed, and the exit code is 2 for bad input, 1 for a failure; a `rebalance` that
 /// ran exits with its summary's code (3: a migration failed, 4: planned moves dropped, 5: the
-/// cluster degraded at exit; docs/redis.md).
+/// cluster degraded at exit, 6: a drain unfinished; docs/redis.md).
 pub fn run(catalogue: Catalogue) -> ExitCode {
     let cli = Cli::parse();
     match execute(cli, &catalogue) {
@@ -359,7 +366,13 @@ fn control_options(
     Ok(ControlOptions {
         algorithm,
         parameters,
-        weights: common.weight.clone(),
+        // A drain is a weight 0, after the weights: --drain wins over a --weight of the node.
+        weights: common
+            .weight
+            .iter()
+            .cloned()
+            .chain(common.drain.iter().map(|node| (node.clone(), 0.0)))
+            .collect(),
         rules: ReadingRules {
             memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
             latency_target_usec: common.latency_target_us,
@@ -427,7 +440,8 @@ fn observe_once_with(
     parameters: Vec<(String, f64)>,
 ) -> Result<(Controller, Observed), Error> {
     let controller = Controller::new(control_options(common, algorithm, parameters, 1.0)?)?
-        .with_node_telemetry(common.telemetry.source()?);
+        .with_node_telemetry(common.telemetry.source()?)
+        .showing_drained_masters();
     observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
 }
 

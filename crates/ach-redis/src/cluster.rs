@@ -118,6 +118,51 @@ impl Snapshot {
         self.masters.iter().position(|m| m.id == id)
     }
 
+    /// The snapshot without the masters `dropped` marks, which must own no slot and have no
+    /// slot open (a drained master once drained): the other masters keep their order, and
+    /// every owner and open slot is renumbered. `None` when a dropped master owns or has
+    /// open a slot.
+    pub fn without(&self, dropped: &[bool]) -> Option<Snapshot> {
+        let mut index = Vec::with_capacity(self.masters.len());
+        let mut kept = 0;
+        for &drop in dropped {
+            index.push((!drop).then_some(kept));
+            kept += usize::from(!drop);
+        }
+        let renumber = |i: usize| index.get(i).copied().flatten();
+        let owners: Option<Vec<Option<usize>>> = self
+            .owners
+            .iter()
+            .map(|owner| match owner {
+                Some(o) => renumber(*o).map(Some),
+                None => Some(None),
+            })
+            .collect();
+        let open: Option<Vec<OpenSlot>> = self
+            .open
+            .iter()
+            .map(|o| {
+                renumber(o.node).map(|node| OpenSlot {
+                    node,
+                    peer: o.peer.clone(),
+                    ..*o
+                })
+            })
+            .collect();
+        Some(Snapshot {
+            masters: self
+                .masters
+                .iter()
+                .zip(dropped)
+                .filter(|(_, drop)| !**drop)
+                .map(|(m, _)| m.clone())
+                .collect(),
+            owners: owners?,
+            open: open?,
+            problems: self.problems.clone(),
+        })
+    }
+
     /// The slots owned by every master.
     pub fn slots_of(&self) -> Vec<Vec<u16>> {
         let mut slots = vec![Vec::new(); self.masters.len()];
