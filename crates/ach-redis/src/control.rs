@@ -12,7 +12,7 @@ use ach_telemetry::{LoadTracker, TelemetryConfig};
 use crate::backend::{BackendKind, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
-use crate::drain::{DrainInputs, DrainLedger, DrainMaster, DrainStep, choose_drain};
+use crate::drain::{DrainLedger, DrainStep, drain_plan};
 use crate::error::Error;
 use crate::explain::{Diagnosis, Explainer};
 use crate::live;
@@ -452,9 +452,10 @@ impl Controller {
             .filter(|&(i, w)| *w == 0.0 && !slots[i].is_empty())
             .map(|(i, _)| {
                 format!(
-                    "{} still owns {} slots ({})",
+                    "{} still owns {} slot{} ({})",
                     snapshot.masters[i].address,
                     slots[i].len(),
+                    if slots[i].len() == 1 { "" } else { "s" },
                     format_slot_ranges(&slots[i])
                 )
             })
@@ -906,86 +907,12 @@ impl Controller {
         }
     }
 
-    /// A drain step: the drained masters' slots in slot order, within the drain's step budget
-    /// ([`DrainLedger::step_budget`]), each contiguous run to the receiver with the lowest
-    /// predicted load ([`choose_drain`]).
+    /// A drain step ([`crate::drain::drain_plan`]).
     fn plan_drain(&mut self, observed: &Observed) -> Result<StepPlan, Error> {
         let step = self.step;
         self.step += 1;
-        let ach = &self.options.ach;
-        let total_keys: u64 = observed.slot_keys.iter().sum();
-        let keys_of = |fraction: f64| (fraction * total_keys as f64).floor() as u64;
-        let budget = self.drain.step_budget(ach, step);
-        let cap_keys = keys_of(ach.m_max.min(ach.m_horizon).max(0.0));
-        let masters: Vec<DrainMaster> = observed
-            .nodes
-            .iter()
-            .map(|n| DrainMaster {
-                drained: n.drained,
-                load: n.load,
-                keys: n.keys,
-                weight: n.weight,
-            })
-            .collect();
-        let snapshot = &observed.snapshot;
-        let choice = choose_drain(&DrainInputs {
-            masters: &masters,
-            owners: &snapshot.owners,
-            slot_keys: &observed.slot_keys,
-            budget_keys: keys_of(budget),
-            cap_keys,
-        })
-        .ok_or_else(|| Error::Input("every master is drained: none can receive".into()))?;
-        let address = |i: usize| snapshot.masters[i].address.clone();
-        let moves: Vec<PlannedMove> = choice
-            .groups
-            .iter()
-            .flat_map(|g| {
-                g.slots.iter().map(move |&slot| PlannedMove {
-                    slot,
-                    from: address(g.from),
-                    to: address(g.to),
-                    keys: observed.slot_keys[usize::from(slot)],
-                })
-            })
-            .collect();
-        let owned = snapshot
-            .owners
-            .iter()
-            .filter(|o| o.is_some_and(|o| masters[o].drained))
-            .count();
-        let drain = DrainStep {
-            draining: (0..masters.len())
-                .filter(|&i| masters[i].drained && observed.nodes[i].slots > 0)
-                .map(address)
-                .collect(),
-            budget,
-            budget_keys: keys_of(budget),
-            window_spent: self.drain.window_spent(ach, step),
-            cap_keys,
-            slots_owned: owned,
-            slots_to_move: moves.len(),
-            unmovable: choice.unmovable.clone(),
-        };
-        let keys_to_copy: u64 = moves.iter().map(|m| m.keys).sum();
-        let mut plan = self.empty_plan(observed, String::new());
-        plan.algorithm = "drain";
-        plan.nothing_moves_because = moves.is_empty().then(|| drain_stopped(&drain, ach));
-        plan.notable_slots = unmovable_slots(observed, &drain);
-        plan.imbalance_predicted = undrained_imbalance(&observed.nodes, &choice.predicted_loads);
-        plan.predicted_loads = choice.predicted_loads;
-        plan.keys_to_copy = keys_to_copy;
-        plan.planned_fraction = if total_keys == 0 {
-            0.0
-        } else {
-            keys_to_copy as f64 / total_keys as f64
-        };
-        plan.budget_bound = Some(budget);
-        plan.summary = summarise_moves(&moves);
-        plan.moves = moves;
-        plan.groups = choice.groups;
-        plan.drain = Some(drain);
-        Ok(plan)
+        let base = self.empty_plan(observed, String::new());
+        drain_plan(observed, &self.drain, &self.options.ach, step, base)
     }
 
     /// Migrates every planned slot, one group per (source, target) in the order of their first
@@ -1103,53 +1030,6 @@ fn names_node(name: &str, address: &str, id: &str) -> bool {
     address == name || (name.len() >= 4 && id.starts_with(name))
 }
 
-/// Why a drain step moves nothing, in one line.
-fn drain_stopped(drain: &DrainStep, ach: &AchConfig) -> String {
-    if drain.unmovable.len() == drain.slots_owned {
-        return format!(
-            "drain: every slot left on the drained masters ({}) holds more keys than any drain \
-             step may move ({} keys, min(M_max, M_H) of all keys): the drain cannot finish",
-            drain.slots_owned, drain.cap_keys
-        );
-    }
-    format!(
-        "drain: the next slot holds more keys than this step may move ({} keys: M_max {:.4}, \
-         window {:.4} of M_H {:.4} spent over {} steps)",
-        drain.budget_keys, ach.m_max, drain.window_spent, ach.m_horizon, ach.horizon
-    )
-}
-
-/// The drained slots no drain step can move, as notable slots (the first few).
-fn unmovable_slots(observed: &Observed, drain: &DrainStep) -> Vec<NotableSlot> {
-    drain
-        .unmovable
-        .iter()
-        .take(5)
-        .filter_map(|&slot| {
-            let owner = observed.snapshot.owners[usize::from(slot)]?;
-            let node = &observed.nodes[owner];
-            let keys = observed.slot_keys[usize::from(slot)];
-            Some(NotableSlot {
-                slot,
-                owner: node.address.clone(),
-                keys,
-                load: if node.keys == 0 {
-                    0.0
-                } else {
-                    node.load * keys as f64 / node.keys as f64
-                },
-                reason: format!(
-                    "a drained master's slot larger than any drain step's budget ({keys} keys \
-                     > {}, min(M_max, M_H) of all keys): it cannot move, and the drain stays \
-                     unfinished",
-                    drain.cap_keys
-                ),
-                hash_tag: None,
-            })
-        })
-        .collect()
-}
-
 /// Weights over the mean weight of the masters not drained (weight > 0); a drained master's
 /// stays 0.
 fn relative(weights: &[f64]) -> Vec<f64> {
@@ -1164,7 +1044,7 @@ fn relative(weights: &[f64]) -> Vec<f64> {
 
 /// `D` over the masters that are not drained (a drained master's load says nothing of the
 /// balance of the others).
-fn undrained_imbalance(nodes: &[NodeView], loads: &[f64]) -> f64 {
+pub(crate) fn undrained_imbalance(nodes: &[NodeView], loads: &[f64]) -> f64 {
     let kept: Vec<f64> = nodes
         .iter()
         .zip(loads)

@@ -14,6 +14,9 @@ use std::collections::VecDeque;
 use ach_control::AchConfig;
 
 use crate::compact::GroupPlan;
+use crate::control::{Observed, PlannedMove, StepPlan, summarise_moves, undrained_imbalance};
+use crate::error::Error;
+use crate::notable::NotableSlot;
 
 /// What the drain has moved in the last steps, by controller step (each call of
 /// [`crate::control::Controller::plan`] is one step).
@@ -40,8 +43,8 @@ impl DrainLedger {
         self.spent
             .iter()
             .filter(|(s, _)| *s >= first && *s < step)
-            .map(|(_, f)| f)
-            .sum()
+            // From +0.0: an empty f64 sum is -0.0, which would print as "-0.0000".
+            .fold(0.0, |sum, (_, f)| sum + f)
     }
 
     /// Charges `fraction` of all keys to `step`, a drain step that switched `slots` slots.
@@ -223,6 +226,138 @@ impl Run {
             }),
         }
     }
+}
+
+/// The drain step `step` on `observed`, filled into `plan` (a plan that moves nothing): the
+/// drained masters' slots in slot order, within the drain's step budget
+/// ([`DrainLedger::step_budget`]), each contiguous run to the receiver with the lowest
+/// predicted load ([`choose_drain`]).
+pub(crate) fn drain_plan(
+    observed: &Observed,
+    ledger: &DrainLedger,
+    ach: &AchConfig,
+    step: u64,
+    mut plan: StepPlan,
+) -> Result<StepPlan, Error> {
+    let total_keys: u64 = observed.slot_keys.iter().sum();
+    let keys_of = |fraction: f64| (fraction * total_keys as f64).floor() as u64;
+    let budget = ledger.step_budget(ach, step);
+    let cap_keys = keys_of(ach.m_max.min(ach.m_horizon).max(0.0));
+    let masters: Vec<DrainMaster> = observed
+        .nodes
+        .iter()
+        .map(|n| DrainMaster {
+            drained: n.drained,
+            load: n.load,
+            keys: n.keys,
+            weight: n.weight,
+        })
+        .collect();
+    let snapshot = &observed.snapshot;
+    let choice = choose_drain(&DrainInputs {
+        masters: &masters,
+        owners: &snapshot.owners,
+        slot_keys: &observed.slot_keys,
+        budget_keys: keys_of(budget),
+        cap_keys,
+    })
+    .ok_or_else(|| Error::Input("every master is drained: none can receive".into()))?;
+    let address = |i: usize| snapshot.masters[i].address.clone();
+    let moves: Vec<PlannedMove> = choice
+        .groups
+        .iter()
+        .flat_map(|g| {
+            g.slots.iter().map(move |&slot| PlannedMove {
+                slot,
+                from: address(g.from),
+                to: address(g.to),
+                keys: observed.slot_keys[usize::from(slot)],
+            })
+        })
+        .collect();
+    let owned = snapshot
+        .owners
+        .iter()
+        .filter(|o| o.is_some_and(|o| masters[o].drained))
+        .count();
+    let drain = DrainStep {
+        draining: (0..masters.len())
+            .filter(|&i| masters[i].drained && observed.nodes[i].slots > 0)
+            .map(address)
+            .collect(),
+        budget,
+        budget_keys: keys_of(budget),
+        window_spent: ledger.window_spent(ach, step),
+        cap_keys,
+        slots_owned: owned,
+        slots_to_move: moves.len(),
+        unmovable: choice.unmovable.clone(),
+    };
+    let keys_to_copy: u64 = moves.iter().map(|m| m.keys).sum();
+    plan.algorithm = "drain";
+    plan.nothing_moves_because = moves.is_empty().then(|| drain_stopped(&drain, ach));
+    plan.notable_slots = unmovable_slots(observed, &drain);
+    plan.imbalance_predicted = undrained_imbalance(&observed.nodes, &choice.predicted_loads);
+    plan.predicted_loads = choice.predicted_loads;
+    plan.keys_to_copy = keys_to_copy;
+    plan.planned_fraction = if total_keys == 0 {
+        0.0
+    } else {
+        keys_to_copy as f64 / total_keys as f64
+    };
+    plan.budget_bound = Some(budget);
+    plan.summary = summarise_moves(&moves);
+    plan.moves = moves;
+    plan.groups = choice.groups;
+    plan.drain = Some(drain);
+    Ok(plan)
+}
+
+/// Why a drain step moves nothing, in one line.
+fn drain_stopped(drain: &DrainStep, ach: &AchConfig) -> String {
+    if drain.unmovable.len() == drain.slots_owned {
+        return format!(
+            "drain: every slot left on the drained masters ({}) holds more keys than any drain \
+             step may move ({} keys, min(M_max, M_H) of all keys): the drain cannot finish",
+            drain.slots_owned, drain.cap_keys
+        );
+    }
+    format!(
+        "drain: the next slot of the drained masters holds more keys than this step's budget \
+         of {} keys (M_max {:.4}; window {:.4} of M_H {:.4} spent over {} steps)",
+        drain.budget_keys, ach.m_max, drain.window_spent, ach.m_horizon, ach.horizon
+    )
+}
+
+/// The drained slots no drain step can move, as notable slots (the first few).
+fn unmovable_slots(observed: &Observed, drain: &DrainStep) -> Vec<NotableSlot> {
+    drain
+        .unmovable
+        .iter()
+        .take(5)
+        .filter_map(|&slot| {
+            let owner = observed.snapshot.owners[usize::from(slot)]?;
+            let node = &observed.nodes[owner];
+            let keys = observed.slot_keys[usize::from(slot)];
+            Some(NotableSlot {
+                slot,
+                owner: node.address.clone(),
+                keys,
+                load: if node.keys == 0 {
+                    0.0
+                } else {
+                    node.load * keys as f64 / node.keys as f64
+                },
+                reason: format!(
+                    "a drained master's slot larger than any drain step's budget ({keys} keys \
+                     > {}, min(M_max, M_H) of all keys): it cannot move, and the drain stays \
+                     unfinished",
+                    drain.cap_keys
+                ),
+                hash_tag: None,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -221,7 +221,7 @@ mod tests {
     fn the_exit_code_puts_degraded_first_then_failures_then_drops_then_drains() {
         let mut summary = RunSummary::default();
         assert_eq!(summary.exit_code(), EXIT_OK);
-        summary.drains_unfinished = vec!["127.0.0.1:7000 still owns 1 slots (7)".into()];
+        summary.drains_unfinished = vec!["127.0.0.1:7000 still owns 1 slot (7)".into()];
         assert_eq!(summary.exit_code(), EXIT_DRAIN_UNFINISHED);
         assert!(summary.text().contains("drain UNFINISHED: 127.0.0.1:7000"));
         summary.planned_moves_dropped = 3;

@@ -908,6 +908,35 @@ fn a_drained_slot_larger_than_any_step_budget_leaves_the_drain_unfinished() {
     let tag = data.keys[3000].split('}').next().unwrap().to_string() + "}";
     let seed = cluster.seed();
     let drained = cluster.servers()[0].address();
+    let weight = format!("{drained}=0");
+    let plan = ach_redis(&[
+        "plan",
+        "--cluster",
+        &seed,
+        "--weight",
+        &weight,
+        "--sample-ms",
+        "200",
+        "--m-max",
+        "0.2",
+        "--m-horizon",
+        "0.25",
+        "--horizon",
+        "3",
+    ]);
+    let plan_text = text(&plan.stdout);
+    eprintln!("{plan_text}");
+    assert!(plan.status.success(), "{}", text(&plan.stderr));
+    assert!(
+        plan_text.contains(&format!("drain of {drained}: ")),
+        "{plan_text}"
+    );
+    assert!(
+        plan_text.contains(&format!(
+            "notable slot {slot} (hash tag {tag}) on {drained}"
+        )),
+        "{plan_text}"
+    );
     let log = tempfile::NamedTempFile::new().unwrap();
     let log_path = log.path().to_str().unwrap().to_string();
     let rebalance = ach_redis(&[
@@ -915,7 +944,7 @@ fn a_drained_slot_larger_than_any_step_budget_leaves_the_drain_unfinished() {
         "--cluster",
         &seed,
         "--weight",
-        &format!("{drained}=0"),
+        &weight,
         "--steps",
         "5",
         "--interval-ms",
@@ -935,7 +964,7 @@ fn a_drained_slot_larger_than_any_step_budget_leaves_the_drain_unfinished() {
     assert_eq!(rebalance.status.code(), Some(6), "{summary}");
     assert!(
         summary.contains(&format!(
-            "drain UNFINISHED: {drained} still owns 1 slots ({slot})"
+            "drain UNFINISHED: {drained} still owns 1 slot ({slot})"
         )),
         "{summary}"
     );
@@ -968,5 +997,75 @@ fn a_drained_slot_larger_than_any_step_budget_leaves_the_drain_unfinished() {
         .map(|(i, key)| (key.clone(), data.value(i % 2, 0)))
         .collect();
     assert_eq!(wrong_values(&cluster, &expected), Vec::<String>::new());
+    assert_check_clean(&cluster);
+}
+
+/// Three masters, the first hot (its memory near its capacity); `--drain` of the third: its
+/// drain steps come first, then the algorithm waits until the drain's last moves have left the
+/// horizon window (each waiting step says so), then ACH moves slots off the hot master; no
+/// window of `H` steps of the log holds more than `M_H`, drain and algorithm together.
+#[test]
+fn the_algorithm_plans_only_a_horizon_after_the_drain() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Redis, 3);
+    let data = DataSet::new(4000, 20, 200, (0, 5000));
+    data.load(&cluster, 2);
+    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
+    let seed = cluster.seed();
+    let drained = cluster.servers()[2].address();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let rebalance = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--drain",
+        &drained,
+        "--memory-capacity-mb",
+        &capacity,
+        "--steps",
+        "7",
+        "--interval-ms",
+        "300",
+        "--m-max",
+        "0.1",
+        "--m-horizon",
+        "0.25",
+        "--horizon",
+        "3",
+        "--log",
+        &log_path,
+    ]);
+    let progress = text(&rebalance.stderr);
+    let summary = text(&rebalance.stdout);
+    eprintln!("{progress}\n{summary}");
+    assert_eq!(rebalance.status.code(), Some(0), "{summary}");
+    let steps = read_log(log.path());
+    let algorithm: Vec<&str> = steps
+        .iter()
+        .map(|s| s["plan"]["algorithm"].as_str().unwrap())
+        .collect();
+    let last_drain = algorithm.iter().rposition(|a| *a == "drain").unwrap();
+    assert!(algorithm[..=last_drain].iter().all(|a| *a == "drain"));
+    let last_drain_move = (0..=last_drain)
+        .rev()
+        .find(|&i| !moves_of(&steps[i]["plan"]).is_empty())
+        .unwrap();
+    for step in &steps[last_drain + 1..last_drain_move + 3] {
+        assert!(moves_of(&step["plan"]).is_empty(), "{step}");
+        let reason = step["plan"]["nothing_moves_because"].as_str().unwrap();
+        assert!(
+            reason.contains(&format!("the drain moved keys at step {last_drain_move}")),
+            "{reason}"
+        );
+    }
+    let after = &steps[last_drain_move + 3];
+    assert_eq!(after["plan"]["algorithm"], "ACH", "{after}");
+    assert!(
+        !moves_of(&after["plan"]).is_empty(),
+        "ACH moves off the hot master once it may: {}",
+        after["plan"]["nothing_moves_because"]
+    );
+    assert_budget_held(&steps, 0.1, 0.25, 3);
     assert_check_clean(&cluster);
 }
