@@ -112,6 +112,12 @@ enum Command {
     Fix {
         #[command(flatten)]
         common: Common,
+        /// Work on a degraded cluster too (unreachable or failing masters, as redis-cli's
+        /// --cluster-fix-with-unreachable-masters): close only the open slots that can be
+        /// closed without losing a key, name every slot left open with the reason, and exit 5
+        /// when one is.
+        #[arg(long)]
+        force_with_unreachable: bool,
     },
 }
 
@@ -306,6 +312,45 @@ fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
         ));
     }
     Ok((node.to_string(), weight))
+}
+
+/// `fix --force-with-unreachable`: a warning on stderr first, then every slot closed and every
+/// slot left open with its reason; exit 5 when a slot is left open.
+fn fix_with_unreachable(common: &Common) -> Result<u8, Error> {
+    let mut cluster = connect(common)?;
+    let snapshot = cluster.snapshot()?;
+    eprintln!(
+        "ach-redis: WARNING: fix --force-with-unreachable{}: only the open slots whose keys can \
+         all be accounted for are closed; slots open on an unreachable master cannot be seen, \
+         and the keys of the slots an unreachable master owns stay out of reach (lost if it \
+         never returns and has no replica); no slot is given away from an unreachable master",
+        if snapshot.healthy() {
+            String::new()
+        } else {
+            format!(" on a degraded cluster ({})", snapshot.problems.join("; "))
+        }
+    );
+    let fixed = cluster
+        .backend()
+        .fix_with_unreachable(&mut cluster, &MigrationOptions::default())?;
+    if fixed.actions.is_empty() && fixed.left_open.is_empty() {
+        println!("fix: no open slot");
+    }
+    report_fix(&fixed.actions, &mut std::io::stdout());
+    for open in &fixed.left_open {
+        println!("fix: slot {} LEFT OPEN: {}", open.slot, open.reason);
+    }
+    if !fixed.unreachable.is_empty() {
+        println!(
+            "fix: unreachable masters (their own open slots unseen): {}",
+            fixed.unreachable.join(", ")
+        );
+    }
+    Ok(if fixed.left_open.is_empty() {
+        0
+    } else {
+        crate::summary::EXIT_DEGRADED
+    })
 }
 
 /// Parses the process's arguments and runs the command with `catalogue`'s algorithms; errors
@@ -601,7 +646,11 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             print!("{}", summary.text());
             Ok(summary.exit_code())
         }
-        Command::Fix { common } => {
+        Command::Fix {
+            common,
+            force_with_unreachable: true,
+        } => fix_with_unreachable(&common),
+        Command::Fix { common, .. } => {
             let mut cluster = connect(&common)?;
             let actions = cluster
                 .backend()
