@@ -647,7 +647,7 @@ impl Controller {
         let slots = snapshot.slots_of();
         let slot_keys = figures.keys.clone();
         // The cpu reading stays the node's (INFO's or the exporter's) even with per-slot
-        // statistics: `cpu-usec` counts only the time commands execute, measured at 5 to 7 %
+        // statistics: `cpu-usec` counts only the time commands execute, measured at 4 to 10 %
         // of the process's cpu under a GET/SET workload (docs/redis.md), so it splits a node's
         // load among its slots but does not measure it.
         for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
