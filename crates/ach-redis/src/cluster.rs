@@ -574,3 +574,41 @@ fn command_name(command: &Cmd) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn master(id: &str, slots: usize) -> Master {
+        Master {
+            id: id.into(),
+            address: format!("127.0.0.1:{}", 7000 + id.len()),
+            slots,
+            replicas: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_without_a_master_renumbers_owners_and_open_slots() {
+        let snapshot = Snapshot {
+            masters: vec![master("a", 2), master("bb", 0), master("ccc", 1)],
+            owners: vec![Some(0), Some(2), None, Some(0)],
+            open: vec![OpenSlot {
+                slot: 1,
+                node: 2,
+                state: "migrating",
+                peer: "a".into(),
+            }],
+            problems: Vec::new(),
+        };
+        let view = snapshot.without(&[false, true, false]).unwrap();
+        let ids: Vec<&str> = view.masters.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["a", "ccc"]);
+        assert_eq!(view.owners, vec![Some(0), Some(1), None, Some(0)]);
+        assert_eq!(view.open[0].node, 1);
+        // A master that owns a slot cannot be left out.
+        assert!(snapshot.without(&[true, false, false]).is_none());
+        // Nor one with a slot open.
+        assert!(snapshot.without(&[false, false, true]).is_none());
+    }
+}

@@ -22,7 +22,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use crate::cluster::{Cluster, Snapshot};
+use crate::cluster::{Cluster, OpenSlot, Snapshot};
 use crate::error::Error;
 
 /// Points of the protocol at which the rebalancer can be made to wait forever, so that a test
@@ -330,9 +330,7 @@ pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixA
         return Err(Error::Degraded(snapshot.problems.clone()));
     }
     check_permissions(cluster, &snapshot)?;
-    let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
-    slots.sort_unstable();
-    slots.dedup();
+    let slots = open_slot_numbers(&snapshot);
     let options = MigrationOptions {
         pause_at: None,
         ..*options
@@ -344,20 +342,59 @@ pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixA
     Ok(actions)
 }
 
+/// The slots open anywhere in `snapshot`, ascending, each once.
+fn open_slot_numbers(snapshot: &Snapshot) -> Vec<u16> {
+    let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    slots
+}
+
+/// An open slot's entries (one per node that has it open) and its two sides.
+struct OpenSides<'a> {
+    entries: Vec<&'a OpenSlot>,
+    /// The entry of the source, when it has the slot migrating.
+    migrating: Option<&'a OpenSlot>,
+    /// The entry of the target, when it has the slot importing.
+    importing: Option<&'a OpenSlot>,
+    /// The source's master index, when it is a known master.
+    source: Option<usize>,
+    /// The target's master index, when it is a known master.
+    target: Option<usize>,
+}
+
+/// The entries and sides of `slot`, one of the slots open in `snapshot`.
+fn open_sides(snapshot: &Snapshot, slot: u16) -> OpenSides<'_> {
+    let entries: Vec<&OpenSlot> = snapshot.open.iter().filter(|o| o.slot == slot).collect();
+    let migrating = entries.iter().copied().find(|o| o.state == "migrating");
+    let importing = entries.iter().copied().find(|o| o.state == "importing");
+    let (source, target) = match (migrating, importing) {
+        (Some(m), _) => (Some(m.node), snapshot.index_of(&m.peer)),
+        (None, Some(i)) => (snapshot.index_of(&i.peer), Some(i.node)),
+        (None, None) => unreachable!("the slot comes from the open entries"),
+    };
+    OpenSides {
+        entries,
+        migrating,
+        importing,
+        source,
+        target,
+    }
+}
+
 fn fix_slot(
     cluster: &mut Cluster,
     snapshot: &Snapshot,
     slot: u16,
     options: &MigrationOptions,
 ) -> Result<FixAction, Error> {
-    let entries: Vec<_> = snapshot.open.iter().filter(|o| o.slot == slot).collect();
-    let migrating = entries.iter().find(|o| o.state == "migrating");
-    let importing = entries.iter().find(|o| o.state == "importing");
-    let (source, target) = match (migrating, importing) {
-        (Some(m), _) => (Some(m.node), snapshot.index_of(&m.peer)),
-        (None, Some(i)) => (snapshot.index_of(&i.peer), Some(i.node)),
-        (None, None) => unreachable!("the slot comes from the open entries"),
-    };
+    let OpenSides {
+        entries,
+        migrating,
+        importing,
+        source,
+        target,
+    } = open_sides(snapshot, slot);
     let owner_now = snapshot.owners[usize::from(slot)];
     let rollback = |cluster: &mut Cluster| -> Result<FixAction, Error> {
         for entry in &entries {
@@ -460,9 +497,7 @@ pub fn fix_with_unreachable(
     let snapshot = cluster.snapshot()?;
     let reachable = reachable_masters(cluster, &snapshot);
     check_permissions(cluster, &snapshot)?;
-    let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
-    slots.sort_unstable();
-    slots.dedup();
+    let slots = open_slot_numbers(&snapshot);
     let options = MigrationOptions {
         pause_at: None,
         ..*options
@@ -515,14 +550,12 @@ fn fix_slot_if_safe(
     slot: u16,
     options: &MigrationOptions,
 ) -> Result<Result<FixAction, String>, Error> {
-    let entries: Vec<_> = snapshot.open.iter().filter(|o| o.slot == slot).collect();
-    let migrating = entries.iter().find(|o| o.state == "migrating");
-    let importing = entries.iter().find(|o| o.state == "importing");
-    let (source, target) = match (migrating, importing) {
-        (Some(m), _) => (Some(m.node), snapshot.index_of(&m.peer)),
-        (None, Some(i)) => (snapshot.index_of(&i.peer), Some(i.node)),
-        (None, None) => unreachable!("the slot comes from the open entries"),
-    };
+    let OpenSides {
+        migrating,
+        source,
+        target,
+        ..
+    } = open_sides(snapshot, slot);
     let down = |side: Option<usize>| side.filter(|&i| !reachable[i]);
     let Some(unreachable) = down(source).or(down(target)) else {
         return fix_slot(cluster, snapshot, slot, options).map(Ok);
