@@ -613,30 +613,9 @@ impl Controller {
         let (snapshot, given) = self.view(full, given);
         let weights = relative(&given);
         let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
-        // A new tracker starts with beta = 1 for its first step, so that the smoothing is
-        // seeded with the first reading (not with zero, which would read an idle cluster for
-        // the first steps); from the second step on it smooths with the configured beta.
         let seeding = ids != self.master_ids || self.tracker.is_none();
         if seeding {
-            let first_step = TelemetryConfig {
-                beta: 1.0,
-                ..self.options.telemetry
-            };
-            self.tracker = Some(
-                LoadTracker::new(ids.len(), first_step)
-                    .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
-            );
-            // No algorithm plans while a drained master is observed: it would divide by its
-            // weight 0; the drain plans those steps.
-            let drained = weights.contains(&0.0);
-            self.balancer = if drained {
-                None
-            } else {
-                Some(self.make_balancer(&weights)?)
-            };
-            self.explainer =
-                (!drained && self.options.algorithm.name() == names::ACH).then(Explainer::default);
-            self.master_ids = ids;
+            self.seed(ids, &weights)?;
         }
         let backend = cluster.backend().kind();
         let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
@@ -972,20 +951,7 @@ impl Controller {
             }
         }
         if step_plan.drain.is_some() {
-            let total_keys: u64 = observed.slot_keys.iter().sum();
-            let switched = outcome
-                .migrations
-                .iter()
-                .filter(|m| m.succeeded())
-                .map(|m| m.slots.len())
-                .sum();
-            let fraction = if total_keys == 0 {
-                0.0
-            } else {
-                outcome.keys_moved as f64 / total_keys as f64
-            };
-            self.drain
-                .charge(&self.options.ach, plan_step, fraction, switched);
+            self.charge_drain(observed, &outcome, plan_step);
         }
         if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) {
             match live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done) {
@@ -998,6 +964,55 @@ impl Controller {
             }
         }
         outcome
+    }
+}
+
+impl Controller {
+    /// Charges the drain's ledger with what a drain step really moved: its keys over all keys
+    /// at observation, and its switched slots.
+    fn charge_drain(&mut self, observed: &Observed, outcome: &StepOutcome, step: u64) {
+        let total_keys: u64 = observed.slot_keys.iter().sum();
+        let switched = outcome
+            .migrations
+            .iter()
+            .filter(|m| m.succeeded())
+            .map(|m| m.slots.len())
+            .sum();
+        let fraction = if total_keys == 0 {
+            0.0
+        } else {
+            outcome.keys_moved as f64 / total_keys as f64
+        };
+        self.drain
+            .charge(&self.options.ach, step, fraction, switched);
+    }
+
+    /// A new load tracker (its first step unsmoothed) and balancer for the masters `ids` of
+    /// these relative weights; no balancer while a drained master (weight 0) is observed.
+    fn seed(&mut self, ids: Vec<String>, weights: &[f64]) -> Result<(), Error> {
+        // A new tracker starts with beta = 1 for its first step, so that the smoothing is
+        // seeded with the first reading (not with zero, which would read an idle cluster for
+        // the first steps); from the second step on it smooths with the configured beta.
+        let first_step = TelemetryConfig {
+            beta: 1.0,
+            ..self.options.telemetry
+        };
+        self.tracker = Some(
+            LoadTracker::new(ids.len(), first_step)
+                .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
+        );
+        // No algorithm plans while a drained master is observed: it would divide by its
+        // weight 0; the drain plans those steps.
+        let drained = weights.contains(&0.0);
+        self.balancer = if drained {
+            None
+        } else {
+            Some(self.make_balancer(weights)?)
+        };
+        self.explainer =
+            (!drained && self.options.algorithm.name() == names::ACH).then(Explainer::default);
+        self.master_ids = ids;
+        Ok(())
     }
 }
 
