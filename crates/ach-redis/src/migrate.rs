@@ -342,6 +342,18 @@ pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixA
     Ok(actions)
 }
 
+/// The action of a slot rolled back with `SETSLOT STABLE`: it stays with its owner.
+fn rolled_back(snapshot: &Snapshot, slot: u16) -> FixAction {
+    FixAction {
+        slot,
+        action: "rolled back",
+        owner: snapshot.owners[usize::from(slot)]
+            .map(|o| snapshot.masters[o].address.clone())
+            .unwrap_or_default(),
+        keys: 0,
+    }
+}
+
 /// The slots open anywhere in `snapshot`, ascending, each once.
 fn open_slot_numbers(snapshot: &Snapshot) -> Vec<u16> {
     let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
@@ -406,14 +418,7 @@ fn fix_slot(
                 "",
             )?;
         }
-        Ok(FixAction {
-            slot,
-            action: "rolled back",
-            owner: owner_now
-                .map(|o| snapshot.masters[o].address.clone())
-                .unwrap_or_default(),
-            keys: 0,
-        })
+        Ok(rolled_back(snapshot, slot))
     };
     let (Some(source), Some(target)) = (source, target) else {
         return rollback(cluster);
@@ -569,14 +574,7 @@ fn fix_slot_if_safe(
         )?;
         if keys == 0 && owner_now != Some(target) {
             setslot(cluster, address, slot, "STABLE", "")?;
-            return Ok(Ok(FixAction {
-                slot,
-                action: "rolled back",
-                owner: owner_now
-                    .map(|o| snapshot.masters[o].address.clone())
-                    .unwrap_or_default(),
-                keys: 0,
-            }));
+            return Ok(Ok(rolled_back(snapshot, slot)));
         }
     }
     let side = if Some(unreachable) == source {
