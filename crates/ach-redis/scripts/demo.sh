@@ -26,9 +26,9 @@ done
 echo '$ ach-redis status --cluster 127.0.0.1:7101 --memory-capacity-mb 14'
 $B status --cluster 127.0.0.1:7101 --memory-capacity-mb 14
 echo '$ ach-redis plan --cluster 127.0.0.1:7101 --memory-capacity-mb 14'
-$B plan --cluster 127.0.0.1:7101 --memory-capacity-mb 14 | tail -2
+$B plan --cluster 127.0.0.1:7101 --memory-capacity-mb 14 | sed -n '/^ACH:/,$p'
 echo '$ ach-redis rebalance --cluster 127.0.0.1:7101 --memory-capacity-mb 14 --steps 8 --interval-ms 500 --m-max 0.1 --m-horizon 1 --horizon 10 --log steps.jsonl'
-$B rebalance --cluster 127.0.0.1:7101 --memory-capacity-mb 14 --steps 8 --interval-ms 500 --m-max 0.1 --m-horizon 1 --horizon 10 --log steps.jsonl 2>&1
+$B rebalance --cluster 127.0.0.1:7101 --memory-capacity-mb 14 --steps 8 --interval-ms 500 --m-max 0.1 --m-horizon 1 --horizon 10 --log steps.jsonl 2>&1 | grep -v 'notable slot'
 echo '$ ach-redis status --cluster 127.0.0.1:7101 --memory-capacity-mb 14'
 $B status --cluster 127.0.0.1:7101 --memory-capacity-mb 14
 echo '$ redis-cli --cluster check 127.0.0.1:7101'

@@ -112,6 +112,12 @@ enum Command {
     Fix {
         #[command(flatten)]
         common: Common,
+        /// Work on a degraded cluster too (unreachable or failing masters, as redis-cli's
+        /// --cluster-fix-with-unreachable-masters): close only the open slots that can be
+        /// closed without losing a key, name every slot left open with the reason, and exit 5
+        /// when one is.
+        #[arg(long)]
+        force_with_unreachable: bool,
     },
 }
 
@@ -194,9 +200,14 @@ struct Common {
     #[arg(long, value_name = "HOST:PORT")]
     cluster: String,
     /// Relative capacity of a node (address or node id), as `redis-cli --cluster rebalance`
-    /// takes it; nodes not named weigh 1. Repeatable.
+    /// takes it; nodes not named weigh 1; 0 drains the node (as --drain). Repeatable.
     #[arg(long, value_name = "NODE=W", value_parser = parse_weight)]
     weight: Vec<(String, f64)>,
+    /// Drain this master (address or node id): `rebalance` moves all its slots to the other
+    /// masters within the budget, and it never receives one (the same as --weight NODE=0).
+    /// Repeatable.
+    #[arg(long, value_name = "NODE")]
+    drain: Vec<String>,
     /// Memory capacity per node in MiB, for nodes without maxmemory (default: the machine's
     /// memory).
     #[arg(long, value_name = "MIB")]
@@ -276,7 +287,7 @@ impl TelemetryOptions {
     }
 }
 
-/// A `--weight` that does not read as `NODE=W` with a finite weight > 0.
+/// A `--weight` that does not read as `NODE=W` with a finite weight >= 0.
 #[derive(Debug, thiserror::Error)]
 #[error("{text:?}: {rule}")]
 struct WeightError {
@@ -295,16 +306,57 @@ fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
     let weight: f64 = weight
         .parse()
         .map_err(|_| fail("the weight after = is not a number"))?;
-    if node.is_empty() || !(weight.is_finite() && weight > 0.0) {
-        return Err(fail("the node must be named and the weight finite and > 0"));
+    if node.is_empty() || !(weight.is_finite() && weight >= 0.0) {
+        return Err(fail(
+            "the node must be named and the weight finite and >= 0 (0 drains the node)",
+        ));
     }
     Ok((node.to_string(), weight))
+}
+
+/// `fix --force-with-unreachable`: a warning on stderr first, then every slot closed and every
+/// slot left open with its reason; exit 5 when a slot is left open.
+fn fix_with_unreachable(common: &Common) -> Result<u8, Error> {
+    let mut cluster = connect(common)?;
+    let snapshot = cluster.snapshot()?;
+    eprintln!(
+        "ach-redis: WARNING: fix --force-with-unreachable{}: only the open slots whose keys can \
+         all be accounted for are closed; slots open on an unreachable master cannot be seen, \
+         and the keys of the slots an unreachable master owns stay out of reach (lost if it \
+         never returns and has no replica); no slot is given away from an unreachable master",
+        if snapshot.healthy() {
+            String::new()
+        } else {
+            format!(" on a degraded cluster ({})", snapshot.problems.join("; "))
+        }
+    );
+    let fixed = cluster
+        .backend()
+        .fix_with_unreachable(&mut cluster, &MigrationOptions::default())?;
+    if fixed.actions.is_empty() && fixed.left_open.is_empty() {
+        println!("fix: no open slot");
+    }
+    report_fix(&fixed.actions, &mut std::io::stdout());
+    for open in &fixed.left_open {
+        println!("fix: slot {} LEFT OPEN: {}", open.slot, open.reason);
+    }
+    if !fixed.unreachable.is_empty() {
+        println!(
+            "fix: unreachable masters (their own open slots unseen): {}",
+            fixed.unreachable.join(", ")
+        );
+    }
+    Ok(if fixed.left_open.is_empty() {
+        0
+    } else {
+        crate::summary::EXIT_DEGRADED
+    })
 }
 
 /// Parses the process's arguments and runs the command with `catalogue`'s algorithms; errors
 /// are printed, and the exit code is 2 for bad input, 1 for a failure; a `rebalance` that
 /// ran exits with its summary's code (3: a migration failed, 4: planned moves dropped, 5: the
-/// cluster degraded at exit; docs/redis.md).
+/// cluster degraded at exit, 6: a drain unfinished; docs/redis.md).
 pub fn run(catalogue: Catalogue) -> ExitCode {
     let cli = Cli::parse();
     match execute(cli, &catalogue) {
@@ -359,7 +411,13 @@ fn control_options(
     Ok(ControlOptions {
         algorithm,
         parameters,
-        weights: common.weight.clone(),
+        // A drain is a weight 0, after the weights: --drain wins over a --weight of the node.
+        weights: common
+            .weight
+            .iter()
+            .cloned()
+            .chain(common.drain.iter().map(|node| (node.clone(), 0.0)))
+            .collect(),
         rules: ReadingRules {
             memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
             latency_target_usec: common.latency_target_us,
@@ -427,7 +485,8 @@ fn observe_once_with(
     parameters: Vec<(String, f64)>,
 ) -> Result<(Controller, Observed), Error> {
     let controller = Controller::new(control_options(common, algorithm, parameters, 1.0)?)?
-        .with_node_telemetry(common.telemetry.source()?);
+        .with_node_telemetry(common.telemetry.source()?)
+        .showing_drained_masters();
     observe_once(controller, cluster, Duration::from_millis(common.sample_ms))
 }
 
@@ -587,7 +646,11 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             print!("{}", summary.text());
             Ok(summary.exit_code())
         }
-        Command::Fix { common } => {
+        Command::Fix {
+            common,
+            force_with_unreachable: true,
+        } => fix_with_unreachable(&common),
+        Command::Fix { common, .. } => {
             let mut cluster = connect(&common)?;
             let actions = cluster
                 .backend()

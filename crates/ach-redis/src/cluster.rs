@@ -118,6 +118,51 @@ impl Snapshot {
         self.masters.iter().position(|m| m.id == id)
     }
 
+    /// The snapshot without the masters `dropped` marks, which must own no slot and have no
+    /// slot open (a drained master once drained): the other masters keep their order, and
+    /// every owner and open slot is renumbered. `None` when a dropped master owns or has
+    /// open a slot.
+    pub fn without(&self, dropped: &[bool]) -> Option<Snapshot> {
+        let mut index = Vec::with_capacity(self.masters.len());
+        let mut kept = 0;
+        for &drop in dropped {
+            index.push((!drop).then_some(kept));
+            kept += usize::from(!drop);
+        }
+        let renumber = |i: usize| index.get(i).copied().flatten();
+        let owners: Option<Vec<Option<usize>>> = self
+            .owners
+            .iter()
+            .map(|owner| match owner {
+                Some(o) => renumber(*o).map(Some),
+                None => Some(None),
+            })
+            .collect();
+        let open: Option<Vec<OpenSlot>> = self
+            .open
+            .iter()
+            .map(|o| {
+                renumber(o.node).map(|node| OpenSlot {
+                    node,
+                    peer: o.peer.clone(),
+                    ..*o
+                })
+            })
+            .collect();
+        Some(Snapshot {
+            masters: self
+                .masters
+                .iter()
+                .zip(dropped)
+                .filter(|(_, drop)| !**drop)
+                .map(|(m, _)| m.clone())
+                .collect(),
+            owners: owners?,
+            open: open?,
+            problems: self.problems.clone(),
+        })
+    }
+
     /// The slots owned by every master.
     pub fn slots_of(&self) -> Vec<Vec<u16>> {
         let mut slots = vec![Vec::new(); self.masters.len()];
@@ -529,4 +574,42 @@ fn command_name(command: &Cmd) -> String {
         .filter(|word| word.chars().all(|c| c.is_ascii_alphabetic() || c == '-'))
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn master(id: &str, slots: usize) -> Master {
+        Master {
+            id: id.into(),
+            address: format!("127.0.0.1:{}", 7000 + id.len()),
+            slots,
+            replicas: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_snapshot_without_a_master_renumbers_owners_and_open_slots() {
+        let snapshot = Snapshot {
+            masters: vec![master("a", 2), master("bb", 0), master("ccc", 1)],
+            owners: vec![Some(0), Some(2), None, Some(0)],
+            open: vec![OpenSlot {
+                slot: 1,
+                node: 2,
+                state: "migrating",
+                peer: "a".into(),
+            }],
+            problems: Vec::new(),
+        };
+        let view = snapshot.without(&[false, true, false]).unwrap();
+        let ids: Vec<&str> = view.masters.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids, ["a", "ccc"]);
+        assert_eq!(view.owners, vec![Some(0), Some(1), None, Some(0)]);
+        assert_eq!(view.open[0].node, 1);
+        // A master that owns a slot cannot be left out.
+        assert!(snapshot.without(&[true, false, false]).is_none());
+        // Nor one with a slot open.
+        assert!(snapshot.without(&[false, false, true]).is_none());
+    }
 }

@@ -12,6 +12,7 @@ use ach_telemetry::{LoadTracker, TelemetryConfig};
 use crate::backend::{BackendKind, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
+use crate::drain::{DrainLedger, DrainStep, drain_plan};
 use crate::error::Error;
 use crate::explain::{Diagnosis, Explainer};
 use crate::live;
@@ -75,7 +76,7 @@ pub struct Observed {
     pub nodes: Vec<NodeView>,
     /// Cluster total load.
     pub total_load: f64,
-    /// Imbalance `D = max l - mean l`.
+    /// Imbalance `D = max l - mean l` over the masters that are not drained.
     pub imbalance: f64,
     /// Which signals the loads come from.
     pub signals: Signals,
@@ -160,6 +161,13 @@ impl Signals {
     }
 }
 
+impl Observed {
+    /// True while a drained master owns slots: the step is then a drain step.
+    pub fn draining(&self) -> bool {
+        self.nodes.iter().any(|n| n.drained && n.slots > 0)
+    }
+}
+
 /// A slot that used much cpu over the interval.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct HotSlot {
@@ -190,6 +198,9 @@ pub struct NodeView {
     pub weight: f64,
     /// The weight as given (`--weight NODE=W`; 1 for a node not named).
     pub weight_given: f64,
+    /// True for a drained master (`--weight NODE=0`, `--drain NODE`): a source only, its
+    /// readings taken undivided and left out of `D`.
+    pub drained: bool,
     /// The memory reading (weighted, as in `reading`) when a capacity is known: the node's
     /// `maxmemory` or `--memory-capacity-mb`; `None` (`null`) otherwise, where the load still
     /// reads memory over the machine's memory (`reading[1]`).
@@ -266,6 +277,9 @@ pub struct StepPlan {
     pub ring: Option<TokenRing>,
     /// How the slots were chosen among those of similar value.
     pub slot_choice: SlotChoice,
+    /// The drain of this step, when a drained master owns slots (the algorithm does not plan
+    /// then).
+    pub drain: Option<DrainStep>,
     /// The slots to migrate per (source, target), with the algorithm's moves each stands for
     /// (not serialised: `moves` and `summary` say the same).
     #[serde(skip)]
@@ -357,6 +371,20 @@ pub struct Controller {
     /// The step at which each slot was last switched by this controller, for the cool-down of
     /// the slots compaction chooses.
     switched_at: Vec<Option<u64>>,
+    /// What the drain of drained masters moved, by step.
+    drain: DrainLedger,
+    /// Whether a drained master that owns no slot is still observed.
+    drained_view: DrainedView,
+}
+
+/// Whether a drained master that owns no slot (and has none open) is observed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum DrainedView {
+    /// Left out: planning and the log see the other masters only (`plan`, `rebalance`).
+    #[default]
+    Hidden,
+    /// Observed like the others (`status`).
+    Shown,
 }
 
 impl Controller {
@@ -392,15 +420,46 @@ impl Controller {
             explainer: None,
             slot_choice: SlotChoice::default(),
             switched_at: vec![None; SLOT_COUNT],
+            drain: DrainLedger::default(),
+            drained_view: DrainedView::default(),
         })
     }
 
-    /// The relative weight of every master (weight over the mean weight); fails on a
-    /// `--weight` naming no master.
+    /// Observes drained masters that own no slot too (`status`); by default they are left
+    /// out once drained, so that the algorithm never sees them.
+    pub fn showing_drained_masters(mut self) -> Controller {
+        self.drained_view = DrainedView::Shown;
+        self
+    }
+
+    /// The relative weight of every master (weight over the mean weight of the masters not
+    /// drained; a drained master's is 0); fails on a `--weight` naming no master, and when
+    /// every master is drained.
     pub fn relative_weights(&self, snapshot: &Snapshot) -> Result<Vec<f64>, Error> {
-        let weights = self.given_weights(snapshot)?;
-        let mean = weights.iter().sum::<f64>() / weights.len().max(1) as f64;
-        Ok(weights.iter().map(|w| w / mean).collect())
+        Ok(relative(&self.given_weights(snapshot)?))
+    }
+
+    /// The drained masters (weight 0) of `snapshot` that still own slots, each with its slot
+    /// ranges: empty when every drain is done (or a `--weight` names no master).
+    pub fn drains_left(&self, snapshot: &Snapshot) -> Vec<String> {
+        let Ok(weights) = self.given_weights(snapshot) else {
+            return Vec::new();
+        };
+        let slots = snapshot.slots_of();
+        weights
+            .iter()
+            .enumerate()
+            .filter(|&(i, w)| *w == 0.0 && !slots[i].is_empty())
+            .map(|(i, _)| {
+                format!(
+                    "{} still owns {} slot{} ({})",
+                    snapshot.masters[i].address,
+                    slots[i].len(),
+                    if slots[i].len() == 1 { "" } else { "s" },
+                    format_slot_ranges(&slots[i])
+                )
+            })
+            .collect()
     }
 
     /// The weight of every master as `--weight` gives it (1 for a master not named); fails on
@@ -412,11 +471,21 @@ impl Controller {
                 .masters
                 .iter()
                 .enumerate()
-                .filter(|(_, m)| m.address == *name || (name.len() >= 4 && m.id.starts_with(name)))
+                .filter(|(_, m)| names_node(name, &m.address, &m.id))
                 .map(|(i, _)| i)
                 .collect();
+            // A drained master that lost its last slot is a replica now (Redis and Valkey turn
+            // it into one of the master that took that slot: cluster-allow-replica-migration):
+            // its drain is done.
+            let drained_replica = *weight == 0.0
+                && snapshot
+                    .masters
+                    .iter()
+                    .flat_map(|m| &m.replicas)
+                    .any(|r| names_node(name, &r.address, &r.id));
             match matches.as_slice() {
                 [index] => weights[*index] = *weight,
+                [] if drained_replica => {}
                 [] => {
                     let known: Vec<String> = snapshot
                         .masters
@@ -436,7 +505,31 @@ impl Controller {
                 }
             }
         }
+        if weights.iter().all(|w| *w == 0.0) {
+            return Err(Error::Input(format!(
+                "every master is drained (--weight NODE=0 or --drain NODE on all {}): no master \
+                 is left to receive their slots; leave at least one with a weight > 0",
+                weights.len()
+            )));
+        }
         Ok(weights)
+    }
+
+    /// The snapshot to observe and its masters' weights as given: without the drained
+    /// masters once none owns a slot or has one open (unless they are shown), so that the
+    /// algorithm plans on the other masters only.
+    fn view(&self, full: Snapshot, given: Vec<f64>) -> (Snapshot, Vec<f64>) {
+        let drained: Vec<bool> = given.iter().map(|w| *w == 0.0).collect();
+        if self.drained_view == DrainedView::Shown || !drained.contains(&true) {
+            return (full, given);
+        }
+        match full.without(&drained) {
+            Some(view) => {
+                let kept = given.into_iter().filter(|w| *w != 0.0).collect();
+                (view, kept)
+            }
+            None => (full, given),
+        }
     }
 
     /// Chooses the slots of each step as `choice` says (default: [`SlotChoice::Planned`], the
@@ -512,29 +605,17 @@ impl Controller {
     /// Observes the cluster: shape, keys per slot, telemetry, loads. Returns the snapshot's
     /// problems as [`Error::Degraded`] when the cluster is not healthy.
     pub fn observe(&mut self, cluster: &mut Cluster) -> Result<Observed, Error> {
-        let snapshot = cluster.snapshot()?;
-        if !snapshot.healthy() {
-            return Err(Error::Degraded(snapshot.problems.clone()));
+        let full = cluster.snapshot()?;
+        if !full.healthy() {
+            return Err(Error::Degraded(full.problems.clone()));
         }
-        let weights = self.relative_weights(&snapshot)?;
-        let given = self.given_weights(&snapshot)?;
+        let given = self.given_weights(&full)?;
+        let (snapshot, given) = self.view(full, given);
+        let weights = relative(&given);
         let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
-        // A new tracker starts with beta = 1 for its first step, so that the smoothing is
-        // seeded with the first reading (not with zero, which would read an idle cluster for
-        // the first steps); from the second step on it smooths with the configured beta.
         let seeding = ids != self.master_ids || self.tracker.is_none();
         if seeding {
-            let first_step = TelemetryConfig {
-                beta: 1.0,
-                ..self.options.telemetry
-            };
-            self.tracker = Some(
-                LoadTracker::new(ids.len(), first_step)
-                    .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
-            );
-            self.balancer = Some(self.make_balancer(&weights)?);
-            self.explainer = (self.options.algorithm.name() == names::ACH).then(Explainer::default);
-            self.master_ids = ids;
+            self.seed(ids, &weights)?;
         }
         let backend = cluster.backend().kind();
         let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
@@ -545,11 +626,17 @@ impl Controller {
         let slots = snapshot.slots_of();
         let slot_keys = figures.keys.clone();
         // The cpu reading stays the node's (INFO's or the exporter's) even with per-slot
-        // statistics: `cpu-usec` counts only the time commands execute, measured at 5 to 7 %
+        // statistics: `cpu-usec` counts only the time commands execute, measured at 4 to 10 %
         // of the process's cpu under a GET/SET workload (docs/redis.md), so it splits a node's
         // load among its slots but does not measure it.
         for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
-            let weighted = read.reading.map(|value| value / weights[index]);
+            // A drained master's readings are taken as they are (its weight is 0).
+            let divisor = if weights[index] > 0.0 {
+                weights[index]
+            } else {
+                1.0
+            };
+            let weighted = read.reading.map(|value| value / divisor);
             let maxmemory = match (&read.sample, &read.prometheus) {
                 (Some(sample), _) => sample.maxmemory,
                 (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
@@ -569,6 +656,7 @@ impl Controller {
                     .sum(),
                 weight: weights[index],
                 weight_given: given[index],
+                drained: given[index] == 0.0,
                 memory: capacity_known.then_some(weighted[1]),
                 reading: weighted,
                 sample: read.sample,
@@ -591,13 +679,13 @@ impl Controller {
                     .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
             );
         }
-        let loads: Vec<f64> = nodes.iter().map(|n| n.load).collect();
         let hot_slots = slot_cpu
             .as_deref()
             .map(|rates| hot_slots(&snapshot, &slot_keys, rates, 5))
             .unwrap_or_default();
+        let loads: Vec<f64> = nodes.iter().map(|n| n.load).collect();
         Ok(Observed {
-            imbalance: imbalance(&loads),
+            imbalance: undrained_imbalance(&nodes, &loads),
             total_load,
             signals: Signals::of(backend, &figures, &self.nodes.source),
             hot_slots,
@@ -623,8 +711,17 @@ impl Controller {
         }
     }
 
-    /// Plans one step on an observation (nothing moves).
+    /// Plans one step on an observation (nothing moves): a drain step while a drained master
+    /// owns slots, nothing while the drain's last moves are in the horizon window, the
+    /// algorithm's step otherwise.
     pub fn plan(&mut self, observed: &Observed) -> Result<StepPlan, Error> {
+        if observed.draining() {
+            return self.plan_drain(observed);
+        }
+        if let Some(reason) = self.algorithm_waits() {
+            self.step += 1;
+            return Ok(self.empty_plan(observed, reason));
+        }
         let snapshot = &observed.snapshot;
         let owners: Vec<NodeId> = snapshot
             .owners
@@ -736,8 +833,65 @@ impl Controller {
             plan,
             ring: Some(ring),
             slot_choice: self.slot_choice,
+            drain: None,
             groups,
         })
+    }
+
+    /// Why the algorithm may not plan this step, if it may not: a drained master still
+    /// observed (one with a slot open), or the drain's last moves within the horizon window.
+    fn algorithm_waits(&self) -> Option<String> {
+        if self.balancer.is_none() {
+            return Some(
+                "a drained master is still observed (a slot of it is open): the algorithm plans \
+                 once it is out"
+                    .into(),
+            );
+        }
+        let ach = &self.options.ach;
+        let resumes = self.drain.algorithm_resumes_at(ach)?;
+        (self.step < resumes).then(|| {
+            format!(
+                "the drain moved keys at step {}, inside the horizon window of {} steps: the \
+                 algorithm plans from step {resumes} on, so that no window spends past M_H",
+                resumes - ach.horizon as u64,
+                ach.horizon
+            )
+        })
+    }
+
+    /// A plan that moves nothing, for `reason`.
+    fn empty_plan(&self, observed: &Observed, reason: String) -> StepPlan {
+        let loads: Vec<f64> = observed.nodes.iter().map(|n| n.load).collect();
+        StepPlan {
+            // The balancer's name; none exists while a drained master is observed.
+            algorithm: self.balancer.as_ref().map_or("drain", |b| b.name()),
+            moves: Vec::new(),
+            imbalance_now: observed.imbalance,
+            imbalance_predicted: observed.imbalance,
+            predicted_loads: loads,
+            keys_to_copy: 0,
+            skipped_moves: 0,
+            planned_fraction: 0.0,
+            budget_bound: None,
+            summary: Vec::new(),
+            nothing_moves_because: Some(reason),
+            diagnosis: None,
+            notable_slots: Vec::new(),
+            plan: Plan::default(),
+            ring: None,
+            slot_choice: self.slot_choice,
+            drain: None,
+            groups: Vec::new(),
+        }
+    }
+
+    /// A drain step ([`crate::drain::drain_plan`]).
+    fn plan_drain(&mut self, observed: &Observed) -> Result<StepPlan, Error> {
+        let step = self.step;
+        self.step += 1;
+        let base = self.empty_plan(observed, String::new());
+        drain_plan(observed, &self.drain, &self.options.ach, step, base)
     }
 
     /// Migrates every planned slot, one group per (source, target) in the order of their first
@@ -796,6 +950,9 @@ impl Controller {
                 break;
             }
         }
+        if step_plan.drain.is_some() {
+            self.charge_drain(observed, &outcome, plan_step);
+        }
         if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) {
             match live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done) {
                 Ok(m_keys) => {
@@ -807,6 +964,55 @@ impl Controller {
             }
         }
         outcome
+    }
+}
+
+impl Controller {
+    /// Charges the drain's ledger with what a drain step really moved: its keys over all keys
+    /// at observation, and its switched slots.
+    fn charge_drain(&mut self, observed: &Observed, outcome: &StepOutcome, step: u64) {
+        let total_keys: u64 = observed.slot_keys.iter().sum();
+        let switched = outcome
+            .migrations
+            .iter()
+            .filter(|m| m.succeeded())
+            .map(|m| m.slots.len())
+            .sum();
+        let fraction = if total_keys == 0 {
+            0.0
+        } else {
+            outcome.keys_moved as f64 / total_keys as f64
+        };
+        self.drain
+            .charge(&self.options.ach, step, fraction, switched);
+    }
+
+    /// A new load tracker (its first step unsmoothed) and balancer for the masters `ids` of
+    /// these relative weights; no balancer while a drained master (weight 0) is observed.
+    fn seed(&mut self, ids: Vec<String>, weights: &[f64]) -> Result<(), Error> {
+        // A new tracker starts with beta = 1 for its first step, so that the smoothing is
+        // seeded with the first reading (not with zero, which would read an idle cluster for
+        // the first steps); from the second step on it smooths with the configured beta.
+        let first_step = TelemetryConfig {
+            beta: 1.0,
+            ..self.options.telemetry
+        };
+        self.tracker = Some(
+            LoadTracker::new(ids.len(), first_step)
+                .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
+        );
+        // No algorithm plans while a drained master is observed: it would divide by its
+        // weight 0; the drain plans those steps.
+        let drained = weights.contains(&0.0);
+        self.balancer = if drained {
+            None
+        } else {
+            Some(self.make_balancer(weights)?)
+        };
+        self.explainer =
+            (!drained && self.options.algorithm.name() == names::ACH).then(Explainer::default);
+        self.master_ids = ids;
+        Ok(())
     }
 }
 
@@ -831,6 +1037,36 @@ fn confirmed_moves(group: &GroupPlan, switched: &[u16], slot_keys: &[u64]) -> Ve
         confirmed.push(*mv);
     }
     confirmed
+}
+
+/// True when `name` (of `--weight` or `--drain`) names the node of this address and id: the
+/// address, or a prefix of at least 4 characters of the id.
+fn names_node(name: &str, address: &str, id: &str) -> bool {
+    address == name || (name.len() >= 4 && id.starts_with(name))
+}
+
+/// Weights over the mean weight of the masters not drained (weight > 0); a drained master's
+/// stays 0.
+fn relative(weights: &[f64]) -> Vec<f64> {
+    let kept: Vec<f64> = weights.iter().copied().filter(|w| *w > 0.0).collect();
+    let mean = kept.iter().sum::<f64>() / kept.len().max(1) as f64;
+    if mean > 0.0 {
+        weights.iter().map(|w| w / mean).collect()
+    } else {
+        weights.to_vec()
+    }
+}
+
+/// `D` over the masters that are not drained (a drained master's load says nothing of the
+/// balance of the others).
+pub(crate) fn undrained_imbalance(nodes: &[NodeView], loads: &[f64]) -> f64 {
+    let kept: Vec<f64> = nodes
+        .iter()
+        .zip(loads)
+        .filter(|(n, _)| !n.drained)
+        .map(|(_, l)| *l)
+        .collect();
+    imbalance(&kept)
 }
 
 /// Why a step moves nothing, in one line: the rule of ACH that stopped it, or that every

@@ -103,7 +103,7 @@ impl Explainer {
         let window_spent = match config.horizon_rule {
             HorizonRule::Sliding => self.budget.window_sum(config.horizon - 1),
             HorizonRule::Paper => self.budget.window_sum(config.horizon),
-        };
+        } + 0.0; // An empty window sums to -0.0 (an f64 sum starts there), printed "-0.0000".
         self.budget.record(0.0, config.horizon);
         let states = self.hysteresis.states();
         Diagnosis {

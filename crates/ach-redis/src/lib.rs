@@ -35,6 +35,7 @@ pub mod cli;
 pub mod cluster;
 pub mod compact;
 pub mod control;
+pub mod drain;
 mod error;
 pub mod explain;
 mod live;

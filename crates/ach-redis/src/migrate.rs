@@ -22,7 +22,7 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use crate::cluster::{Cluster, Snapshot};
+use crate::cluster::{Cluster, OpenSlot, Snapshot};
 use crate::error::Error;
 
 /// Points of the protocol at which the rebalancer can be made to wait forever, so that a test
@@ -330,9 +330,7 @@ pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixA
         return Err(Error::Degraded(snapshot.problems.clone()));
     }
     check_permissions(cluster, &snapshot)?;
-    let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
-    slots.sort_unstable();
-    slots.dedup();
+    let slots = open_slot_numbers(&snapshot);
     let options = MigrationOptions {
         pause_at: None,
         ..*options
@@ -344,20 +342,71 @@ pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixA
     Ok(actions)
 }
 
+/// The action of a slot rolled back with `SETSLOT STABLE`: it stays with its owner.
+fn rolled_back(snapshot: &Snapshot, slot: u16) -> FixAction {
+    FixAction {
+        slot,
+        action: "rolled back",
+        owner: snapshot.owners[usize::from(slot)]
+            .map(|o| snapshot.masters[o].address.clone())
+            .unwrap_or_default(),
+        keys: 0,
+    }
+}
+
+/// The slots open anywhere in `snapshot`, ascending, each once.
+fn open_slot_numbers(snapshot: &Snapshot) -> Vec<u16> {
+    let mut slots: Vec<u16> = snapshot.open.iter().map(|o| o.slot).collect();
+    slots.sort_unstable();
+    slots.dedup();
+    slots
+}
+
+/// An open slot's entries (one per node that has it open) and its two sides.
+struct OpenSides<'a> {
+    entries: Vec<&'a OpenSlot>,
+    /// The entry of the source, when it has the slot migrating.
+    migrating: Option<&'a OpenSlot>,
+    /// The entry of the target, when it has the slot importing.
+    importing: Option<&'a OpenSlot>,
+    /// The source's master index, when it is a known master.
+    source: Option<usize>,
+    /// The target's master index, when it is a known master.
+    target: Option<usize>,
+}
+
+/// The entries and sides of `slot`, one of the slots open in `snapshot`.
+fn open_sides(snapshot: &Snapshot, slot: u16) -> OpenSides<'_> {
+    let entries: Vec<&OpenSlot> = snapshot.open.iter().filter(|o| o.slot == slot).collect();
+    let migrating = entries.iter().copied().find(|o| o.state == "migrating");
+    let importing = entries.iter().copied().find(|o| o.state == "importing");
+    let (source, target) = match (migrating, importing) {
+        (Some(m), _) => (Some(m.node), snapshot.index_of(&m.peer)),
+        (None, Some(i)) => (snapshot.index_of(&i.peer), Some(i.node)),
+        (None, None) => unreachable!("the slot comes from the open entries"),
+    };
+    OpenSides {
+        entries,
+        migrating,
+        importing,
+        source,
+        target,
+    }
+}
+
 fn fix_slot(
     cluster: &mut Cluster,
     snapshot: &Snapshot,
     slot: u16,
     options: &MigrationOptions,
 ) -> Result<FixAction, Error> {
-    let entries: Vec<_> = snapshot.open.iter().filter(|o| o.slot == slot).collect();
-    let migrating = entries.iter().find(|o| o.state == "migrating");
-    let importing = entries.iter().find(|o| o.state == "importing");
-    let (source, target) = match (migrating, importing) {
-        (Some(m), _) => (Some(m.node), snapshot.index_of(&m.peer)),
-        (None, Some(i)) => (snapshot.index_of(&i.peer), Some(i.node)),
-        (None, None) => unreachable!("the slot comes from the open entries"),
-    };
+    let OpenSides {
+        entries,
+        migrating,
+        importing,
+        source,
+        target,
+    } = open_sides(snapshot, slot);
     let owner_now = snapshot.owners[usize::from(slot)];
     let rollback = |cluster: &mut Cluster| -> Result<FixAction, Error> {
         for entry in &entries {
@@ -369,14 +418,7 @@ fn fix_slot(
                 "",
             )?;
         }
-        Ok(FixAction {
-            slot,
-            action: "rolled back",
-            owner: owner_now
-                .map(|o| snapshot.masters[o].address.clone())
-                .unwrap_or_default(),
-            keys: 0,
-        })
+        Ok(rolled_back(snapshot, slot))
     };
     let (Some(source), Some(target)) = (source, target) else {
         return rollback(cluster);
@@ -416,4 +458,133 @@ fn fix_slot(
         owner: target_address,
         keys,
     })
+}
+
+/// A slot `fix --force-with-unreachable` left open, and why.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LeftOpen {
+    /// The slot.
+    pub slot: u16,
+    /// Why it was left open, in a sentence.
+    pub reason: String,
+}
+
+/// What `fix --force-with-unreachable` did on a cluster that may be degraded.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ForcedFix {
+    /// The slots closed.
+    pub actions: Vec<FixAction>,
+    /// The slots left open, each with its reason.
+    pub left_open: Vec<LeftOpen>,
+    /// The masters that did not answer (their own open slots cannot be seen).
+    pub unreachable: Vec<String>,
+}
+
+/// [`fix`] on a cluster with unreachable or failing masters (`fix --force-with-unreachable`,
+/// as `redis-cli --cluster fix --cluster-fix-with-unreachable-masters`), closing only what can
+/// be closed without losing a key:
+///
+/// - a slot whose source and target both answer is fixed as [`fix`] does; when that fails (on
+///   a cluster that is down the target refuses `MIGRATE` with `CLUSTERDOWN`), the slot is left
+///   open with the error: `MIGRATE` moves a batch whole or not at all, so its keys are all on
+///   one side or the other;
+/// - a slot importing on a target that answers from a source that does not, where the target
+///   holds no key of it, is rolled back (`SETSLOT STABLE` on the target): no client was sent
+///   there, and the source keeps every key;
+/// - every other slot with an unreachable side is left open: the keys the unreachable side may
+///   hold can be neither moved nor counted.
+///
+/// Fails only when the seed cannot be read or the ACL user lacks a command of the protocol.
+pub fn fix_with_unreachable(
+    cluster: &mut Cluster,
+    options: &MigrationOptions,
+) -> Result<ForcedFix, Error> {
+    let snapshot = cluster.snapshot()?;
+    let reachable = reachable_masters(cluster, &snapshot);
+    check_permissions(cluster, &snapshot)?;
+    let slots = open_slot_numbers(&snapshot);
+    let options = MigrationOptions {
+        pause_at: None,
+        ..*options
+    };
+    let mut fixed = ForcedFix {
+        unreachable: snapshot
+            .masters
+            .iter()
+            .zip(&reachable)
+            .filter(|(_, up)| !**up)
+            .map(|(m, _)| m.address.clone())
+            .collect(),
+        ..ForcedFix::default()
+    };
+    for slot in slots {
+        match fix_slot_if_safe(cluster, &snapshot, &reachable, slot, &options) {
+            Ok(Ok(action)) => fixed.actions.push(action),
+            Ok(Err(reason)) => fixed.left_open.push(LeftOpen { slot, reason }),
+            Err(error) => fixed.left_open.push(LeftOpen {
+                slot,
+                reason: format!(
+                    "closing it failed: {error}; no key is lost (each batch moves whole or not \
+                     at all), run fix again once the cluster is up"
+                ),
+            }),
+        }
+    }
+    Ok(fixed)
+}
+
+/// True for every master of `snapshot` that answers `PING`.
+pub fn reachable_masters(cluster: &mut Cluster, snapshot: &Snapshot) -> Vec<bool> {
+    snapshot
+        .masters
+        .iter()
+        .map(|m| {
+            cluster
+                .query::<String>(&m.address, &redis::cmd("PING"))
+                .is_ok()
+        })
+        .collect()
+}
+
+/// One slot of [`fix_with_unreachable`]: the action, or (as `Ok(Err(reason))`) why the slot
+/// is left open; an error when a command of the fix failed.
+fn fix_slot_if_safe(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    reachable: &[bool],
+    slot: u16,
+    options: &MigrationOptions,
+) -> Result<Result<FixAction, String>, Error> {
+    let OpenSides {
+        migrating,
+        source,
+        target,
+        ..
+    } = open_sides(snapshot, slot);
+    let down = |side: Option<usize>| side.filter(|&i| !reachable[i]);
+    let Some(unreachable) = down(source).or(down(target)) else {
+        return fix_slot(cluster, snapshot, slot, options).map(Ok);
+    };
+    let owner_now = snapshot.owners[usize::from(slot)];
+    if let (None, Some(target)) = (migrating, target.filter(|&t| reachable[t])) {
+        let address = &snapshot.masters[target].address;
+        let keys: u64 = cluster.query(
+            address,
+            redis::cmd("CLUSTER").arg("COUNTKEYSINSLOT").arg(slot),
+        )?;
+        if keys == 0 && owner_now != Some(target) {
+            setslot(cluster, address, slot, "STABLE", "")?;
+            return Ok(Ok(rolled_back(snapshot, slot)));
+        }
+    }
+    let side = if Some(unreachable) == source {
+        "source"
+    } else {
+        "target"
+    };
+    Ok(Err(format!(
+        "its {side} {} is unreachable: the keys of the slot it may hold can be neither moved nor \
+         counted, so closing the slot could lose them; run fix once it is back",
+        snapshot.masters[unreachable].address
+    )))
 }

@@ -27,13 +27,16 @@ pub struct NotableSlot {
 }
 
 /// The slots of `observed` larger than `budget_keys` (the step budget in keys; `None` for an
-/// algorithm without a budget), and the slots whose part of their owner's load is at least the
-/// owner's lead over the least loaded master (moving one anywhere makes its receiver at least
-/// as loaded as its source was), the largest first.
+/// algorithm without a budget), and the slots of a master loaded above the mean whose part of
+/// their owner's load is at least the owner's lead over the least loaded master (moving one
+/// anywhere makes its receiver at least as loaded as its source was), the largest first. A
+/// master at or below the mean is no hotspot: on nearly even loads its lead is about 0, which
+/// every slot would pass.
 pub fn notable_slots(observed: &Observed, budget_keys: Option<f64>) -> Vec<NotableSlot> {
     let snapshot = &observed.snapshot;
     let loads: Vec<f64> = observed.nodes.iter().map(|n| n.load).collect();
     let least = loads.iter().copied().fold(f64::INFINITY, f64::min);
+    let mean = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
     let mut named = Vec::new();
     for (slot, owner) in snapshot.owners.iter().enumerate() {
         let (Some(owner), keys) = (*owner, observed.slot_keys[slot]) else {
@@ -57,7 +60,7 @@ pub fn notable_slots(observed: &Observed, budget_keys: Option<f64>) -> Vec<Notab
                 "larger than the step budget ({keys} keys > {budget:.0}): no step can move it"
             ));
         }
-        if lead > 0.0 && load >= lead && load > 0.0 {
+        if node.load > mean && lead > 0.0 && load >= lead && load > 0.0 {
             reasons.push(format!(
                 "hot: {load:.3} of its owner's load {:.3}, at least the owner's lead {lead:.3} \
                  over the least loaded master, so moving it would only move the hotspot",

@@ -228,8 +228,10 @@ pub fn run_with_summary(
         if let Some(m) = metrics {
             observe_metrics(m.metrics, &observed);
         }
+        // A drain is never balanced: its master must end with no slot.
         if let Some(tolerance) = rules.until_balanced
             && observed.imbalance <= tolerance
+            && !observed.draining()
         {
             let _ = writeln!(
                 progress,
@@ -375,7 +377,7 @@ pub fn run_with_summary(
             .problems_at_exit
             .push(format!("fix at exit: {error}")),
     }
-    finish_summary(cluster, &mut summary, started_run);
+    finish_summary(cluster, controller, &mut summary, started_run);
     write_line(
         log,
         &serde_json::json!({ "event": "summary", "summary": &summary }),
@@ -383,10 +385,17 @@ pub fn run_with_summary(
     Ok(summary)
 }
 
-/// The cluster's state at exit into `summary`: its health, slot map and epoch.
-fn finish_summary(cluster: &mut Cluster, summary: &mut RunSummary, started: Instant) {
+/// The cluster's state at exit into `summary`: its health, slot map and epoch, and the
+/// drained masters that still own slots.
+fn finish_summary(
+    cluster: &mut Cluster,
+    controller: &Controller,
+    summary: &mut RunSummary,
+    started: Instant,
+) {
     match cluster.snapshot() {
         Ok(snapshot) => {
+            summary.drains_unfinished = controller.drains_left(&snapshot);
             summary
                 .problems_at_exit
                 .extend(snapshot.problems.iter().cloned());

@@ -195,6 +195,19 @@ pub fn plan_text(plan: &StepPlan) -> String {
         plan.imbalance_predicted,
         loads.join(", ")
     );
+    if let Some(drain) = &plan.drain {
+        let _ = writeln!(
+            out,
+            "drain of {}: {} of the {} slots they own this step, budget {} keys ({:.4} of all \
+             keys; window {:.4} spent)",
+            drain.draining.join(", "),
+            drain.slots_to_move,
+            drain.slots_owned,
+            drain.budget_keys,
+            drain.budget,
+            drain.window_spent
+        );
+    }
     if let Some(reason) = &plan.nothing_moves_because {
         let _ = writeln!(out, "nothing moves: {reason}");
     }

@@ -13,6 +13,9 @@ pub const EXIT_MIGRATION_FAILED: u8 = 3;
 pub const EXIT_MOVES_DROPPED: u8 = 4;
 /// Exit code: the cluster is degraded at exit.
 pub const EXIT_DEGRADED: u8 = 5;
+/// Exit code: a drained master still owns slots at exit (a slot larger than any drain step's
+/// budget, or the steps ran out).
+pub const EXIT_DRAIN_UNFINISHED: u8 = 6;
 
 /// What a whole run did, and what it left.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -49,6 +52,8 @@ pub struct RunSummary {
     pub slot_ranges_at_exit: Option<usize>,
     /// The cluster's current configuration epoch at exit (`CLUSTER INFO`).
     pub epoch_at_exit: Option<u64>,
+    /// The drained masters that still own slots at exit, each with its slots.
+    pub drains_unfinished: Vec<String>,
 }
 
 impl RunSummary {
@@ -114,7 +119,8 @@ impl RunSummary {
 
     /// The exit code: [`EXIT_DEGRADED`] when the cluster is degraded at exit, else
     /// [`EXIT_MIGRATION_FAILED`] when a migration failed, else [`EXIT_MOVES_DROPPED`] when
-    /// planned moves were dropped, else [`EXIT_OK`].
+    /// planned moves were dropped, else [`EXIT_DRAIN_UNFINISHED`] when a drained master still
+    /// owns slots, else [`EXIT_OK`].
     pub fn exit_code(&self) -> u8 {
         if !self.problems_at_exit.is_empty() {
             EXIT_DEGRADED
@@ -122,6 +128,8 @@ impl RunSummary {
             EXIT_MIGRATION_FAILED
         } else if self.planned_moves_dropped > 0 {
             EXIT_MOVES_DROPPED
+        } else if !self.drains_unfinished.is_empty() {
+            EXIT_DRAIN_UNFINISHED
         } else {
             EXIT_OK
         }
@@ -163,6 +171,9 @@ impl RunSummary {
             (Some(ranges), None) => format!("; slot map: {ranges} ranges"),
             _ => String::new(),
         };
+        for drain in &self.drains_unfinished {
+            let _ = writeln!(out, "  drain UNFINISHED: {drain}");
+        }
         if self.problems_at_exit.is_empty() {
             let _ = writeln!(out, "  cluster healthy at exit{map}");
         } else {
@@ -207,11 +218,13 @@ mod tests {
     }
 
     #[test]
-    fn the_exit_code_puts_degraded_first_then_failures_then_drops() {
-        let mut summary = RunSummary {
-            planned_moves_dropped: 3,
-            ..RunSummary::default()
-        };
+    fn the_exit_code_puts_degraded_first_then_failures_then_drops_then_drains() {
+        let mut summary = RunSummary::default();
+        assert_eq!(summary.exit_code(), EXIT_OK);
+        summary.drains_unfinished = vec!["127.0.0.1:7000 still owns 1 slot (7)".into()];
+        assert_eq!(summary.exit_code(), EXIT_DRAIN_UNFINISHED);
+        assert!(summary.text().contains("drain UNFINISHED: 127.0.0.1:7000"));
+        summary.planned_moves_dropped = 3;
         assert_eq!(summary.exit_code(), EXIT_MOVES_DROPPED);
         summary.migrations_failed = 1;
         assert_eq!(summary.exit_code(), EXIT_MIGRATION_FAILED);

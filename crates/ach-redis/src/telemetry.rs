@@ -9,7 +9,7 @@
 //!   With per-slot statistics (the valkey backend, `cluster-slot-stats-enabled yes`), each
 //!   slot's part of its node's load is its share of the growth of the node's `cpu-usec`
 //!   counters ([`slot_cpu_rates`]); the node's own reading stays INFO's, since `cpu-usec`
-//!   counts only the time commands execute (5 to 7 % of the process's cpu under GET/SET,
+//!   counts only the time commands execute (4 to 10 % of the process's cpu under GET/SET,
 //!   measured), not the I/O around them.
 //! - **latency**: the 99th percentile of the node's data commands over the control interval,
 //!   from the growth of their `LATENCY HISTOGRAM` buckets (Redis 7.0+ and Valkey; powers of

@@ -293,7 +293,19 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
         assert_exit_2(&args, message);
     };
     check(&["--weight", "127.0.0.1:1=2"], "no master \"127.0.0.1:1\"");
-    check(&["--weight", "x=0"], "finite and > 0");
+    check(&["--weight", "x=-1"], "finite and >= 0 (0 drains the node)");
+    let all: Vec<String> = cluster.servers().iter().map(|s| s.address()).collect();
+    check(
+        &[
+            "--drain",
+            &all[0],
+            "--drain",
+            &all[1],
+            "--weight",
+            &format!("{}=0", all[2]),
+        ],
+        "every master is drained",
+    );
     check(&["--weight", "nonsense"], "is not NODE=W");
     check(&["--interval-ms", "0"], "--interval-ms");
     check(&["--interval-ms", "-5"], "--interval-ms");

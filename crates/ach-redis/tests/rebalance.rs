@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
-    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, data_calls, read_log,
-    serial, share_between, start_cluster_of, used_memory_mb,
+    DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, data_calls, node_id,
+    read_log, serial, share_between, start_cluster_of, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -24,6 +24,7 @@ on_every_backend!(
     degraded_cluster_migrates_nothing_and_resumes_when_healthy,
     ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly,
     unreachable_node_stops_migrations_until_it_is_back,
+    fix_force_with_unreachable_closes_what_loses_no_key_and_names_the_rest,
 );
 
 /// The migration method every migration of `kind`'s backend uses.
@@ -481,5 +482,172 @@ fn unreachable_node_stops_migrations_until_it_is_back(kind: ServerKind) {
         .filter_map(|s| s["outcome"]["keys_moved"].as_u64())
         .sum();
     assert!(moved_after > 0, "the rebalancer did not resume: {rest:?}");
+    assert_check_clean(&cluster);
+}
+
+/// `CLUSTER <args>` on `server`, failing the test on an error.
+fn cluster_command<T: redis::FromRedisValue>(
+    server: &ach_redis::local::LocalServer,
+    args: &[&str],
+) -> T {
+    let mut connection = server.connection().unwrap();
+    redis::cmd("CLUSTER")
+        .arg(args)
+        .query(&mut connection)
+        .unwrap_or_else(|e| panic!("CLUSTER {args:?} on {}: {e}", server.address()))
+}
+
+/// Waits until every server of `cluster` at `indices` reports `state` (`ok` or `fail`).
+fn wait_for_state(cluster: &LocalCluster, indices: &[usize], state: &str) {
+    let started = std::time::Instant::now();
+    while !indices.iter().all(|&i| {
+        let info: String = cluster_command(&cluster.servers()[i], &["INFO"]);
+        info.contains(&format!("cluster_state:{state}"))
+    }) {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "cluster_state:{state}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Three masters A, B, C with keys; slots left open by hand, then C killed (the cluster goes
+/// down): s1 migrating A -> B with one key moved and the others not, s2 importing on B only,
+/// s3 importing on A from C, s4 migrating A -> C, s5 migrating A -> B with every key moved.
+/// `fix` refuses the degraded cluster; `fix --force-with-unreachable` warns first, rolls back
+/// s2 and s3 (their targets hold no key), completes s5 (no key left to move), leaves s4 open
+/// naming C and s1 open with the target's CLUSTERDOWN refusal of MIGRATE, and exits 5. Once C is back, `fix` closes the rest: every key holds its value and the check
+/// is clean.
+fn fix_force_with_unreachable_closes_what_loses_no_key_and_names_the_rest(kind: ServerKind) {
+    let _serial = serial();
+    let mut cluster = start_cluster_of(kind, 3);
+    // Four hash tags of 5 keys each in slots 0-5000, and 3000 keys over all slots.
+    let data = DataSet::new(3000, 4, 5, (0, 5000));
+    data.load(&cluster, 2);
+    let count = |server: &ach_redis::local::LocalServer, slot: u16| -> u64 {
+        cluster_command(server, &["COUNTKEYSINSLOT", &slot.to_string()])
+    };
+    // A owns the tags' slots; C is the master killed.
+    let servers = cluster.servers();
+    let a_index = (0..3)
+        .find(|&i| count(&servers[i], data.hot_slots[0]) > 0)
+        .expect("a master holds the tags' keys");
+    let (b_index, c_index) = ((a_index + 1) % 3, (a_index + 2) % 3);
+    let (a, b, c) = (&servers[a_index], &servers[b_index], &servers[c_index]);
+    let ids = [node_id(a), node_id(b), node_id(c)];
+    let keys_in = |slot: u16| -> Vec<String> {
+        cluster_command(a, &["GETKEYSINSLOT", &slot.to_string(), "100"])
+    };
+    let [s1, s2, s4, s5] = [0, 1, 2, 3].map(|i| data.hot_slots[i]);
+    // A slot of C's: importing on A from it.
+    let s3 = (0..16384u16)
+        .find(|&slot| count(c, slot) > 0)
+        .expect("C owns a slot with keys");
+    let migrate = |keys: &[String]| {
+        let mut connection = a.connection().unwrap();
+        let _: redis::Value = redis::cmd("MIGRATE")
+            .arg("127.0.0.1")
+            .arg(b.port())
+            .arg("")
+            .arg(0)
+            .arg(5000)
+            .arg("KEYS")
+            .arg(keys)
+            .query(&mut connection)
+            .unwrap();
+    };
+    let setslot = |server: &ach_redis::local::LocalServer, slot: u16, state: &str, id: &str| {
+        let _: () = cluster_command(server, &["SETSLOT", &slot.to_string(), state, id]);
+    };
+    for slot in [s1, s5] {
+        setslot(b, slot, "IMPORTING", &ids[0]);
+        setslot(a, slot, "MIGRATING", &ids[1]);
+    }
+    migrate(&keys_in(s1)[..1]);
+    migrate(&keys_in(s5));
+    setslot(b, s2, "IMPORTING", &ids[0]);
+    setslot(a, s3, "IMPORTING", &ids[2]);
+    setslot(a, s4, "MIGRATING", &ids[2]);
+    // The harness's servers keep no data across a restart: the keys C holds now are lost with
+    // it whatever fix does, and are left out of the final check.
+    let lost_with_c: std::collections::BTreeSet<u16> = data
+        .keys
+        .iter()
+        .map(|k| ach_redis::slot::key_slot(k.as_bytes()))
+        .filter(|&slot| count(c, slot) > 0)
+        .collect();
+    let (down, b_address) = (c.address(), b.address());
+    cluster.servers_mut()[c_index].kill();
+    wait_for_state(&cluster, &[a_index, b_index], "fail");
+    let seed = cluster.seed();
+
+    let refused = ach_redis(&["fix", "--cluster", &seed]);
+    let refused_text = String::from_utf8_lossy(&refused.stderr).to_string();
+    assert_eq!(refused.status.code(), Some(2), "{refused_text}");
+    assert!(refused_text.contains("degraded"), "{refused_text}");
+
+    let forced = ach_redis(&["fix", "--cluster", &seed, "--force-with-unreachable"]);
+    let warning = String::from_utf8_lossy(&forced.stderr).to_string();
+    let report = String::from_utf8_lossy(&forced.stdout).to_string();
+    eprintln!("{warning}{report}");
+    assert!(
+        warning.starts_with("ach-redis: WARNING: fix --force-with-unreachable on a degraded"),
+        "{warning}"
+    );
+    assert_eq!(forced.status.code(), Some(5), "{report}");
+    let line = |slot: u16| -> String {
+        report
+            .lines()
+            .find(|l| l.starts_with(&format!("fix: slot {slot} ")))
+            .unwrap_or_else(|| panic!("slot {slot} reported:\n{report}"))
+            .to_string()
+    };
+    assert!(line(s2).contains("rolled back"), "{report}");
+    assert!(line(s3).contains("rolled back"), "{report}");
+    assert!(
+        line(s5).contains(&format!("completed (owner {b_address}")),
+        "{report}"
+    );
+    assert!(
+        line(s4).contains(&format!("LEFT OPEN: its target {down} is unreachable")),
+        "{report}"
+    );
+    // Redis 7.0 and Valkey 9 alike: SETSLOT works on a cluster that is down, but the target
+    // refuses MIGRATE's RESTORE-ASKING with CLUSTERDOWN, so a slot with keys on both sides
+    // stays open.
+    let s1_line = line(s1);
+    assert!(
+        s1_line.contains("LEFT OPEN: closing it failed") && s1_line.contains("ClusterDown"),
+        "{report}"
+    );
+    assert!(report.contains(&format!(
+        "unreachable masters (their own open slots unseen): {down}"
+    )));
+
+    cluster.servers_mut()[c_index]
+        .restart()
+        .unwrap_or_else(|e| panic!("{e}"));
+    wait_for_state(&cluster, &[0, 1, 2], "ok");
+    let fix = ach_redis(&["fix", "--cluster", &seed]);
+    let fixed = String::from_utf8_lossy(&fix.stdout).to_string();
+    eprintln!("after the restart:\n{fixed}");
+    assert!(
+        fix.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fix.stderr)
+    );
+    assert!(
+        fixed.contains(&format!("fix: slot {s4} completed")),
+        "{fixed}"
+    );
+    let expected = data
+        .keys
+        .iter()
+        .enumerate()
+        .filter(|(_, key)| !lost_with_c.contains(&ach_redis::slot::key_slot(key.as_bytes())))
+        .map(|(i, key)| (key.clone(), data.value(i % 2, 0)))
+        .collect();
+    assert_eq!(wrong_values(&cluster, &expected), Vec::<String>::new());
     assert_check_clean(&cluster);
 }

@@ -24,7 +24,7 @@ use std::sync::atomic::AtomicBool;
 
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
-use crate::migrate::{FixAction, MigrationOptions, SlotMigration};
+use crate::migrate::{FixAction, ForcedFix, MigrationOptions, SlotMigration};
 use crate::telemetry::parse_info;
 
 /// The implementations of the seam.
@@ -241,6 +241,17 @@ pub trait Backend: Sync {
         cluster: &mut Cluster,
         options: &MigrationOptions,
     ) -> Result<Vec<FixAction>, Error>;
+
+    /// [`Backend::fix`] on a cluster whose masters may be unreachable or failing: closes only
+    /// what can be closed without losing a key, and names every slot left open with its reason
+    /// ([`crate::migrate::fix_with_unreachable`]).
+    fn fix_with_unreachable(
+        &self,
+        cluster: &mut Cluster,
+        options: &MigrationOptions,
+    ) -> Result<ForcedFix, Error> {
+        crate::migrate::fix_with_unreachable(cluster, options)
+    }
 
     /// Cancels every migration job the servers run on their own and waits for them to end;
     /// returns how many were cancelled (always 0 for the standard protocol).

@@ -27,7 +27,8 @@ use super::{Backend, BackendKind, GroupOutcome, MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
 use crate::migrate::{
-    FixAction, MigrationMethod, MigrationOptions, ProtocolPoint, SlotMigration, fix, pause_if,
+    FixAction, ForcedFix, MigrationMethod, MigrationOptions, ProtocolPoint, SlotMigration, fix,
+    fix_with_unreachable, pause_if, reachable_masters,
 };
 use crate::resp::{ReplyShape, integer, pairs, text};
 use crate::slot::SLOT_COUNT;
@@ -234,36 +235,24 @@ impl Backend for ValkeyBackend {
         if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
             return Err(Error::Degraded(snapshot.problems.clone()));
         }
-        let mut actions = Vec::new();
-        let timeout = Duration::from_millis(options.job_timeout_ms);
-        for (node, master) in snapshot.masters.iter().enumerate() {
-            for job in running_jobs(cluster, &master.address)? {
-                let ended = wait_for_job(cluster, &master.address, &job.name, timeout, None)?;
-                let owner = match ended.state.as_str() {
-                    "success" => snapshot
-                        .index_of(&ended.target_node)
-                        .map(|i| snapshot.masters[i].address.clone())
-                        .unwrap_or_else(|| ended.target_node.clone()),
-                    _ => snapshot.masters[node].address.clone(),
-                };
-                let action = match ended.state.as_str() {
-                    "success" => "atomic job succeeded",
-                    "cancelled" => "atomic job cancelled",
-                    _ => "atomic job failed",
-                };
-                for slot in ended.slots() {
-                    actions.push(FixAction {
-                        slot,
-                        action,
-                        owner: owner.clone(),
-                        keys: 0,
-                    });
-                }
-            }
-        }
+        let everyone = vec![true; snapshot.masters.len()];
+        let mut actions = finish_jobs(cluster, &snapshot, &everyone, options)?;
         // Slots a key-by-key fallback left open.
         actions.extend(fix(cluster, options)?);
         Ok(actions)
+    }
+
+    fn fix_with_unreachable(
+        &self,
+        cluster: &mut Cluster,
+        options: &MigrationOptions,
+    ) -> Result<ForcedFix, Error> {
+        let snapshot = cluster.snapshot()?;
+        let reachable = reachable_masters(cluster, &snapshot);
+        let jobs = finish_jobs(cluster, &snapshot, &reachable, options)?;
+        let mut fixed = fix_with_unreachable(cluster, options)?;
+        fixed.actions.splice(0..0, jobs);
+        Ok(fixed)
     }
 
     fn cancel(&self, cluster: &mut Cluster, snapshot: &Snapshot) -> Result<usize, Error> {
@@ -290,6 +279,47 @@ impl Backend for ValkeyBackend {
         }
         Ok(cancelled)
     }
+}
+
+/// Waits for every migration job running on the `reachable` masters of `snapshot` to end;
+/// one action per slot of each job, saying how it ended.
+fn finish_jobs(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    reachable: &[bool],
+    options: &MigrationOptions,
+) -> Result<Vec<FixAction>, Error> {
+    let mut actions = Vec::new();
+    let timeout = Duration::from_millis(options.job_timeout_ms);
+    for (node, master) in snapshot.masters.iter().enumerate() {
+        if !reachable[node] {
+            continue;
+        }
+        for job in running_jobs(cluster, &master.address)? {
+            let ended = wait_for_job(cluster, &master.address, &job.name, timeout, None)?;
+            let owner = match ended.state.as_str() {
+                "success" => snapshot
+                    .index_of(&ended.target_node)
+                    .map(|i| snapshot.masters[i].address.clone())
+                    .unwrap_or_else(|| ended.target_node.clone()),
+                _ => snapshot.masters[node].address.clone(),
+            };
+            let action = match ended.state.as_str() {
+                "success" => "atomic job succeeded",
+                "cancelled" => "atomic job cancelled",
+                _ => "atomic job failed",
+            };
+            for slot in ended.slots() {
+                actions.push(FixAction {
+                    slot,
+                    action,
+                    owner: owner.clone(),
+                    keys: 0,
+                });
+            }
+        }
+    }
+    Ok(actions)
 }
 
 /// One atomic job for `group`: `MIGRATESLOTS` on the source, then `GETSLOTMIGRATIONS` until
