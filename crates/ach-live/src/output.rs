@@ -155,8 +155,6 @@ fn phases_table(runs: &[&ArmRun]) -> Table {
             Column::value("p50 ms", "p50_ms"),
             Column::value("p99 ms", "p99_ms"),
             Column::value("p99.9 ms", "p999_ms"),
-            Column::value("p99 rebalancing ms", "p99_rebalancing_ms"),
-            Column::value("A0 p99 same steps ms", "static_p99_rebalancing_ms"),
             Column::value("client errors", "client_errors"),
         ],
         rows: runs

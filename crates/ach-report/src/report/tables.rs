@@ -248,6 +248,14 @@ pub fn to_markdown(table: &Table) -> String {
         .collect();
     let _ = writeln!(out, "| {} |", rules.join(" | "));
     for row in &table.rows {
+        debug_assert_eq!(
+            row.len(),
+            table.columns.len(),
+            "table {}: a row of {} cells under {} columns",
+            table.name,
+            row.len(),
+            table.columns.len()
+        );
         let cells: Vec<String> = row.iter().map(markdown_cell).collect();
         let _ = writeln!(out, "| {} |", cells.join(" | "));
     }
