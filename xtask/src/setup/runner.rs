@@ -265,7 +265,7 @@ fn run_doc_tests(cargo: &OsStr, root: &Path) -> Finished {
 
 fn print_summary(finished: &[Finished], wall: Duration) {
     let mut slowest: Vec<&Finished> = finished.iter().collect();
-    slowest.sort_by(|a, b| b.wall.cmp(&a.wall));
+    slowest.sort_by_key(|run| std::cmp::Reverse(run.wall));
     println!(
         "\ncargo xtask test: {} test binaries and the doc tests in {:.1} s",
         finished.len() - 1,

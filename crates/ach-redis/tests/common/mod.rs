@@ -7,6 +7,8 @@ mod workload;
 
 use std::process::{Command, Output};
 
+// Not every test file reads slot maps or plans.
+#[allow(unused_imports)]
 pub use slot_map::*;
 pub use workload::*;
 

@@ -1,11 +1,9 @@
 //! What an operator reads off a cluster and a plan: the slot map as `CLUSTER SLOTS` lists it,
 //! a plan's moves, a replica of one master.
 
-use std::time::{Duration, Instant};
-
 use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 
-use super::node_id;
+use super::follow;
 
 /// Every slot's owner (`host:port`) and the number of ranges, from `CLUSTER SLOTS`.
 pub fn slot_map(cluster: &LocalCluster) -> (Vec<String>, usize) {
@@ -69,38 +67,4 @@ pub fn add_replica_of(cluster: &LocalCluster, kind: ServerKind, primary: usize) 
         .unwrap();
     follow(&replica, &cluster.servers()[primary]);
     replica
-}
-
-/// Makes `replica` (introduced to the cluster) a replica of `primary` and waits until its
-/// link to the primary is up.
-pub fn follow(replica: &LocalServer, primary: &LocalServer) {
-    let primary_id = node_id(primary);
-    let mut connection = replica.connection().unwrap();
-    let started = Instant::now();
-    // The replica must know its primary before it can follow it.
-    loop {
-        let replicated = redis::cmd("CLUSTER")
-            .arg("REPLICATE")
-            .arg(&primary_id)
-            .query::<()>(&mut connection);
-        if replicated.is_ok() {
-            break;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(30),
-            "{replicated:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    loop {
-        let info: String = redis::cmd("INFO")
-            .arg("replication")
-            .query(&mut connection)
-            .unwrap();
-        if info.contains("master_link_status:up") {
-            break;
-        }
-        assert!(started.elapsed() < Duration::from_secs(30), "{info}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }

@@ -437,7 +437,41 @@ pub fn add_replicas(cluster: &LocalCluster, kind: ServerKind) -> Vec<LocalServer
             .unwrap();
     }
     for (replica, primary) in replicas.iter().zip(cluster.servers()) {
-        super::follow(replica, primary);
+        follow(replica, primary);
     }
     replicas
+}
+
+/// Makes `replica` (introduced to the cluster) a replica of `primary` and waits until its
+/// link to the primary is up.
+pub fn follow(replica: &LocalServer, primary: &LocalServer) {
+    let primary_id = node_id(primary);
+    let mut connection = replica.connection().unwrap();
+    let started = Instant::now();
+    // The replica must know its primary before it can follow it.
+    loop {
+        let replicated = redis::cmd("CLUSTER")
+            .arg("REPLICATE")
+            .arg(&primary_id)
+            .query::<()>(&mut connection);
+        if replicated.is_ok() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{replicated:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    loop {
+        let info: String = redis::cmd("INFO")
+            .arg("replication")
+            .query(&mut connection)
+            .unwrap();
+        if info.contains("master_link_status:up") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{info}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }

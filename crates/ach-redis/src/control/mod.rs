@@ -6,23 +6,32 @@ use std::time::Instant;
 
 use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
-use ach_ring::{NodeId, TokenMove, TokenRing};
+use ach_ring::{NodeId, TokenMove};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
-use crate::backend::{BackendKind, MoveGroup, SlotFigures};
+use crate::backend::{MoveGroup, SlotFigures};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
-use crate::drain::{DrainLedger, DrainStep, drain_plan};
+use crate::drain::{DrainLedger, drain_plan};
 use crate::error::Error;
-use crate::explain::{Diagnosis, Explainer};
+use crate::explain::Explainer;
 use crate::live;
 use crate::migrate::{MigrationOptions, SlotMigration};
 use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
-use crate::notable::{NotableSlot, notable_slots};
-use crate::prometheus_telemetry::PrometheusReadings;
+use crate::notable::notable_slots;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
 use crate::topology::format_slot_ranges;
+
+mod observed;
+mod step;
+
+pub use observed::{HotSlot, NodeView, Observed, Signals, imbalance};
+use observed::{hot_slots, token_loads};
+use step::nothing_moves_because;
+pub use step::{
+    MoveSummary, PlannedMove, StepOutcome, StepPlan, slot_range_count, summarise_moves,
+};
 
 /// Everything the controller needs to know besides the cluster.
 #[derive(Clone, Debug)]
@@ -61,296 +70,6 @@ impl ControlOptions {
             .balancer(&context)
             .map_err(|e| Error::Input(e.to_string()))
     }
-}
-
-/// One observation of the cluster.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct Observed {
-    /// Shape and health.
-    #[serde(skip)]
-    pub snapshot: Snapshot,
-    /// Keys per slot.
-    #[serde(skip)]
-    pub slot_keys: Vec<u64>,
-    /// Per master, in the order of `snapshot.masters`.
-    pub nodes: Vec<NodeView>,
-    /// Cluster total load.
-    pub total_load: f64,
-    /// Imbalance `D = max l - mean l` over the masters that are not drained.
-    pub imbalance: f64,
-    /// Which signals the loads come from.
-    pub signals: Signals,
-    /// The slots that used the most cpu over the interval (per-slot statistics only).
-    pub hot_slots: Vec<HotSlot>,
-    /// Each slot's part of its owner's load, from its share of the owner's per-slot cpu
-    /// (`None` without per-slot statistics; not serialised).
-    #[serde(skip)]
-    pub token_loads: Option<Vec<f64>>,
-}
-
-/// Which signals an observation's loads come from, as `status` reports them.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Signals {
-    /// Where the per-node readings come from: `info` or `prometheus`.
-    pub telemetry: &'static str,
-    /// The same, in a sentence (the Prometheus server, its label and window).
-    pub source: String,
-    /// The backend.
-    pub backend: BackendKind,
-    /// True when the slots' loads come from `CLUSTER SLOT-STATS`.
-    pub slot_stats: bool,
-    /// Where the cpu reading comes from.
-    pub cpu: &'static str,
-    /// Where the memory reading comes from.
-    pub memory: &'static str,
-    /// Where the latency reading comes from.
-    pub latency: &'static str,
-    /// How slots are weighted when planning.
-    pub slots: &'static str,
-    /// What is missing and how to get it, if anything.
-    pub note: Option<String>,
-}
-
-impl Signals {
-    fn of(backend: BackendKind, figures: &SlotFigures, telemetry: &NodeTelemetry) -> Signals {
-        let slot_stats = figures.cpu_usec.is_some();
-        let note = match backend {
-            BackendKind::Valkey if !slot_stats => Some(format!(
-                "slot statistics are off on {} (cluster-slot-stats-enabled no): no per-slot \
-                 load, slots weighted by keys; --enable-slot-stats turns them on (CONFIG SET)",
-                figures.stats_off.join(", ")
-            )),
-            BackendKind::Redis => Some(
-                "no per-slot load on this backend (it reads no CLUSTER SLOT-STATS; the valkey \
-                 backend, for Valkey >= 9, does): a slot hot with few keys is not seen"
-                    .into(),
-            ),
-            BackendKind::Valkey => None,
-        };
-        let (cpu, memory, latency) = match telemetry {
-            NodeTelemetry::Info => (
-                "used_cpu_sys + used_cpu_user growth over the interval (INFO cpu)",
-                "INFO memory",
-                "p99 of the data commands over the interval (LATENCY HISTOGRAM deltas)",
-            ),
-            NodeTelemetry::Prometheus(_) => (
-                "rate of redis_cpu_sys_seconds_total + redis_cpu_user_seconds_total over the \
-                 window",
-                "redis_memory_used_bytes (over redis_memory_max_bytes, the capacity or \
-                 redis_total_system_memory_bytes)",
-                "mean time per data command over the window \
-                 (redis_commands_duration_seconds_total / redis_commands_total)",
-            ),
-        };
-        Signals {
-            telemetry: telemetry.name(),
-            source: telemetry.describe(),
-            backend,
-            slot_stats,
-            cpu,
-            memory,
-            latency,
-            slots: if slot_stats {
-                "cost by keys; each slot's load its share of its node's cpu-usec growth over \
-                 the interval (CLUSTER SLOT-STATS)"
-            } else {
-                "cost by keys; load assumed in proportion to keys"
-            },
-            note,
-        }
-    }
-}
-
-impl Observed {
-    /// True while a drained master owns slots: the step is then a drain step.
-    pub fn draining(&self) -> bool {
-        self.nodes.iter().any(|n| n.drained && n.slots > 0)
-    }
-}
-
-/// A slot that used much cpu over the interval.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct HotSlot {
-    /// The slot.
-    pub slot: u16,
-    /// Its owner's address.
-    pub owner: String,
-    /// Keys in it.
-    pub keys: u64,
-    /// Cpu it used, in cores (1.0 = one core busy the whole interval).
-    pub cpu: f64,
-    /// Its share of the cluster's per-slot cpu.
-    pub share: f64,
-}
-
-/// One master in an observation.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct NodeView {
-    /// `host:port`.
-    pub address: String,
-    /// Node id.
-    pub id: String,
-    /// Slots owned.
-    pub slots: usize,
-    /// Keys held.
-    pub keys: u64,
-    /// Relative weight (weight over the mean weight), by which the readings are divided.
-    pub weight: f64,
-    /// The weight as given (`--weight NODE=W`; 1 for a node not named).
-    pub weight_given: f64,
-    /// True for a drained master (`--weight NODE=0`, `--drain NODE`): a source only, its
-    /// readings taken undivided and left out of `D`.
-    pub drained: bool,
-    /// The memory reading (weighted, as in `reading`) when a capacity is known: the node's
-    /// `maxmemory` or `--memory-capacity-mb`; `None` (`null`) otherwise, where the load still
-    /// reads memory over the machine's memory (`reading[1]`).
-    pub memory: Option<f64>,
-    /// `[cpu, memory, latency]` as given to the load tracker, weighted; a reading that could
-    /// not be taken is NaN (`null` in JSON), which the tracker counts as a missing sample.
-    pub reading: [f64; 3],
-    /// The raw INFO figures (`--telemetry info`).
-    pub sample: Option<NodeSample>,
-    /// The raw Prometheus figures (`--telemetry prometheus`).
-    pub prometheus: Option<PrometheusReadings>,
-    /// The p99 of the data commands over the interval, in microseconds (NaN: no reading, or
-    /// read from Prometheus).
-    pub p99_usec: f64,
-    /// The mean time per data command over the rate window, in microseconds (from Prometheus;
-    /// NaN otherwise).
-    pub mean_latency_usec: f64,
-    /// Commands per second (INFO's `instantaneous_ops_per_sec`, or Prometheus's rate of
-    /// `redis_commands_processed_total`; NaN: no reading).
-    pub ops_per_sec: f64,
-    /// Composite load after smoothing.
-    pub load: f64,
-}
-
-/// A planned slot move.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct PlannedMove {
-    /// The slot.
-    pub slot: u16,
-    /// Source address.
-    pub from: String,
-    /// Target address.
-    pub to: String,
-    /// Keys in the slot when planned.
-    pub keys: u64,
-}
-
-/// One control step's plan and its score.
-#[derive(Clone, Debug, serde::Serialize)]
-pub struct StepPlan {
-    /// The algorithm's name.
-    pub algorithm: &'static str,
-    /// The moves, by slot.
-    pub moves: Vec<PlannedMove>,
-    /// Imbalance now.
-    pub imbalance_now: f64,
-    /// Imbalance predicted after the plan, assuming each node's load scales with its share of
-    /// the keys (the model's premise).
-    pub imbalance_predicted: f64,
-    /// Loads predicted after the plan.
-    pub predicted_loads: Vec<f64>,
-    /// Keys the plan would copy.
-    pub keys_to_copy: u64,
-    /// Planned moves skipped because their slot holds fewer than `min_slot_keys` keys.
-    pub skipped_moves: usize,
-    /// Fraction of all keys the plan would copy (`M_keys` of the key-weighted ring).
-    pub planned_fraction: f64,
-    /// The budget bound of the plan, for budgeted algorithms.
-    pub budget_bound: Option<f64>,
-    /// The moves grouped per (source, target), in the order they are migrated.
-    pub summary: Vec<MoveSummary>,
-    /// When nothing moves: which rule stopped the step, in one line.
-    pub nothing_moves_because: Option<String>,
-    /// ACH's sources, receivers, intensity and budget at this step (`--algorithm ach` only).
-    pub diagnosis: Option<Diagnosis>,
-    /// Slots larger than the step budget, or too hot to help by moving (hash tags named by
-    /// [`crate::notable::name_hash_tags`]).
-    pub notable_slots: Vec<NotableSlot>,
-    /// The plan as the algorithm made it (not serialised).
-    #[serde(skip)]
-    pub plan: Plan,
-    /// The ring it was made on (not serialised).
-    #[serde(skip)]
-    pub ring: Option<TokenRing>,
-    /// How the slots were chosen among those of similar value.
-    pub slot_choice: SlotChoice,
-    /// The drain of this step, when a drained master owns slots (the algorithm does not plan
-    /// then).
-    pub drain: Option<DrainStep>,
-    /// The slots to migrate per (source, target), with the algorithm's moves each stands for
-    /// (not serialised: `moves` and `summary` say the same).
-    #[serde(skip)]
-    pub groups: Vec<GroupPlan>,
-}
-
-/// The planned moves from one source to one target.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct MoveSummary {
-    /// Source address.
-    pub from: String,
-    /// Target address.
-    pub to: String,
-    /// Slots moved.
-    pub slots: usize,
-    /// The slots as ranges (`0-5,9`).
-    pub ranges: String,
-    /// Number of contiguous ranges.
-    pub range_count: usize,
-    /// Keys in them when planned.
-    pub keys: u64,
-}
-
-/// The moves of `moves` grouped per (source, target) in the order of each group's first move.
-pub fn summarise_moves(moves: &[PlannedMove]) -> Vec<MoveSummary> {
-    let mut groups: Vec<(String, String, Vec<u16>, u64)> = Vec::new();
-    for mv in moves {
-        match groups.iter_mut().find(|g| g.0 == mv.from && g.1 == mv.to) {
-            Some(group) => {
-                group.2.push(mv.slot);
-                group.3 += mv.keys;
-            }
-            None => groups.push((mv.from.clone(), mv.to.clone(), vec![mv.slot], mv.keys)),
-        }
-    }
-    groups
-        .into_iter()
-        .map(|(from, to, mut slots, keys)| {
-            slots.sort_unstable();
-            MoveSummary {
-                from,
-                to,
-                slots: slots.len(),
-                ranges: format_slot_ranges(&slots),
-                range_count: slot_range_count(&slots),
-                keys,
-            }
-        })
-        .collect()
-}
-
-/// The number of contiguous ranges of sorted, distinct `slots`.
-pub fn slot_range_count(slots: &[u16]) -> usize {
-    slots
-        .iter()
-        .enumerate()
-        .filter(|&(i, &slot)| i == 0 || slots[i - 1] + 1 != slot)
-        .count()
-}
-
-/// What executing a plan did.
-#[derive(Clone, Debug, Default, serde::Serialize)]
-pub struct StepOutcome {
-    /// Slots migrated and switched.
-    pub migrations: Vec<SlotMigration>,
-    /// Keys copied.
-    pub keys_moved: u64,
-    /// Errors (the step stops at the first failed migration).
-    pub errors: Vec<String>,
-    /// True when a stop request (Ctrl-C) ended the step early.
-    pub interrupted: bool,
 }
 
 /// The controller: its algorithm, its load tracker and its telemetry source with the previous
@@ -723,16 +442,7 @@ impl Controller {
             return Ok(self.empty_plan(observed, reason));
         }
         let snapshot = &observed.snapshot;
-        let owners: Vec<NodeId> = snapshot
-            .owners
-            .iter()
-            .map(|o| NodeId(o.unwrap_or(0) as u32))
-            .collect();
-        let ring = live::key_weighted_ring(&observed.slot_keys, owners).map_err(|e| {
-            Error::Input(format!(
-                "cannot build the key-weighted ring of the slots: {e}"
-            ))
-        })?;
+        let ring = key_weighted_ring(observed)?;
         let loads: Vec<f64> = observed.nodes.iter().map(|n| n.load).collect();
         let live_nodes = vec![true; loads.len()];
         let observation = Observation {
@@ -744,67 +454,20 @@ impl Controller {
         };
         let balancer = self.balancer.as_mut().expect("created by observe");
         let plan = balancer.plan(&ring, &observation);
+        let algorithm = balancer.name();
         let diagnosis = self
             .explainer
             .as_mut()
             .map(|explainer| explainer.step(&self.options.ach, &loads, observed.total_load));
         self.step += 1;
         let total_keys: u64 = observed.slot_keys.iter().sum();
-        let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
-        let min_slot_keys = self.options.min_slot_keys;
-        let (executable, skipped): (Vec<TokenMove>, Vec<TokenMove>) = plan
-            .moves
-            .iter()
-            .filter(|mv| mv.from != mv.to)
-            .partition(|mv| observed.slot_keys[mv.token] >= min_slot_keys);
-        let skipped_moves = skipped.len();
-        let (step, cooldown, switched_at) =
-            (self.step - 1, self.options.ach.cooldown, &self.switched_at);
-        let blocked = |slot: u16| {
-            switched_at[usize::from(slot)].is_some_and(|at| step.saturating_sub(at) < cooldown)
-        };
-        let groups = group_moves(
-            &executable,
-            self.slot_choice,
-            &CompactInputs {
-                slot_keys: &observed.slot_keys,
-                owners: &snapshot.owners,
-                token_loads: observed.token_loads.as_deref(),
-                blocked: &blocked,
-                min_slot_keys,
-            },
-        );
-        let mut moves = Vec::new();
-        for group in &groups {
-            for &slot in &group.slots {
-                let keys = observed.slot_keys[usize::from(slot)];
-                keys_after[group.from] -= keys as f64;
-                keys_after[group.to] += keys as f64;
-                moves.push(PlannedMove {
-                    slot,
-                    from: snapshot.masters[group.from].address.clone(),
-                    to: snapshot.masters[group.to].address.clone(),
-                    keys,
-                });
-            }
-        }
-        let predicted_loads: Vec<f64> = observed
-            .nodes
-            .iter()
-            .zip(&keys_after)
-            .map(|(node, after)| {
-                if node.keys == 0 {
-                    node.load
-                } else {
-                    node.load * after / node.keys as f64
-                }
-            })
-            .collect();
+        let (groups, skipped_moves) = self.groups(observed, &plan);
+        let (moves, predicted_loads) = planned_moves(observed, &groups);
         let keys_to_copy = moves.iter().map(|m| m.keys).sum();
         let nothing_moves_because = moves.is_empty().then(|| {
             let names: Vec<String> = snapshot.masters.iter().map(|m| m.address.clone()).collect();
             nothing_moves_because(
-                balancer.name(),
+                algorithm,
                 diagnosis.as_ref(),
                 &names,
                 skipped_moves,
@@ -817,7 +480,7 @@ impl Controller {
             summary: summarise_moves(&moves),
             nothing_moves_because,
             diagnosis,
-            algorithm: balancer.name(),
+            algorithm,
             moves,
             imbalance_now: observed.imbalance,
             imbalance_predicted: imbalance(&predicted_loads),
@@ -836,6 +499,34 @@ impl Controller {
             drain: None,
             groups,
         })
+    }
+
+    /// The algorithm's moves of `plan` as groups to migrate (compacted or as planned, slots in
+    /// their cool-down left out), and how many moves were skipped for `--min-slot-keys`.
+    fn groups(&self, observed: &Observed, plan: &Plan) -> (Vec<GroupPlan>, usize) {
+        let min_slot_keys = self.options.min_slot_keys;
+        let (executable, skipped): (Vec<TokenMove>, Vec<TokenMove>) = plan
+            .moves
+            .iter()
+            .filter(|mv| mv.from != mv.to)
+            .partition(|mv| observed.slot_keys[mv.token] >= min_slot_keys);
+        let (step, cooldown, switched_at) =
+            (self.step - 1, self.options.ach.cooldown, &self.switched_at);
+        let blocked = |slot: u16| {
+            switched_at[usize::from(slot)].is_some_and(|at| step.saturating_sub(at) < cooldown)
+        };
+        let groups = group_moves(
+            &executable,
+            self.slot_choice,
+            &CompactInputs {
+                slot_keys: &observed.slot_keys,
+                owners: &observed.snapshot.owners,
+                token_loads: observed.token_loads.as_deref(),
+                blocked: &blocked,
+                min_slot_keys,
+            },
+        );
+        (groups, skipped.len())
     }
 
     /// Why the algorithm may not plan this step, if it may not: a drained master still
@@ -1069,39 +760,6 @@ pub(crate) fn undrained_imbalance(nodes: &[NodeView], loads: &[f64]) -> f64 {
     imbalance(&kept)
 }
 
-/// Why a step moves nothing, in one line: the rule of ACH that stopped it, or that every
-/// planned move was of a slot below `--min-slot-keys`, or that the algorithm planned nothing.
-fn nothing_moves_because(
-    algorithm: &str,
-    diagnosis: Option<&Diagnosis>,
-    names: &[String],
-    skipped_moves: usize,
-    min_slot_keys: u64,
-) -> String {
-    if let Some(rule) = diagnosis.and_then(|d| d.stopping_rule(names)) {
-        return rule;
-    }
-    let budget = diagnosis.map(|d| {
-        format!(
-            "step budget m = {:.5} of all keys (M_max {:.4} x C {:.3}, window {:.4} of {:.4} \
-             spent)",
-            d.budget, d.m_max, d.intensity, d.window_spent, d.m_horizon
-        )
-    });
-    match (skipped_moves, budget) {
-        (1.., budget) => format!(
-            "every planned move ({skipped_moves}) was of a slot holding fewer than \
-             --min-slot-keys {min_slot_keys} keys{}",
-            budget.map(|b| format!("; {b}")).unwrap_or_default()
-        ),
-        (0, Some(budget)) => format!(
-            "no slot fits the {budget}: every slot the sources could give holds more, or is in \
-             its cool-down"
-        ),
-        (0, None) => format!("{algorithm} planned no move"),
-    }
-}
-
 /// Observes the cluster once over `sample`: an INFO sample, a wait, then an observation, so
 /// that the cpu reading covers that wait. Give the controller `beta = 1` for loads that are the
 /// readings of that interval (no smoothing). Fails when the cluster is degraded or a
@@ -1122,60 +780,56 @@ pub fn observe_once(
     Ok((controller, observed))
 }
 
+/// The ring of the slots, each weighted by its keys, owned as the snapshot says.
+fn key_weighted_ring(observed: &Observed) -> Result<ach_ring::TokenRing, Error> {
+    let owners: Vec<NodeId> = observed
+        .snapshot
+        .owners
+        .iter()
+        .map(|o| NodeId(o.unwrap_or(0) as u32))
+        .collect();
+    live::key_weighted_ring(&observed.slot_keys, owners).map_err(|e| {
+        Error::Input(format!(
+            "cannot build the key-weighted ring of the slots: {e}"
+        ))
+    })
+}
+
+/// Every slot move of `groups`, and each master's load predicted after them (its load times
+/// its keys after over its keys now; a master without keys keeps its load).
+fn planned_moves(observed: &Observed, groups: &[GroupPlan]) -> (Vec<PlannedMove>, Vec<f64>) {
+    let snapshot = &observed.snapshot;
+    let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
+    let mut moves = Vec::new();
+    for group in groups {
+        for &slot in &group.slots {
+            let keys = observed.slot_keys[usize::from(slot)];
+            keys_after[group.from] -= keys as f64;
+            keys_after[group.to] += keys as f64;
+            moves.push(PlannedMove {
+                slot,
+                from: snapshot.masters[group.from].address.clone(),
+                to: snapshot.masters[group.to].address.clone(),
+                keys,
+            });
+        }
+    }
+    let predicted_loads = observed
+        .nodes
+        .iter()
+        .zip(&keys_after)
+        .map(|(node, after)| {
+            if node.keys == 0 {
+                node.load
+            } else {
+                node.load * after / node.keys as f64
+            }
+        })
+        .collect();
+    (moves, predicted_loads)
+}
+
 /// ACH's configuration for a live cluster (`AchConfig::live()`).
 pub fn live_ach_config() -> AchConfig {
     live::ach_config()
-}
-
-/// Every slot's part of its owner's load: the owner's load times the slot's share of the
-/// owner's per-slot cpu (0 for a slot never sampled, and for all slots of a node whose slots
-/// used no cpu).
-fn token_loads(slots_of: &[Vec<u16>], rates: &[f64], loads: &[f64]) -> Vec<f64> {
-    let mut out = vec![0.0; SLOT_COUNT];
-    for (node, slots) in slots_of.iter().enumerate() {
-        let rate = |s: u16| {
-            let r = rates[usize::from(s)];
-            if r.is_finite() { r.max(0.0) } else { 0.0 }
-        };
-        let total: f64 = slots.iter().map(|&s| rate(s)).sum();
-        if total > 0.0 && loads[node].is_finite() {
-            for &slot in slots {
-                out[usize::from(slot)] = loads[node] * rate(slot) / total;
-            }
-        }
-    }
-    out
-}
-
-/// The `count` slots with the most cpu over the interval.
-fn hot_slots(snapshot: &Snapshot, keys: &[u64], rates: &[f64], count: usize) -> Vec<HotSlot> {
-    let total: f64 = rates.iter().filter(|r| r.is_finite()).sum();
-    let mut slots: Vec<usize> = (0..rates.len()).filter(|&s| rates[s] > 0.0).collect();
-    slots.sort_by(|&a, &b| rates[b].total_cmp(&rates[a]).then(a.cmp(&b)));
-    slots
-        .into_iter()
-        .take(count)
-        .map(|slot| HotSlot {
-            slot: slot as u16,
-            owner: snapshot.owners[slot]
-                .map(|o| snapshot.masters[o].address.clone())
-                .unwrap_or_default(),
-            keys: keys[slot],
-            cpu: rates[slot],
-            share: if total > 0.0 {
-                rates[slot] / total
-            } else {
-                0.0
-            },
-        })
-        .collect()
-}
-
-/// `D = max l - mean l` (0 for no nodes).
-pub fn imbalance(loads: &[f64]) -> f64 {
-    if loads.is_empty() {
-        return 0.0;
-    }
-    let max = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    max - loads.iter().sum::<f64>() / loads.len() as f64
 }

@@ -1,0 +1,172 @@
+//! A step's plan (the moves, their summary, why nothing moves) and what executing it did.
+
+use ach_control::Plan;
+use ach_ring::TokenRing;
+
+use crate::compact::{GroupPlan, SlotChoice};
+use crate::drain::DrainStep;
+use crate::explain::Diagnosis;
+use crate::migrate::SlotMigration;
+use crate::notable::NotableSlot;
+use crate::topology::format_slot_ranges;
+
+/// A planned slot move.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PlannedMove {
+    /// The slot.
+    pub slot: u16,
+    /// Source address.
+    pub from: String,
+    /// Target address.
+    pub to: String,
+    /// Keys in the slot when planned.
+    pub keys: u64,
+}
+
+/// One control step's plan and its score.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct StepPlan {
+    /// The algorithm's name.
+    pub algorithm: &'static str,
+    /// The moves, by slot.
+    pub moves: Vec<PlannedMove>,
+    /// Imbalance now.
+    pub imbalance_now: f64,
+    /// Imbalance predicted after the plan, assuming each node's load scales with its share of
+    /// the keys (the model's premise).
+    pub imbalance_predicted: f64,
+    /// Loads predicted after the plan.
+    pub predicted_loads: Vec<f64>,
+    /// Keys the plan would copy.
+    pub keys_to_copy: u64,
+    /// Planned moves skipped because their slot holds fewer than `min_slot_keys` keys.
+    pub skipped_moves: usize,
+    /// Fraction of all keys the plan would copy (`M_keys` of the key-weighted ring).
+    pub planned_fraction: f64,
+    /// The budget bound of the plan, for budgeted algorithms.
+    pub budget_bound: Option<f64>,
+    /// The moves grouped per (source, target), in the order they are migrated.
+    pub summary: Vec<MoveSummary>,
+    /// When nothing moves: which rule stopped the step, in one line.
+    pub nothing_moves_because: Option<String>,
+    /// ACH's sources, receivers, intensity and budget at this step (`--algorithm ach` only).
+    pub diagnosis: Option<Diagnosis>,
+    /// Slots larger than the step budget, or too hot to help by moving (hash tags named by
+    /// [`crate::notable::name_hash_tags`]).
+    pub notable_slots: Vec<NotableSlot>,
+    /// The plan as the algorithm made it (not serialised).
+    #[serde(skip)]
+    pub plan: Plan,
+    /// The ring it was made on (not serialised).
+    #[serde(skip)]
+    pub ring: Option<TokenRing>,
+    /// How the slots were chosen among those of similar value.
+    pub slot_choice: SlotChoice,
+    /// The drain of this step, when a drained master owns slots (the algorithm does not plan
+    /// then).
+    pub drain: Option<DrainStep>,
+    /// The slots to migrate per (source, target), with the algorithm's moves each stands for
+    /// (not serialised: `moves` and `summary` say the same).
+    #[serde(skip)]
+    pub groups: Vec<GroupPlan>,
+}
+
+/// The planned moves from one source to one target.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct MoveSummary {
+    /// Source address.
+    pub from: String,
+    /// Target address.
+    pub to: String,
+    /// Slots moved.
+    pub slots: usize,
+    /// The slots as ranges (`0-5,9`).
+    pub ranges: String,
+    /// Number of contiguous ranges.
+    pub range_count: usize,
+    /// Keys in them when planned.
+    pub keys: u64,
+}
+
+/// The moves of `moves` grouped per (source, target) in the order of each group's first move.
+pub fn summarise_moves(moves: &[PlannedMove]) -> Vec<MoveSummary> {
+    let mut groups: Vec<(String, String, Vec<u16>, u64)> = Vec::new();
+    for mv in moves {
+        match groups.iter_mut().find(|g| g.0 == mv.from && g.1 == mv.to) {
+            Some(group) => {
+                group.2.push(mv.slot);
+                group.3 += mv.keys;
+            }
+            None => groups.push((mv.from.clone(), mv.to.clone(), vec![mv.slot], mv.keys)),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(from, to, mut slots, keys)| {
+            slots.sort_unstable();
+            MoveSummary {
+                from,
+                to,
+                slots: slots.len(),
+                ranges: format_slot_ranges(&slots),
+                range_count: slot_range_count(&slots),
+                keys,
+            }
+        })
+        .collect()
+}
+
+/// The number of contiguous ranges of sorted, distinct `slots`.
+pub fn slot_range_count(slots: &[u16]) -> usize {
+    slots
+        .iter()
+        .enumerate()
+        .filter(|&(i, &slot)| i == 0 || slots[i - 1] + 1 != slot)
+        .count()
+}
+
+/// What executing a plan did.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct StepOutcome {
+    /// Slots migrated and switched.
+    pub migrations: Vec<SlotMigration>,
+    /// Keys copied.
+    pub keys_moved: u64,
+    /// Errors (the step stops at the first failed migration).
+    pub errors: Vec<String>,
+    /// True when a stop request (Ctrl-C) ended the step early.
+    pub interrupted: bool,
+}
+
+/// Why a step moves nothing, in one line: the rule of ACH that stopped it, or that every
+/// planned move was of a slot below `--min-slot-keys`, or that the algorithm planned nothing.
+pub(super) fn nothing_moves_because(
+    algorithm: &str,
+    diagnosis: Option<&Diagnosis>,
+    names: &[String],
+    skipped_moves: usize,
+    min_slot_keys: u64,
+) -> String {
+    if let Some(rule) = diagnosis.and_then(|d| d.stopping_rule(names)) {
+        return rule;
+    }
+    let budget = diagnosis.map(|d| {
+        format!(
+            "step budget m = {:.5} of all keys (M_max {:.4} x C {:.3}, window {:.4} of {:.4} \
+             spent)",
+            d.budget, d.m_max, d.intensity, d.window_spent, d.m_horizon
+        )
+    });
+    match (skipped_moves, budget) {
+        (1.., budget) => format!(
+            "every planned move ({skipped_moves}) was of a slot holding fewer than \
+             --min-slot-keys {min_slot_keys} keys{}",
+            budget.map(|b| format!("; {b}")).unwrap_or_default()
+        ),
+        (0, Some(budget)) => format!(
+            "no slot fits the {budget}: every slot the sources could give holds more, or is in \
+             its cool-down"
+        ),
+        (0, None) => format!("{algorithm} planned no move"),
+    }
+}
