@@ -16,6 +16,10 @@ use ach_report::{experiments, report, shard};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+// Linked for their features only (xtask/Cargo.toml says why): `cargo xtask test` then builds
+// the tests with the very dependency tree `cargo xtask` was built with.
+use either as _;
+use zerocopy as _;
 
 #[derive(Parser)]
 #[command(

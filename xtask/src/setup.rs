@@ -1,7 +1,7 @@
 //! `cargo xtask test`: installs what the tests start when it is missing, then runs
 //! `cargo test --release --workspace` with the given arguments and exits with its code
 //! (without arguments, every test as `cargo test --release --workspace --no-fail-fast` would,
-//! two test binaries at a time: [`runner`]).
+//! three test binaries at a time: [`runner`]).
 //!
 //! What is missing: the Debian packages of [`debian::PACKAGES`] that `dpkg -s` does not report,
 //! and Valkey 9 (or Valkey 8, for the tests of a cluster without atomic migration) when
@@ -231,7 +231,7 @@ fn cargo_test_arguments(arguments: &[String]) -> Vec<String> {
 }
 
 /// `cargo test --release --workspace ARGS` in the workspace; its exit code. Without
-/// arguments, the workspace's tests run through [`runner`], two test binaries at a time.
+/// arguments, the workspace's tests run through [`runner`], three test binaries at a time.
 fn run_tests(arguments: &[String]) -> ExitCode {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     if arguments.is_empty() {
