@@ -15,25 +15,10 @@ use std::time::{Duration, Instant};
 
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
-    DataSet, Workload, ach_redis, add_replica_of, assert_check_clean, assert_nothing_lost,
-    moves_of, read_events, read_log, serial, slot_map, text, used_memory_mb,
+    DataSet, STEP_OPTIONS, Workload, ach_redis, add_replica_of, assert_check_clean,
+    assert_nothing_lost, first_step_of_rebalance, moves_of, read_events, serial, slot_map, text,
+    used_memory_mb,
 };
-
-/// The options of the first two commands. The window budget `M_H` (0.03) is below
-/// `M_max * C`, so the step budget is `M_H` itself and what moves is a function of the slots'
-/// keys (which the clients, overwriting their keys, do not change), not of a cpu reading.
-const STEP_OPTIONS: [&str; 10] = [
-    "--m-max",
-    "0.3",
-    "--m-horizon",
-    "0.03",
-    "--horizon",
-    "10",
-    "--beta",
-    "0.3",
-    "--min-slot-keys",
-    "2",
-];
 
 #[test]
 fn six_masters_a_replica_and_a_big_tagged_slot_as_an_operator_runs_them() {
@@ -125,23 +110,7 @@ fn plan_is_the_first_step(common: &[&str], big_slot: u16) {
         "the big slot {big_slot} is named with its tag: {notable:?}"
     );
 
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
-    let mut rebalance_args = vec![
-        "rebalance",
-        "--steps",
-        "1",
-        "--interval-ms",
-        "500",
-        "--log",
-        &log_path,
-    ];
-    rebalance_args.extend(common);
-    rebalance_args.extend(STEP_OPTIONS);
-    let rebalance = ach_redis(&rebalance_args);
-    let progress = text(&rebalance.stderr);
-    assert!(rebalance.status.success(), "rebalance failed:\n{progress}");
-    let steps = read_log(log.path());
+    let (steps, progress) = first_step_of_rebalance(common);
     let (first_step, planned) = (&steps[0]["plan"], &planned["plan"]);
     let planned_moves = moves_of(planned);
     let executed = moves_of(first_step);

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
-    DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost, moves_of,
-    read_events, read_log, serial, slot_map, start_cluster_of, text, used_memory_mb, wrong_values,
+    DataSet, STEP_OPTIONS, Workload, ach_redis, add_replicas, assert_check_clean,
+    assert_nothing_lost, first_step_of_rebalance, moves_of, read_events, read_log, serial,
+    slot_map, start_cluster_of, text, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -133,22 +134,6 @@ fn two_masters(kind: ServerKind, hot_slots: usize) -> (LocalCluster, Arc<DataSet
     (cluster, data, capacity)
 }
 
-/// The step options both commands get. The window budget `M_H` (0.03) is below `M_max * C`,
-/// so the step budget is `M_H` itself: what moves is then a function of the slots' keys, which
-/// the clients (overwriting their keys) do not change, and not of the noise of a cpu reading.
-const STEP_OPTIONS: [&str; 10] = [
-    "--m-max",
-    "0.3",
-    "--m-horizon",
-    "0.03",
-    "--horizon",
-    "10",
-    "--beta",
-    "0.3",
-    "--min-slot-keys",
-    "2",
-];
-
 fn plan_is_the_first_step_of_rebalance_with_the_same_options(kind: ServerKind) {
     let _serial = serial();
     let (cluster, data, capacity) = two_masters(kind, 20);
@@ -164,24 +149,8 @@ fn plan_is_the_first_step_of_rebalance_with_the_same_options(kind: ServerKind) {
     let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     let planned_moves = moves_of(&planned["plan"]);
 
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
-    let mut rebalance_args = vec![
-        "rebalance",
-        "--steps",
-        "1",
-        "--interval-ms",
-        "500",
-        "--log",
-        &log_path,
-    ];
-    rebalance_args.extend(common);
-    rebalance_args.extend(STEP_OPTIONS);
-    let rebalance = ach_redis(&rebalance_args);
-    let progress = text(&rebalance.stderr);
-    assert!(rebalance.status.success(), "rebalance failed:\n{progress}");
+    let (steps, progress) = first_step_of_rebalance(&common);
     let report = workload.finish();
-    let steps = read_log(log.path());
     let first = &steps[0];
     let executed = moves_of(&first["plan"]);
     eprintln!(

@@ -3,7 +3,7 @@
 
 use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 
-use super::follow;
+use super::{ach_redis, follow, read_log};
 
 /// Every slot's owner (`host:port`) and the number of ranges, from `CLUSTER SLOTS`.
 pub fn slot_map(cluster: &LocalCluster) -> (Vec<String>, usize) {
@@ -58,13 +58,46 @@ pub fn text(bytes: &[u8]) -> String {
 pub fn add_replica_of(cluster: &LocalCluster, kind: ServerKind, primary: usize) -> LocalServer {
     let replica =
         LocalServer::start_of(kind, ServerMode::Cluster).unwrap_or_else(|e| panic!("{e}"));
-    let mut seed = cluster.servers()[0].connection().unwrap();
-    let _: () = redis::cmd("CLUSTER")
-        .arg("MEET")
-        .arg("127.0.0.1")
-        .arg(replica.port())
-        .query(&mut seed)
-        .unwrap();
+    super::meet(cluster, &replica);
     follow(&replica, &cluster.servers()[primary]);
     replica
+}
+
+/// The step options `plan` and `rebalance` get when their moves are compared. The window budget
+/// `M_H` (0.03) is below `M_max * C`, so the step budget is `M_H` itself: what moves is then a
+/// function of the slots' keys, which the clients (overwriting their keys) do not change, and
+/// not of the noise of a cpu reading.
+pub const STEP_OPTIONS: [&str; 10] = [
+    "--m-max",
+    "0.3",
+    "--m-horizon",
+    "0.03",
+    "--horizon",
+    "10",
+    "--beta",
+    "0.3",
+    "--min-slot-keys",
+    "2",
+];
+
+/// `rebalance --steps 1` with `common` and [`STEP_OPTIONS`]: its log's step lines and its
+/// progress (stderr); fails the test when the run fails.
+pub fn first_step_of_rebalance(common: &[&str]) -> (Vec<serde_json::Value>, String) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut args = vec![
+        "rebalance",
+        "--steps",
+        "1",
+        "--interval-ms",
+        "500",
+        "--log",
+        &log_path,
+    ];
+    args.extend(common);
+    args.extend(STEP_OPTIONS);
+    let rebalance = ach_redis(&args);
+    let progress = text(&rebalance.stderr);
+    assert!(rebalance.status.success(), "rebalance failed:\n{progress}");
+    (read_log(log.path()), progress)
 }

@@ -427,19 +427,24 @@ pub fn add_replicas(cluster: &LocalCluster, kind: ServerKind) -> Vec<LocalServer
         .iter()
         .map(|_| LocalServer::start_of(kind, ServerMode::Cluster).unwrap_or_else(|e| panic!("{e}")))
         .collect();
-    let mut seed = cluster.servers()[0].connection().unwrap();
     for replica in &replicas {
-        let _: () = redis::cmd("CLUSTER")
-            .arg("MEET")
-            .arg("127.0.0.1")
-            .arg(replica.port())
-            .query(&mut seed)
-            .unwrap();
+        meet(cluster, replica);
     }
     for (replica, primary) in replicas.iter().zip(cluster.servers()) {
         follow(replica, primary);
     }
     replicas
+}
+
+/// Introduces `server` to `cluster` (`CLUSTER MEET` on its first server).
+pub fn meet(cluster: &LocalCluster, server: &LocalServer) {
+    let mut seed = cluster.servers()[0].connection().unwrap();
+    let _: () = redis::cmd("CLUSTER")
+        .arg("MEET")
+        .arg("127.0.0.1")
+        .arg(server.port())
+        .query(&mut seed)
+        .unwrap();
 }
 
 /// Makes `replica` (introduced to the cluster) a replica of `primary` and waits until its
