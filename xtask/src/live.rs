@@ -154,3 +154,70 @@ fn print_arms(arms: &[ach_live::summary::ArmSummary]) {
         );
     }
 }
+
+/// Arguments of `cargo xtask live-cadence`.
+#[derive(clap::Args, Debug)]
+pub struct CadenceArgs {
+    /// The output folder of `cargo xtask live` (its runs/ holds the rebalance logs).
+    folder: PathBuf,
+}
+
+/// Prints every rebalance loop's cadence (control steps, steps with moves, migrations and
+/// their time) and each arm's mean over its repeats; exit code 2 when the folder has no logs.
+pub fn run_cadence(args: CadenceArgs) -> ExitCode {
+    let cadences = match ach_live::cadence::read_run_folder(&args.folder) {
+        Ok(cadences) => cadences,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    println!(
+        "{:<24} {:>7} {:>11} {:>10} {:>8} {:>12} {:>9}",
+        "run", "steps", "with moves", "migrations", "keys", "migrating s", "ms each"
+    );
+    let mut arms: Vec<(String, Vec<ach_live::cadence::LoopCadence>)> = Vec::new();
+    for (run, cadence) in &cadences {
+        println!(
+            "{:<24} {:>7} {:>11} {:>10} {:>8} {:>12.1} {:>9}",
+            run,
+            cadence.control_steps,
+            cadence.steps_with_moves,
+            cadence.migrations,
+            cadence.keys_migrated,
+            cadence.migrating_s,
+            cadence
+                .mean_migration_ms()
+                .map_or("-".to_string(), |ms| format!("{ms:.0}"))
+        );
+        // "ACH-r0" belongs to the arm "ACH".
+        let arm = run.rsplit_once("-r").map_or(run.as_str(), |(arm, _)| arm);
+        match arms.iter_mut().find(|(name, _)| name == arm) {
+            Some((_, list)) => list.push(*cadence),
+            None => arms.push((arm.to_string(), vec![*cadence])),
+        }
+    }
+    println!("\nmeans over the repeats:");
+    for (arm, list) in &arms {
+        let n = list.len() as f64;
+        let mean =
+            |f: fn(&ach_live::cadence::LoopCadence) -> f64| list.iter().map(f).sum::<f64>() / n;
+        let migrations = mean(|c| c.migrations as f64);
+        let migrating_s = mean(|c| c.migrating_s);
+        println!(
+            "{:<24} {:>7.1} {:>11.1} {:>10.1} {:>8.0} {:>12.1} {:>9}",
+            format!("{arm} ({} runs)", list.len()),
+            mean(|c| c.control_steps as f64),
+            mean(|c| c.steps_with_moves as f64),
+            migrations,
+            mean(|c| c.keys_migrated as f64),
+            migrating_s,
+            if migrations > 0.0 {
+                format!("{:.0}", migrating_s * 1000.0 / migrations)
+            } else {
+                "-".to_string()
+            }
+        );
+    }
+    ExitCode::SUCCESS
+}

@@ -52,6 +52,9 @@ enum Command {
     /// rebalancing, redis-cli --cluster rebalance, Dynamic-R, Bounded-Loads and ACH side by
     /// side, beside the simulator's prediction.
     Live(live::Args),
+    /// Every rebalance loop's cadence in a `live` output folder, from its runs/ logs: control
+    /// steps, steps with moves, migrations and the time they took, and each arm's means.
+    LiveCadence(live::CadenceArgs),
     /// Regenerate the tables, numbers and figures of docs/ from the saved results in
     /// docs/data (`--check`: only say which are stale; `--rerun NAME`: rerun a dataset first).
     Docs(report::docs::Args),
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::VerifyTrace(args) => verify_trace::run(args),
         Command::Stats(args) => stats::run(args),
         Command::Live(args) => live::run(args),
+        Command::LiveCadence(args) => live::run_cadence(args),
         Command::Docs(args) => report::docs::run(args),
         Command::BenchScale(args) => bench_scale::run(args),
         Command::Test(args) => setup::run(args),

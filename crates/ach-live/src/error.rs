@@ -188,3 +188,25 @@ pub enum LiveError {
     #[error(transparent)]
     Output(#[from] OutputError),
 }
+
+/// A run folder's rebalance logs could not be read ([`crate::cadence::read_run_folder`]).
+#[derive(Debug, thiserror::Error)]
+pub enum CadenceError {
+    /// A folder or a file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        /// The folder or file.
+        path: PathBuf,
+        /// The error of the operating system.
+        source: std::io::Error,
+    },
+    /// The folder holds no rebalance log.
+    #[error(
+        "{}: no *-rebalance.log file (the runs/ folder of `cargo xtask live --out DIR`)",
+        folder.display()
+    )]
+    NoLogs {
+        /// The `runs/` folder.
+        folder: PathBuf,
+    },
+}

@@ -17,6 +17,7 @@
 //! it must never leave a `redis-server` or a cgroup behind: servers are stopped by PID and
 //! cgroups removed when their guards drop, also on failure.
 
+pub mod cadence;
 pub mod calibrate;
 pub mod cgroup;
 pub mod error;
@@ -29,6 +30,6 @@ pub mod truth;
 pub mod workload;
 
 pub use error::{
-    CgroupError, ConfigError, ExperimentError, LiveError, OutputError, SimulatorError,
+    CadenceError, CgroupError, ConfigError, ExperimentError, LiveError, OutputError, SimulatorError,
 };
 pub use experiment::{Arm, LiveBackend, LiveConfig, run};

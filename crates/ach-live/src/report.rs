@@ -310,7 +310,10 @@ fn differences(text: &mut String, results: &LiveResults) {
          - redis-cli is simulated as Static-Wt (slots in proportion to the weights, once); live, \
          it moves slots as fast as it can while the clients run.\n\
          - A live step is a wall-clock interval and a slot move takes real time; the slot map \
-         of a step is the one observed at its end.\n",
+         of a step is the one observed at its end. A rebalance loop plans its next step after \
+         its migrations end, so one that moves much makes fewer control steps than the \
+         simulator (its notes below give its steps and time migrating; \
+         `cargo xtask live-cadence DIR` prints them for a whole run).\n",
         workload.hot_share * 100.0,
         workload.hot_keys
     );

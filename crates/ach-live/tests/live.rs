@@ -127,6 +127,34 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
     assert_eq!(sim.len(), 10);
     let arms = ach_live::output::write_all(&results, &sim).expect("files written");
     assert_eq!(arms.len(), 5);
+    // Every rebalance loop's cadence is read back from its log, and is the one in its notes.
+    let cadences = ach_live::cadence::read_run_folder(out.path()).expect("the loops' logs");
+    let names: Vec<&str> = cadences.iter().map(|(name, _)| name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "ACH-r0",
+            "ACH-r1",
+            "Bounded-Loads-r0",
+            "Bounded-Loads-r1",
+            "Dynamic-R-r0",
+            "Dynamic-R-r1"
+        ]
+    );
+    for (name, cadence) in &cadences {
+        let (algorithm, repeat) = name.rsplit_once("-r").expect("ARM-rK");
+        let run = results
+            .runs
+            .iter()
+            .find(|r| r.algorithm == algorithm && r.repeat.to_string() == repeat)
+            .expect("a run per log");
+        assert!(cadence.control_steps >= 1, "{name}: {cadence:?}");
+        assert!(
+            run.rebalancer_notes.contains(&cadence.note()),
+            "{name}: {:?}",
+            run.rebalancer_notes
+        );
+    }
     let summary: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(out.path().join("summary.json")).expect("summary.json"),
     )

@@ -826,35 +826,67 @@ impl TokenRing {
 
 /// The tokens by arc length, shortest first and longest first, ties by lower index in both: the
 /// orders of stable sorts of the indices by `f64::total_cmp` of their arcs. Computed by one
-/// unstable sort of `(arc key, index)` pairs, all distinct (the key orders as `total_cmp`),
-/// and the longest-first order from it (reversed, ties put back in index order): several times
-/// faster than two stable sorts with indirect comparisons, which dominated building a ring of
-/// 16384 slots at every control step of `ach-redis`.
+/// stable radix sort of the indices by an integer key that orders as `total_cmp`
+/// ([`indices_by_key`]), and the longest-first order from it (reversed, ties put back in index
+/// order). Building the ring of 16384 slots at every control step of `ach-redis` was
+/// dominated by this sort.
 fn arc_orders(arcs: &[f64]) -> (Vec<usize>, Vec<usize>) {
-    // `f64::total_cmp`'s order as a signed integer order (its documented bit transform).
+    // `f64::total_cmp`'s order as a signed integer order (its documented bit transform), then
+    // as an unsigned one (the sign bit flipped).
     let key = |arc: f64| {
         let bits = arc.to_bits() as i64;
-        bits ^ ((((bits >> 63) as u64) >> 1) as i64)
+        let signed = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
+        (signed as u64) ^ (1 << 63)
     };
-    let mut keyed: Vec<(i64, usize)> = arcs
-        .iter()
-        .enumerate()
-        .map(|(index, &arc)| (key(arc), index))
-        .collect();
-    keyed.sort_unstable();
-    let shortest_first: Vec<usize> = keyed.iter().map(|&(_, index)| index).collect();
-    let mut longest_first = Vec::with_capacity(keyed.len());
-    let mut end = keyed.len();
+    let keys: Vec<u64> = arcs.iter().map(|&arc| key(arc)).collect();
+    let shortest_first = indices_by_key(&keys);
+    let mut longest_first = Vec::with_capacity(keys.len());
+    let mut end = shortest_first.len();
     while end > 0 {
         // The run of equal arcs ending at `end`, appended in increasing index order.
+        let last_key = keys[shortest_first[end - 1]];
         let mut start = end - 1;
-        while start > 0 && keyed[start - 1].0 == keyed[end - 1].0 {
+        while start > 0 && keys[shortest_first[start - 1]] == last_key {
             start -= 1;
         }
-        longest_first.extend(keyed[start..end].iter().map(|&(_, index)| index));
+        longest_first.extend_from_slice(&shortest_first[start..end]);
         end = start;
     }
     (shortest_first, longest_first)
+}
+
+/// The indices of `keys` in increasing order of their key, equal keys in increasing index
+/// order: a least-significant-byte-first radix sort, stable, that skips every byte all the
+/// keys share (the high bytes of arcs of similar length, which share their exponent). Eight
+/// counting passes at most, against the `log2 V` rounds of comparisons of a sort.
+fn indices_by_key(keys: &[u64]) -> Vec<usize> {
+    let mut counts = vec![[0usize; 256]; 8];
+    for &key in keys {
+        for (byte, count) in counts.iter_mut().enumerate() {
+            count[((key >> (8 * byte)) & 0xff) as usize] += 1;
+        }
+    }
+    let mut order: Vec<usize> = (0..keys.len()).collect();
+    let mut sorted = vec![0; keys.len()];
+    for (byte, count) in counts.iter().enumerate() {
+        if count.contains(&keys.len()) {
+            // Every key has the same value in this byte: the pass would keep the order.
+            continue;
+        }
+        let mut next = [0usize; 256];
+        let mut total = 0;
+        for (slot, &c) in next.iter_mut().zip(count) {
+            *slot = total;
+            total += c;
+        }
+        for &index in &order {
+            let digit = ((keys[index] >> (8 * byte)) & 0xff) as usize;
+            sorted[next[digit]] = index;
+            next[digit] += 1;
+        }
+        std::mem::swap(&mut order, &mut sorted);
+    }
+    order
 }
 
 /// Arc lengths of sorted positions on the unit circle.

@@ -17,6 +17,7 @@ use ach_redis::security::Security;
 use super::Arm;
 use super::cluster::connect;
 use super::observer::control_options;
+use crate::cadence::LoopCadence;
 use crate::error::ExperimentError;
 
 /// A `Write` into shared memory (the rebalance loop's step log).
@@ -156,6 +157,7 @@ fn finish_loop(
             }
         }
     }
+    notes.push(LoopCadence::from_log(&text).note());
     (notes, text)
 }
 

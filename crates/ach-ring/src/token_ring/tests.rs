@@ -281,6 +281,22 @@ mod properties {
         #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
 
         #[test]
+        fn arc_orders_equal_stable_sorts_for_any_values(
+            any_values in proptest::collection::vec(proptest::num::f64::ANY, 0..300),
+            few_values in proptest::collection::vec(0u8..6, 0..300),
+            close_values in proptest::collection::vec(1.0f64..1.0 + 1e-9, 0..300),
+        ) {
+            let few: Vec<f64> = few_values.iter().map(|&v| f64::from(v) / 8.0).collect();
+            for arcs in [any_values, few, close_values] {
+                let mut shortest: Vec<usize> = (0..arcs.len()).collect();
+                shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+                let mut longest: Vec<usize> = (0..arcs.len()).collect();
+                longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
+                prop_assert_eq!(arc_orders(&arcs), (shortest, longest));
+            }
+        }
+
+        #[test]
         fn fast_lookup_equals_binary_search(
             ring in ring_strategy(),
             hashes in proptest::collection::vec(proptest::num::f64::ANY, 0..500),
