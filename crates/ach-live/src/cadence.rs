@@ -30,25 +30,29 @@ impl LoopCadence {
     pub fn from_log(log: &str) -> LoopCadence {
         let mut cadence = LoopCadence::default();
         for line in log.lines() {
-            let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-                continue;
-            };
-            if event["event"] != "step" {
-                continue;
-            }
-            cadence.control_steps += 1;
-            let migrations = event["outcome"]["migrations"].as_array();
-            let migrations = migrations.map(Vec::as_slice).unwrap_or_default();
-            if !migrations.is_empty() {
-                cadence.steps_with_moves += 1;
-            }
-            for migration in migrations {
-                cadence.migrations += 1;
-                cadence.keys_migrated += migration["keys"].as_u64().unwrap_or(0);
-                cadence.migrating_s += migration["millis"].as_f64().unwrap_or(0.0) / 1000.0;
+            if let Ok(event) = serde_json::from_str::<serde_json::Value>(line) {
+                cadence.add_event(&event);
             }
         }
         cadence
+    }
+
+    /// Counts one event of the log (anything but a step event changes nothing).
+    pub fn add_event(&mut self, event: &serde_json::Value) {
+        if event["event"] != "step" {
+            return;
+        }
+        self.control_steps += 1;
+        let migrations = event["outcome"]["migrations"].as_array();
+        let migrations = migrations.map(Vec::as_slice).unwrap_or_default();
+        if !migrations.is_empty() {
+            self.steps_with_moves += 1;
+        }
+        for migration in migrations {
+            self.migrations += 1;
+            self.keys_migrated += migration["keys"].as_u64().unwrap_or(0);
+            self.migrating_s += migration["millis"].as_f64().unwrap_or(0.0) / 1000.0;
+        }
     }
 
     /// The mean time of one migration in milliseconds, `None` without migrations.

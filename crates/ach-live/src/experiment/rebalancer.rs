@@ -148,16 +148,19 @@ fn finish_loop(
     }
     let log = buffer.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let text = String::from_utf8_lossy(&log).into_owned();
+    let mut cadence = LoopCadence::default();
     for line in text.lines() {
-        if let Ok(value) = serde_json::from_str::<serde_json::Value>(line)
-            && let Some(errors) = value["outcome"]["errors"].as_array()
-        {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        cadence.add_event(&value);
+        if let Some(errors) = value["outcome"]["errors"].as_array() {
             for error in errors {
                 notes.push(format!("step {}: {}", value["step"], error));
             }
         }
     }
-    notes.push(LoopCadence::from_log(&text).note());
+    notes.push(cadence.note());
     (notes, text)
 }
 
