@@ -98,7 +98,11 @@ pub fn run(args: Args) -> ExitCode {
             "simulator: the same scenario ({} steps), calibrated to the measured service rates",
             config.steps()
         );
-        let sim = ach_live::simulator::run(&config, &results.service_rates)?;
+        let sim = ach_live::simulator::run(
+            &config,
+            &results.service_rates,
+            &ach_live::pace::of_results(&results),
+        )?;
         let arms = ach_live::output::write_all(&results, &sim)?;
         Ok((results, arms))
     })();
@@ -219,5 +223,85 @@ pub fn run_cadence(args: CadenceArgs) -> ExitCode {
             }
         );
     }
+    ExitCode::SUCCESS
+}
+
+/// The arguments of `cargo xtask live-resim`.
+#[derive(clap::Args, Debug)]
+pub struct ResimArgs {
+    /// The output folder of `cargo xtask live` (its summary.json and runs/).
+    folder: PathBuf,
+    /// Also write the resimulation (the measured calibration, the series, every arm's
+    /// figures) as JSON to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// Prints the simulator's D-bar true, instant and paced, against every live arm's, with the
+/// relative errors, whether the order of the arms agrees, and the measured clock; exit code 2
+/// when the folder cannot be read.
+pub fn run_resim(args: ResimArgs) -> ExitCode {
+    let resimulation = match ach_live::resimulate::resimulate(&args.folder) {
+        Ok(resimulation) => resimulation,
+        Err(error) => {
+            eprintln!("error: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(out) = &args.out
+        && let Err(error) = resimulation.write_json(out)
+    {
+        eprintln!("error: {error}");
+        return ExitCode::FAILURE;
+    }
+    let calibration = &resimulation.calibration;
+    println!("measured: {}", calibration.pace.describe());
+    for line in &calibration.class_readings {
+        println!(
+            "reading of a {:?} node: {:.3} + {:.3} x true load ({} samples)",
+            line.class, line.offset, line.scale, line.samples
+        );
+    }
+    println!(
+        "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8}",
+        "algorithm", "live", "instant", "error", "paced", "error", "calibrated", "error"
+    );
+    let error = |sim: f64, live: f64| format!("{:+.1} %", 100.0 * (sim - live) / live);
+    for arm in &resimulation.arms {
+        println!(
+            "{:<14} {:>8.4} {:>8.4} {:>8} {:>8.4} {:>8} {:>10.4} {:>8}",
+            arm.algorithm,
+            arm.live,
+            arm.instant,
+            error(arm.instant, arm.live),
+            arm.paced,
+            error(arm.paced, arm.live),
+            arm.calibrated,
+            error(arm.calibrated, arm.live)
+        );
+    }
+    let order = |value: fn(&ach_live::resimulate::ArmAgreement) -> f64| {
+        let mut arms: Vec<_> = resimulation.arms.iter().collect();
+        arms.sort_by(|a, b| value(a).total_cmp(&value(b)));
+        arms.iter().map(|a| a.algorithm.clone()).collect::<Vec<_>>()
+    };
+    let live = order(|a| a.live);
+    let orders = [
+        ("instant", order(|a| a.instant)),
+        ("paced", order(|a| a.paced)),
+        ("calibrated", order(|a| a.calibrated)),
+    ];
+    for (name, sim) in orders {
+        println!(
+            "order {name}: {} ({})",
+            sim.join(" < "),
+            if sim == live {
+                "same as live"
+            } else {
+                "differs from live"
+            }
+        );
+    }
+    println!("order live: {}", live.join(" < "));
     ExitCode::SUCCESS
 }

@@ -55,6 +55,10 @@ enum Command {
     /// Every rebalance loop's cadence in a `live` output folder, from its runs/ logs: control
     /// steps, steps with moves, migrations and the time they took, and each arm's means.
     LiveCadence(live::CadenceArgs),
+    /// Run the calibrated simulator again on an output folder of `live`: every plan switching
+    /// at once, and paced by the control steps and migrations measured in its runs, against
+    /// the live D-bar true of every arm.
+    LiveResim(live::ResimArgs),
     /// Regenerate the tables, numbers and figures of docs/ from the saved results in
     /// docs/data (`--check`: only say which are stale; `--rerun NAME`: rerun a dataset first).
     Docs(report::docs::Args),
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => stats::run(args),
         Command::Live(args) => live::run(args),
         Command::LiveCadence(args) => live::run_cadence(args),
+        Command::LiveResim(args) => live::run_resim(args),
         Command::Docs(args) => report::docs::run(args),
         Command::BenchScale(args) => bench_scale::run(args),
         Command::Test(args) => setup::run(args),

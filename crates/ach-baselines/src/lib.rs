@@ -13,6 +13,7 @@
 //! | A1 | [`StaticWt`] | owners proportional to capacity on the first step, then never changes |
 //! | A2 | [`DynamicR`] | dynamic reweighting: 5 % of each overloaded node's share per step, no budget |
 //! | A3 | [`BoundedLoads`] | the published simulation's token-moving heuristic named after bounded loads |
+//! | redis-cli | [`RedisCliRebalance`] | `redis-cli --cluster rebalance` with weights: its transfers in its order, one per plan (the live experiment's arm, in the simulator; not in the paper) |
 //! | CH-BL | [`BoundedLoadsRouting`] + [`RoutingOnly`] | consistent hashing with bounded loads as published (Mirrokni, Thorup, Zadimoghaddam, SODA 2018), capacity-weighted: routes requests past full nodes, never moves a token (not in the paper) |
 //! | ACH-F | [`MedianFiltered`] | any balancer (ACH in the matrix) behind a per-node median filter of its loads (not in the paper) |
 //!
@@ -49,6 +50,7 @@ pub mod catalogue;
 mod dynamic_r;
 mod filtered;
 mod oracle;
+mod redis_cli;
 mod static_w;
 
 pub use adaptive::{Adaptive, AdaptiveRules};
@@ -57,6 +59,7 @@ pub use bounded_loads_routing::{BoundedLoadsRouting, RoutingOnly};
 pub use dynamic_r::DynamicR;
 pub use filtered::{MedianFiltered, median};
 pub use oracle::Oracle;
+pub use redis_cli::{REDIS_CLI_THRESHOLD, RedisCliRebalance};
 pub use static_w::{StaticW, StaticWt};
 
 /// Minimum tokens per node kept by every mover (spec section 5).

@@ -210,3 +210,35 @@ pub enum CadenceError {
         folder: PathBuf,
     },
 }
+
+/// A saved output folder could not be simulated again ([`crate::resimulate::resimulate`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ResimulateError {
+    /// A file could not be read.
+    #[error("{}: cannot read: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The error of the operating system.
+        source: std::io::Error,
+    },
+    /// The resimulation could not be written.
+    #[error("{}: cannot write: {source}", path.display())]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// The error of the operating system.
+        source: std::io::Error,
+    },
+    /// A file is not what `cargo xtask live` writes.
+    #[error("{}: {detail}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// The simulator refused the series or failed.
+    #[error(transparent)]
+    Simulator(#[from] SimulatorError),
+}

@@ -282,6 +282,7 @@ pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary
     let out = &results.config.out;
     let arms = summarise(results, sim);
     let comparisons = compare(&arms);
+    let calibration = crate::pace::of_results(results);
     let summary = serde_json::json!({
         "config": results.config,
         "server": results.server,
@@ -300,7 +301,8 @@ pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary
             "simulator": order_by(&arms, |a| a.sim_d_bar_true),
         },
         "simulator": {
-            "series": simulator::series(&results.config, &results.service_rates),
+            "series": simulator::series(&results.config, &results.service_rates, &calibration),
+            "calibration": calibration,
             "arms": sim.iter().map(|s| serde_json::json!({
                 "algorithm": s.algorithm, "repeat": s.repeat, "d_bar_true": s.d_bar,
                 "keys_moved": s.keys_moved,

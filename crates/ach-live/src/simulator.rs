@@ -5,7 +5,7 @@
 //! Calibrated: each class serves the demand per step that was measured for it before the arms
 //! ([`calibration`]), so the simulator's `D_true` is in the live ground truth's unit.
 
-use ach_baselines::StaticWt;
+use ach_baselines::RedisCliRebalance;
 use ach_redis::control::live_ach_config;
 use ach_sim::algorithms::AlgorithmInfo;
 use ach_sim::config::{ClusterConfig, Degradation, HotKeys, LoadProfile};
@@ -14,13 +14,15 @@ use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 use crate::calibrate::ServiceRate;
 use crate::error::SimulatorError;
 use crate::experiment::{LiveConfig, REDIS_CLI};
+use crate::pace::ArmCalibration;
 
 /// Mean utilisation of the simulated cluster before the load step: the paper's C1 level
 /// (1437.5 requests per step over 10 nodes of total capacity 5.95 at 350 requests each).
 pub const BASE_UTILISATION: f64 = 1437.5 / (350.0 * 5.95);
 
 /// The algorithm registry of the live experiment: the built-in algorithms and `redis-cli`,
-/// which the simulator runs as Static-Wt (the report draws it grey, with a cross).
+/// which the simulator runs as [`RedisCliRebalance`] with the capacities as weights, as the
+/// live arm does (the report draws it grey, with a cross).
 pub fn registry() -> Registry {
     let mut registry = Registry::built_in();
     registry
@@ -28,7 +30,7 @@ pub fn registry() -> Registry {
             AlgorithmInfo::new(REDIS_CLI, REDIS_CLI),
             |config: &SeriesConfig| {
                 let capacities = config.cluster.classes.iter().map(|c| c.capacity());
-                Ok(Box::new(StaticWt::new(capacities.collect())) as _)
+                Ok(Box::new(RedisCliRebalance::new(capacities.collect())) as _)
             },
         )
         .expect("redis-cli is a new, valid name");
@@ -66,8 +68,10 @@ pub fn calibration(config: &LiveConfig, rates: &[ServiceRate]) -> (f64, Vec<Degr
 }
 
 /// The series the simulator runs for `config`, with the service rates `rates` measured
-/// before the arms (the paper's utilisation when empty).
-pub fn series(config: &LiveConfig, rates: &[ServiceRate]) -> SeriesConfig {
+/// before the arms (the paper's utilisation when empty) and the clock and readings `arms`
+/// measured in the arms ([`crate::pace`]; empty: every plan switches at once and every
+/// algorithm reads the model's loads).
+pub fn series(config: &LiveConfig, rates: &[ServiceRate], arms: &ArmCalibration) -> SeriesConfig {
     let steps = config.steps();
     let workload = config.workload(0);
     let classes = config.classes();
@@ -98,6 +102,8 @@ pub fn series(config: &LiveConfig, rates: &[ServiceRate]) -> SeriesConfig {
         },
         ach: live_ach_config(),
         hot_keys: hot_phase(config),
+        pacing: arms.pacing.clone(),
+        readings: arms.readings.clone(),
         ..SeriesConfig::default()
     }
 }
@@ -137,16 +143,24 @@ pub struct SimArm {
     pub keys_moved_trace: Vec<f64>,
 }
 
-/// Runs the series once per repeat, calibrated with `rates`.
-pub fn run(config: &LiveConfig, rates: &[ServiceRate]) -> Result<Vec<SimArm>, SimulatorError> {
-    let series = series(config, rates);
+/// Runs the series once per repeat, calibrated with `rates` and `arms`.
+pub fn run(
+    config: &LiveConfig,
+    rates: &[ServiceRate],
+    arms: &ArmCalibration,
+) -> Result<Vec<SimArm>, SimulatorError> {
+    run_series(&series(config, rates, arms))
+}
+
+/// Runs `series` (a [`series`], perhaps read back from a summary) once per run.
+pub fn run_series(series: &SeriesConfig) -> Result<Vec<SimArm>, SimulatorError> {
     let registry = registry();
     series
         .validate_with(Profile::Paper, &registry)
         .map_err(|e| SimulatorError(e.to_string()))?;
-    let specs: Vec<RunSpec<'_>> = (0..config.repeats)
+    let specs: Vec<RunSpec<'_>> = (0..series.runs)
         .map(|run_index| RunSpec {
-            config: &series,
+            config: series,
             point: None,
             profile: Profile::Paper,
             run_index,
@@ -164,7 +178,7 @@ pub fn run(config: &LiveConfig, rates: &[ServiceRate]) -> Result<Vec<SimArm>, Si
                 .m_trace
                 .iter()
                 .map(|m| {
-                    total += m * config.keys as f64;
+                    total += m * series.keys as f64;
                     total
                 })
                 .collect();

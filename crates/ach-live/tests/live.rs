@@ -122,8 +122,12 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
     }
     assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
 
-    let sim = ach_live::simulator::run(&config, &results.service_rates)
-        .expect("the simulator runs the scenario");
+    let sim = ach_live::simulator::run(
+        &config,
+        &results.service_rates,
+        &ach_live::pace::of_results(&results),
+    )
+    .expect("the simulator runs the scenario");
     assert_eq!(sim.len(), 10);
     let arms = ach_live::output::write_all(&results, &sim).expect("files written");
     assert_eq!(arms.len(), 5);
@@ -195,6 +199,25 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         assert_eq!(row["n"], 2);
     }
     assert_eq!(summary["service_rates"].as_array().map(Vec::len), Some(3));
+    // The simulator ran paced by the clock measured in the loop arms and redis-cli's rate, and
+    // read each class as the loops read it; `live-resim` measures the same from the folder.
+    let calibration = &summary["simulator"]["calibration"];
+    assert!(calibration["pacing"].is_array(), "{calibration}");
+    let series = &summary["simulator"]["series"];
+    for field in ["pacing", "readings"] {
+        let given = series.get(field).cloned().unwrap_or(serde_json::json!([]));
+        assert_eq!(given, calibration[field], "{field}");
+    }
+    let resimulation = ach_live::resimulate::resimulate(out.path()).expect("live-resim reads it");
+    assert_eq!(
+        serde_json::to_value(&resimulation.calibration).expect("JSON"),
+        *calibration,
+        "the folder gives the calibration the run used"
+    );
+    assert_eq!(resimulation.arms.len(), 5);
+    for arm in &resimulation.arms {
+        assert!(arm.live.is_finite() && arm.instant.is_finite() && arm.calibrated.is_finite());
+    }
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
     assert!(report.contains("| redis-cli"), "{report}");
     assert!(report.contains("Service rates"), "{report}");

@@ -318,6 +318,17 @@ pub struct SeriesConfig {
     /// fingerprints and draws.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hot_keys: Option<HotKeys>,
+    /// The live clock of some algorithms (`[[pacing]]`, optional; see [`crate::pacing`]): their
+    /// moves take time to switch and they plan again only after them. Left out of the written
+    /// configuration when empty, so that series without it keep their files, fingerprints and
+    /// records. A series with churn cannot pace its algorithms.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pacing: Vec<crate::pacing::Pacing>,
+    /// What the algorithms read of some nodes' loads (`[[readings]]`, optional; see
+    /// [`crate::reading`]): `offset + scale * load`, the true loads recorded beside. Left out
+    /// of the written configuration when empty, like `pacing`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub readings: Vec<crate::reading::Reading>,
 }
 
 /// A hot-key phase: during steps `from <= t < to`, a request goes with probability `share` to
@@ -406,6 +417,8 @@ impl Default for SeriesConfig {
             report_cv: false,
             against_a0: false,
             hot_keys: None,
+            pacing: Vec::new(),
+            readings: Vec::new(),
         }
     }
 }

@@ -13,8 +13,10 @@
 pub mod algorithms;
 pub mod config;
 pub mod matrix;
+pub mod pacing;
 pub mod phases;
 pub mod point;
+pub mod reading;
 pub mod record;
 pub mod run;
 pub mod streams;

@@ -8,6 +8,7 @@ use rand_distr::{Distribution, Normal};
 
 use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::pacing::Pacer;
 use crate::phases::{NoProbe, Phase, PhaseProbe};
 use crate::record::{
     Aggregates, AlgorithmRecord, RunRecord, ViolationRecord, coefficient_of_variation,
@@ -135,6 +136,12 @@ struct Arm {
     /// Per-token telemetry, for an algorithm that asks for observed per-token loads.
     token_telemetry: Option<TokenTelemetry>,
     ring: TokenRing,
+    /// The live clock of a paced algorithm (`None`: the paper's instant switch).
+    pacer: Option<Pacer>,
+    /// Every node's reading, `(offset, scale)` of its load (`None`: the load itself).
+    readings: Option<Vec<(f64, f64)>>,
+    /// The readings of the last step.
+    read_loads: Vec<f64>,
     telemetry: TelemetryPipeline,
     truth: Option<TelemetryPipeline>,
     /// Per-node sums of the packed request counts (see [`StepRequests`]).
@@ -156,13 +163,20 @@ struct Arm {
 }
 
 impl Arm {
-    /// A fresh arm for `algorithm` on `ring`, with the series' telemetry.
-    fn new(algorithm: &Algorithm, config: &SeriesConfig, ring: TokenRing) -> Result<Arm, ArmError> {
+    /// A fresh arm for `algorithm`, named `name` in the series, on `ring`, with the series'
+    /// telemetry and pacing.
+    fn new(
+        name: &str,
+        algorithm: &Algorithm,
+        config: &SeriesConfig,
+        ring: TokenRing,
+    ) -> Result<Arm, ArmError> {
         let n0 = config.cluster.classes.len();
         let steps = config.steps as usize;
         let distortion = config.noise.distortion();
         let telemetry_config = config.telemetry.config();
-        let noisy = !distortion.is_none();
+        let readings = crate::reading::per_node(&config.readings, n0);
+        let noisy = !distortion.is_none() || readings.is_some();
         let telemetry = TelemetryPipeline::new(n0, telemetry_config, distortion)?;
         let truth = if noisy {
             Some(TelemetryPipeline::noise_free(n0, telemetry_config)?)
@@ -188,6 +202,13 @@ impl Arm {
             token_load_need,
             token_telemetry,
             ring,
+            pacer: config
+                .pacing
+                .iter()
+                .find(|pacing| pacing.algorithms.iter().any(|a| a == name))
+                .map(|pacing| Pacer::new(pacing, config.keys)),
+            readings,
+            read_loads: Vec::with_capacity(n0),
             telemetry,
             truth,
             packed: vec![0; n0],
@@ -412,7 +433,7 @@ fn simulate_members<P: PhaseProbe>(
                 internal(spec, 0, format!("algorithm {name:?} is not registered"))
             })?;
             arms.push(
-                Arm::new(algorithm, c, initial_ring.clone())
+                Arm::new(name, algorithm, c, initial_ring.clone())
                     .map_err(|e| internal(spec, 0, e.to_string()))?,
             );
         }
@@ -458,6 +479,12 @@ fn simulate_members<P: PhaseProbe>(
 
     for t in 0..config.steps {
         probe.enter(Phase::Events);
+        for member in &mut members {
+            for arm in &mut member.arms {
+                arm.switch_ended_jobs(t)
+                    .map_err(|e| internal(member.spec, t, e.to_string()))?;
+            }
+        }
         let mut all_arms: Vec<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
         if apply_events(config, t, &mut cluster, &mut all_arms) {
             for arm in &mut all_arms {
@@ -731,7 +758,21 @@ impl Arm {
                 ));
             }
         }
-        let observed = self.telemetry.observe(&self.raw, draws)?;
+        let alpha = self.telemetry.config().alpha;
+        let mut observed = self.telemetry.observe(&self.raw, draws)?;
+        if let Some(readings) = &self.readings {
+            // What the algorithm reads of each node (a joining node reads its load).
+            self.read_loads.clear();
+            self.read_loads
+                .extend(observed.loads.iter().enumerate().map(|(i, &load)| {
+                    let (offset, scale) = readings.get(i).copied().unwrap_or((0.0, 1.0));
+                    offset + scale * load
+                }));
+            observed = ach_telemetry::StepLoads {
+                loads: &self.read_loads,
+                total_load: ach_telemetry::total_load(&self.read_loads, alpha),
+            };
+        }
         if self.truth.is_none()
             && let Some(cv) = &mut self.cv_true
         {
@@ -764,12 +805,26 @@ impl Arm {
             live: &cluster.usable,
             token_loads,
         };
+        if self.pacer.as_ref().is_some_and(|pacer| !pacer.plans_at(t)) {
+            // A paced arm between control steps: its last plan's jobs run, or it waits.
+            self.m.push(0.0);
+            return self.check_invariants(t, cluster, v_min, probe);
+        }
         probe.enter(Phase::Plan { arm: index });
         let plan = self.balancer.plan(&self.ring, &observation);
         probe.enter(Phase::Commit);
-        commit(&mut self.ring, &plan)?;
-        // A simulated switch is instantaneous: the plan is confirmed as soon as it is committed.
-        self.balancer.confirm(&plan)?;
+        if let Some(pacer) = &mut self.pacer {
+            // A paced plan switches job by job ([`Arm::switch_ended_jobs`]).
+            pacer.schedule(t, &plan, &self.ring);
+        } else {
+            commit(&mut self.ring, &plan)?;
+            // A simulated switch is instantaneous: the plan is confirmed as soon as it is
+            // committed.
+            self.balancer.confirm(&plan)?;
+            if !plan.moves.is_empty() {
+                self.needs_check = true;
+            }
+        }
         self.m.push(plan.m_keys);
         if !plan.within_budget() {
             let bound = plan.budget_bound.unwrap_or(f64::INFINITY);
@@ -779,9 +834,34 @@ impl Arm {
                 format!("M_keys = {} > m + |O| max L = {bound}", plan.m_keys),
             );
         }
-        if !plan.moves.is_empty() {
-            self.needs_check = true;
-        }
+        self.check_invariants(t, cluster, v_min, probe)
+    }
+
+    /// Switches the moves of the paced jobs that have ended before step `t`'s requests are
+    /// routed, and tells the algorithm (nothing for an arm that is not paced).
+    fn switch_ended_jobs(&mut self, t: u32) -> Result<(), ArmError> {
+        let Some(plan) = self
+            .pacer
+            .as_mut()
+            .and_then(|pacer| pacer.take_switched(t, &self.ring))
+        else {
+            return Ok(());
+        };
+        commit(&mut self.ring, &plan)?;
+        self.balancer.confirm(&plan)?;
+        self.needs_check = true;
+        Ok(())
+    }
+
+    /// The invariants of the ring after step `t`, recorded as violations.
+    fn check_invariants<P: PhaseProbe>(
+        &mut self,
+        t: u32,
+        cluster: &Cluster,
+        v_min: usize,
+        probe: &mut P,
+    ) -> Result<(), ArmError> {
+        let n = cluster.capacity.len();
         // The five invariants are a function of the ring and the membership only: a step that
         // changed neither has exactly the violations of the last check.
         probe.enter(Phase::Invariants);

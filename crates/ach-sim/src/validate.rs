@@ -174,8 +174,41 @@ impl SeriesConfig {
                 return Err(fail(name, &value, &rule));
             }
         }
+        self.validate_pacing()
+            .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
+        for (k, reading) in self.readings.iter().enumerate() {
+            reading
+                .check(k, &self.readings[..k], self.cluster.classes.len())
+                .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
+        }
         if let Some(sweep) = &self.sweep {
             self.validate_sweep(sweep, profile)?;
+        }
+        Ok(())
+    }
+
+    /// The `[[pacing]]` entries: each by its own rules, no algorithm in two, and no churn
+    /// (a paced plan's moves may still be running when a node joins or leaves).
+    fn validate_pacing(&self) -> Result<(), (String, String, String)> {
+        for (k, pacing) in self.pacing.iter().enumerate() {
+            pacing.check(k, &self.algorithms)?;
+            for (j, name) in pacing.algorithms.iter().enumerate() {
+                let earlier = self.pacing[..k].iter().flat_map(|p| &p.algorithms);
+                if earlier.chain(&pacing.algorithms[..j]).any(|n| n == name) {
+                    return Err((
+                        format!("pacing[{k}].algorithms[{j}]"),
+                        format!("{name:?}"),
+                        "is paced by an earlier entry already".into(),
+                    ));
+                }
+            }
+        }
+        if !self.pacing.is_empty() && !self.churn.is_empty() {
+            return Err((
+                "pacing".into(),
+                format!("{} entries", self.pacing.len()),
+                "cannot be combined with churn".into(),
+            ));
         }
         Ok(())
     }

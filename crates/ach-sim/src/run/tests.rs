@@ -30,7 +30,7 @@ fn setup(config: &SeriesConfig, profile: Profile) -> (Cluster, Vec<Arm>) {
         .iter()
         .map(|name| {
             let registry = Registry::built_in();
-            Arm::new(registry.get(name).unwrap(), config, ring.clone()).unwrap()
+            Arm::new(name, registry.get(name).unwrap(), config, ring.clone()).unwrap()
         })
         .collect();
     (Cluster::new(config, profile), arms)
@@ -322,4 +322,127 @@ fn a_hot_key_phase_outside_the_run_is_refused_with_its_field() {
     config.hot_keys.as_mut().unwrap().node = 4;
     let error = config.validate(Profile::Paper).unwrap_err().to_string();
     assert!(error.contains("hot_keys.node"), "{error}");
+}
+
+fn paced(config: &SeriesConfig, pacing: crate::pacing::Pacing) -> SeriesConfig {
+    let mut paced = config.clone();
+    paced.pacing = vec![pacing];
+    paced
+}
+
+fn every_algorithm_paced(config: &SeriesConfig) -> crate::pacing::Pacing {
+    crate::pacing::Pacing {
+        algorithms: config.algorithms.clone(),
+        step_s: 2.0,
+        control_s: 0.0,
+        wait_s: 2.0,
+        job_s: 0.0,
+        key_s: 0.0,
+        jobs: crate::pacing::JobGrouping::SourceTarget,
+    }
+}
+
+#[test]
+fn pacing_without_delays_is_the_instant_model_step_for_step() {
+    for name in ["C1", "C2", "C4"] {
+        let config = small(name);
+        let instant = run(&config, Profile::Paper, 1);
+        let paced_config = paced(&config, every_algorithm_paced(&config));
+        paced_config.validate(Profile::Paper).unwrap();
+        let paced = run(&paced_config, Profile::Paper, 1);
+        assert_ne!(
+            paced.fingerprint, instant.fingerprint,
+            "pacing is in the fingerprint"
+        );
+        assert_eq!(paced.algorithms, instant.algorithms, "series {name}");
+    }
+}
+
+#[test]
+fn paced_moves_switch_later_and_the_arm_plans_less_often() {
+    let mut config = small("C2");
+    config.algorithms = vec!["ACH".into(), "Dynamic-R".into()];
+    config.steps = 60;
+    config.load = crate::config::LoadProfile::Constant { lambda: 700.0 };
+    config.degradation = vec![Degradation {
+        t: 10,
+        nodes: vec![0],
+        factor: 0.3,
+    }];
+    let instant = run(&config, Profile::Paper, 0);
+    let mut pacing = every_algorithm_paced(&config);
+    pacing.algorithms = vec!["ACH".into()];
+    (pacing.step_s, pacing.wait_s, pacing.job_s) = (1.0, 1.0, 1.5);
+    let paced = run(&paced(&config, pacing), Profile::Paper, 0);
+    // Dynamic-R is not paced: its records are unchanged.
+    assert_eq!(paced.algorithms[1], instant.algorithms[1]);
+    let (ach_instant, ach_paced) = (&instant.algorithms[0], &paced.algorithms[0]);
+    let plans = |m: &[f64]| m.iter().filter(|&&m| m > 0.0).count();
+    assert!(
+        plans(&ach_instant.m_trace) > 1,
+        "ACH moves after the degradation"
+    );
+    // A plan with moves takes at least 1 s of wait and one 1.5 s job: ACH cannot plan at two
+    // steps in a row after moving.
+    for pair in ach_paced.m_trace.windows(2) {
+        assert!(pair[0] == 0.0 || pair[1] == 0.0, "{:?}", ach_paced.m_trace);
+    }
+    assert_ne!(ach_paced.d_trace, ach_instant.d_trace);
+    assert_eq!(ach_paced.aggregates.n_viol, 0, "{:?}", ach_paced.violations);
+}
+
+#[test]
+fn pacing_is_refused_with_churn_and_for_an_algorithm_twice() {
+    let mut config = small("C1");
+    config.pacing = vec![every_algorithm_paced(&config)];
+    config.churn = node_3_leaves_then_a_strong_node_joins();
+    let error = config.validate(Profile::Paper).unwrap_err();
+    assert_eq!(error.field, "pacing");
+    assert!(error.to_string().contains("churn"), "{error}");
+    config.churn.clear();
+    config.pacing.push(every_algorithm_paced(&config));
+    let error = config.validate(Profile::Paper).unwrap_err();
+    assert_eq!(error.field, "pacing[1].algorithms[0]");
+}
+
+#[test]
+fn an_identity_reading_changes_nothing_but_records_the_true_loads() {
+    let config = small("C2");
+    let plain = run(&config, Profile::Paper, 0);
+    let mut read = config.clone();
+    read.readings = vec![crate::reading::Reading {
+        nodes: (0..4).collect(),
+        offset: 0.0,
+        scale: 1.0,
+    }];
+    let read = run(&read, Profile::Paper, 0);
+    for (plain, read) in plain.algorithms.iter().zip(&read.algorithms) {
+        assert_eq!(read.d_trace, plain.d_trace);
+        assert_eq!(read.m_trace, plain.m_trace);
+        assert_eq!(
+            read.d_true_trace, plain.d_trace,
+            "the true loads are recorded"
+        );
+    }
+}
+
+#[test]
+fn a_node_that_reads_high_is_relieved_of_tokens_its_load_does_not_call_for() {
+    let mut config = small("C1");
+    config.algorithms = vec!["Dynamic-R".into()];
+    let plain = run(&config, Profile::Paper, 0);
+    assert!(plain.algorithms[0].m_trace.iter().all(|&m| m == 0.0));
+    config.readings = vec![crate::reading::Reading {
+        nodes: vec![0],
+        offset: 0.9,
+        scale: 1.0,
+    }];
+    let read = run(&config, Profile::Paper, 0);
+    let arm = &read.algorithms[0];
+    assert!(
+        arm.m_trace.iter().any(|&m| m > 0.0),
+        "Dynamic-R sheds node 0's tokens"
+    );
+    // It sees node 0 overloaded: the observed D is above the true one.
+    assert!(arm.d_trace[10] > arm.d_true_trace[10]);
 }

@@ -1,0 +1,174 @@
+//! `redis-cli --cluster rebalance` on a ring: the slot moves of Redis' own rebalancer, with the
+//! tokens as the slots (the live experiment's arm of that name, in the simulator).
+
+use ach_control::{Balancer, Observation, Plan};
+use ach_ring::{NodeId, TokenMove, TokenRing};
+
+/// The percentage `redis-cli --cluster rebalance` leaves alone (`--cluster-threshold`, 2 by
+/// default): no node's slots differ from its expected number by more than it, nothing moves.
+pub const REDIS_CLI_THRESHOLD: f32 = 2.0;
+
+/// `redis-cli --cluster rebalance` with weights: Redis 7's `clusterManagerCommandRebalance`,
+/// one (source, target) transfer per plan, in its order.
+///
+/// On its first plan it computes each node's balance, `slots - expected` with `expected =
+/// (int)(V / total_weight * weight)` in single precision (as `redis-cli` does; nodes that own
+/// no token are left out); if no node is off its expected number by more than
+/// [`REDIS_CLI_THRESHOLD`] percent, it never moves. Otherwise the receivers' balances absorb
+/// the rounding (one each, in node order, until the balances sum to zero), the nodes are
+/// sorted by balance (a stable sort: ties in node order, where `redis-cli`'s `qsort` leaves
+/// them unspecified), and each plan takes the next transfer: from the last node with slots to
+/// give to the first with slots to get, `min` of the two balances, the source's
+/// lowest-indexed tokens (`redis-cli` takes a source's slots from the lowest). `redis-cli`
+/// runs the transfers one after another; so does a paced simulation of this balancer, which
+/// plans the next transfer once the last one's slots have moved.
+#[derive(Clone, Debug)]
+pub struct RedisCliRebalance {
+    weights: Vec<f64>,
+    transfers: Option<Transfers>,
+}
+
+/// The balances and the two cursors of `redis-cli`'s loop.
+#[derive(Clone, Debug)]
+struct Transfers {
+    /// (node, balance), sorted by balance.
+    nodes: Vec<(NodeId, i64)>,
+    dst: usize,
+    src: usize,
+}
+
+impl RedisCliRebalance {
+    /// The rebalancer for a cluster with these weights (one per node of the initial cluster;
+    /// the live experiment gives the capacities).
+    pub fn new(weights: Vec<f64>) -> RedisCliRebalance {
+        RedisCliRebalance {
+            weights,
+            transfers: None,
+        }
+    }
+}
+
+/// The balances of the nodes of `ring` that own tokens, under `weights`, sorted (empty when
+/// every node is within the threshold).
+fn balances(weights: &[f64], ring: &TokenRing) -> Vec<(NodeId, i64)> {
+    let slots = ring.len() as f32;
+    let involved: Vec<(NodeId, usize, f32)> = (0..weights.len())
+        .map(|i| NodeId(i as u32))
+        .map(|node| (node, ring.count(node), weights[node.index()] as f32))
+        .filter(|&(_, count, _)| count > 0)
+        .collect();
+    let total_weight: f32 = involved.iter().map(|&(_, _, w)| w).sum();
+    let mut over_threshold = false;
+    let mut nodes: Vec<(NodeId, i64)> = Vec::with_capacity(involved.len());
+    for &(node, count, weight) in &involved {
+        let expected = ((slots / total_weight) * weight) as i64;
+        let off_by = (100.0 - 100.0 * expected as f64 / count as f64).abs();
+        over_threshold |= off_by > f64::from(REDIS_CLI_THRESHOLD);
+        nodes.push((node, count as i64 - expected));
+    }
+    if !over_threshold {
+        return Vec::new();
+    }
+    let mut total: i64 = nodes.iter().map(|&(_, balance)| balance).sum();
+    while total > 0 {
+        for (_, balance) in &mut nodes {
+            if *balance <= 0 && total > 0 {
+                *balance -= 1;
+                total -= 1;
+            }
+        }
+    }
+    nodes.sort_by_key(|&(_, balance)| balance);
+    nodes
+}
+
+impl Balancer for RedisCliRebalance {
+    fn name(&self) -> &'static str {
+        "redis-cli"
+    }
+
+    fn plan(&mut self, ring: &TokenRing, _observation: &Observation<'_>) -> Plan {
+        let transfers = self.transfers.get_or_insert_with(|| {
+            let nodes = balances(&self.weights, ring);
+            let src = nodes.len().saturating_sub(1);
+            Transfers { nodes, dst: 0, src }
+        });
+        while transfers.dst < transfers.src {
+            let (dst, dst_balance) = transfers.nodes[transfers.dst];
+            let (src, src_balance) = transfers.nodes[transfers.src];
+            let count = dst_balance.abs().min(src_balance.abs());
+            transfers.nodes[transfers.dst].1 += count;
+            transfers.nodes[transfers.src].1 -= count;
+            if transfers.nodes[transfers.dst].1 == 0 {
+                transfers.dst += 1;
+            }
+            if transfers.nodes[transfers.src].1 == 0 {
+                transfers.src -= 1;
+            }
+            if count > 0 {
+                let moves = (0..ring.len())
+                    .filter(|&token| ring.owner(token) == src)
+                    .take(count as usize)
+                    .map(|token| TokenMove {
+                        token,
+                        from: src,
+                        to: dst,
+                    })
+                    .collect();
+                return Plan::from_moves(ring, moves);
+            }
+        }
+        Plan::none()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_support::{even_ring, observe};
+    use ach_control::commit;
+
+    fn moves(plan: &Plan) -> Vec<(usize, u32, u32)> {
+        plan.moves
+            .iter()
+            .map(|mv| (mv.token, mv.from.0, mv.to.0))
+            .collect()
+    }
+
+    #[test]
+    fn transfers_go_from_the_last_giver_to_the_first_taker_one_per_plan() {
+        // 12 tokens over 3 nodes (4 each), weights 1, 1, 2: expected 3, 3, 6, balances +1, +1,
+        // -2. Sorted: node 2, node 0, node 1; node 1 gives first, its lowest token (1).
+        let mut ring = even_ring(12, 3);
+        let mut rebalance = RedisCliRebalance::new(vec![1.0, 1.0, 2.0]);
+        let observation = observe(&[0.5; 3], &[true; 3]);
+        let first = rebalance.plan(&ring, &observation);
+        assert_eq!(moves(&first), [(1, 1, 2)]);
+        commit(&mut ring, &first).unwrap();
+        let second = rebalance.plan(&ring, &observation);
+        assert_eq!(moves(&second), [(0, 0, 2)]);
+        commit(&mut ring, &second).unwrap();
+        assert_eq!(ring.counts(3), vec![3, 3, 6]);
+        assert_eq!(rebalance.plan(&ring, &observation), Plan::none());
+    }
+
+    #[test]
+    fn the_rounding_is_absorbed_by_the_takers_in_node_order() {
+        // 10 tokens, equal weights: expected 3 each, balances +1, 0, 0; node 1 takes the one
+        // slot that rounding leaves over, from node 0's lowest token.
+        let ring = even_ring(10, 3);
+        let mut rebalance = RedisCliRebalance::new(vec![1.0; 3]);
+        let observation = observe(&[0.5; 3], &[true; 3]);
+        assert_eq!(moves(&rebalance.plan(&ring, &observation)), [(0, 0, 1)]);
+        assert_eq!(rebalance.plan(&ring, &observation), Plan::none());
+    }
+
+    #[test]
+    fn nodes_within_the_threshold_never_move() {
+        let ring = even_ring(300, 3);
+        // Expected 100, 100, 100 for weights within 1 % of each other: nothing to do.
+        let mut rebalance = RedisCliRebalance::new(vec![1.0, 1.005, 0.995]);
+        let observation = observe(&[0.9, 0.1, 0.1], &[true; 3]);
+        assert_eq!(rebalance.plan(&ring, &observation), Plan::none());
+    }
+}

@@ -1,0 +1,196 @@
+//! What the rebalance loop read of each node class's load, against the ground truth: a
+//! least-squares line `reading = offset + scale * true load` per class, pooled over every
+//! control step of every loop arm, for the calibrated simulator's readings
+//! ([`ach_sim::reading`]).
+//!
+//! A control step's reading covers the time since the one before; it is paired with the true
+//! load of the step it ended in (`round((t_k - t_0) / interval)` steps after the loop's first
+//! step, which reads step 0), after the warm-up.
+
+use ach_sim::config::NodeClass;
+use ach_sim::reading::Reading;
+
+/// One loop run's figures for the fit.
+#[derive(Clone, Copy, Debug)]
+pub struct LoopReadings<'a> {
+    /// The loop's step log (JSON lines).
+    pub rebalance_log: &'a str,
+    /// Every master's address and class, in the order of `true_loads`.
+    pub nodes: &'a [(String, NodeClass)],
+    /// Every step's true loads.
+    pub true_loads: &'a [Vec<f64>],
+}
+
+/// One class's line.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct ClassReading {
+    /// The class.
+    pub class: NodeClass,
+    /// Readings paired with a true load.
+    pub samples: usize,
+    /// The reading of an idle node of the class.
+    pub offset: f64,
+    /// The reading's growth per unit of true load.
+    pub scale: f64,
+}
+
+/// The smallest scale a fit is given: a reading that does not grow with the load (or falls)
+/// is taken as flat, not as inverted.
+pub const MIN_SCALE: f64 = 1e-3;
+
+/// The line of every class with readings, for steps of `interval_s` seconds and a warm-up of
+/// `warmup` steps.
+pub fn measure(runs: &[LoopReadings<'_>], interval_s: f64, warmup: usize) -> Vec<ClassReading> {
+    let mut samples: Vec<(NodeClass, f64, f64)> = Vec::new();
+    for run in runs {
+        pair_readings(run, interval_s, warmup, &mut samples);
+    }
+    // Sorted, so that the sums do not depend on the order the runs come in (a run's own and
+    // a saved folder's read back agree to the last bit).
+    samples.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
+    let mut lines = Vec::new();
+    for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
+        let points: Vec<(f64, f64)> = samples
+            .iter()
+            .filter(|s| s.0 == class)
+            .map(|s| (s.1, s.2))
+            .collect();
+        if let Some((_, scale)) = crate::pace::least_squares(&points) {
+            let scale = scale.max(MIN_SCALE);
+            let mean =
+                |f: fn(&(f64, f64)) -> f64| points.iter().map(f).sum::<f64>() / points.len() as f64;
+            lines.push(ClassReading {
+                class,
+                samples: points.len(),
+                // Through the means, whatever the scale became.
+                offset: mean(|p| p.1) - scale * mean(|p| p.0),
+                scale,
+            });
+        }
+    }
+    lines
+}
+
+/// The simulator's readings of a cluster of `classes` (node `i` of class `classes[i]`).
+pub fn readings(lines: &[ClassReading], classes: &[NodeClass]) -> Vec<Reading> {
+    lines
+        .iter()
+        .map(|line| Reading {
+            nodes: (0..classes.len() as u32)
+                .filter(|&i| classes[i as usize] == line.class)
+                .collect(),
+            offset: line.offset,
+            scale: line.scale,
+        })
+        .filter(|reading| !reading.nodes.is_empty())
+        .collect()
+}
+
+/// Adds one run's (class, true load, reading) pairs to `samples`.
+fn pair_readings(
+    run: &LoopReadings<'_>,
+    interval_s: f64,
+    warmup: usize,
+    samples: &mut Vec<(NodeClass, f64, f64)>,
+) {
+    let mut first_ms: Option<f64> = None;
+    for line in run.rebalance_log.lines() {
+        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        let Some(unix_ms) = event["unix_ms"]
+            .as_f64()
+            .filter(|_| event["event"] == "step")
+        else {
+            continue;
+        };
+        let first = *first_ms.get_or_insert(unix_ms);
+        let t = ((unix_ms - first) / (interval_s * 1000.0)).round() as usize;
+        let Some(truth) = run.true_loads.get(t).filter(|_| t >= warmup) else {
+            continue;
+        };
+        for node in event["observed"]["nodes"].as_array().into_iter().flatten() {
+            let (Some(address), Some(load)) = (node["address"].as_str(), node["load"].as_f64())
+            else {
+                continue;
+            };
+            let index = run.nodes.iter().position(|(a, _)| a == address);
+            if let Some((index, &true_load)) = index.and_then(|i| truth.get(i).map(|l| (i, l))) {
+                samples.push((run.nodes[index].1, true_load, load));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(unix_ms: u64, loads: &[(&str, f64)]) -> String {
+        let nodes: Vec<serde_json::Value> = loads
+            .iter()
+            .map(|&(address, load)| serde_json::json!({"address": address, "load": load}))
+            .collect();
+        serde_json::json!({"event": "step", "unix_ms": unix_ms, "observed": {"nodes": nodes}})
+            .to_string()
+    }
+
+    #[test]
+    fn fits_a_line_per_class_from_the_loops_readings_and_the_truth() {
+        // A weak node reads 0.4 + 0.5 x, a strong one 2 x; step k's reading pairs with true
+        // step k (1 s apart), and the warm-up (step 0) is left out.
+        let truth: Vec<Vec<f64>> = (0..4)
+            .map(|t| vec![0.1 * t as f64, 0.05 * t as f64])
+            .collect();
+        let log: Vec<String> = (0..4)
+            .map(|t| {
+                let (weak, strong) = (truth[t][0], truth[t][1]);
+                step(
+                    1000 * t as u64 + 7,
+                    &[("w", 0.4 + 0.5 * weak), ("s", 2.0 * strong)],
+                )
+            })
+            .collect();
+        let log = log.join("\n");
+        let nodes = [
+            ("w".to_string(), NodeClass::Weak),
+            ("s".to_string(), NodeClass::Strong),
+        ];
+        let run = LoopReadings {
+            rebalance_log: &log,
+            nodes: &nodes,
+            true_loads: &truth,
+        };
+        let lines = measure(&[run], 1.0, 1);
+        assert_eq!(lines.len(), 2);
+        let (strong, weak) = (lines[0], lines[1]);
+        assert_eq!((strong.class, strong.samples), (NodeClass::Strong, 3));
+        assert!(strong.offset.abs() < 1e-12 && (strong.scale - 2.0).abs() < 1e-12);
+        assert!((weak.offset - 0.4).abs() < 1e-12 && (weak.scale - 0.5).abs() < 1e-12);
+        let readings = readings(
+            &lines,
+            &[NodeClass::Strong, NodeClass::Weak, NodeClass::Weak],
+        );
+        assert_eq!(readings[1].nodes, [1, 2]);
+    }
+
+    #[test]
+    fn a_reading_that_falls_with_the_load_is_taken_as_flat() {
+        let truth = vec![vec![0.1], vec![0.2], vec![0.3]];
+        let log = [
+            step(0, &[("m", 0.5)]),
+            step(1000, &[("m", 0.4)]),
+            step(2000, &[("m", 0.3)]),
+        ]
+        .join("\n");
+        let nodes = [("m".to_string(), NodeClass::Medium)];
+        let run = LoopReadings {
+            rebalance_log: &log,
+            nodes: &nodes,
+            true_loads: &truth,
+        };
+        let line = measure(&[run], 1.0, 0)[0];
+        assert_eq!(line.scale, MIN_SCALE);
+        assert!((line.offset - (0.4 - MIN_SCALE * 0.2)).abs() < 1e-12);
+    }
+}
