@@ -235,13 +235,27 @@ pub struct ResimArgs {
     /// figures) as JSON to this file.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// The simulator's initial layout: `round-robin` (the paper's, what `live` simulates) or
+    /// `contiguous` (one block of tokens per node, as the live servers own their slots).
+    #[arg(long, default_value = "round-robin")]
+    initial_layout: String,
 }
 
 /// Prints the simulator's D-bar true, instant and paced, against every live arm's, with the
 /// relative errors, whether the order of the arms agrees, and the measured clock; exit code 2
 /// when the folder cannot be read.
 pub fn run_resim(args: ResimArgs) -> ExitCode {
-    let resimulation = match ach_live::resimulate::resimulate(&args.folder) {
+    let layout = match args.initial_layout.as_str() {
+        "round-robin" => ach_live::resimulate::InitialLayout::RoundRobin,
+        "contiguous" => ach_live::resimulate::InitialLayout::Contiguous,
+        other => {
+            eprintln!(
+                "error: --initial-layout {other:?}: must be \"round-robin\" or \"contiguous\""
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let resimulation = match ach_live::resimulate::resimulate(&args.folder, layout) {
         Ok(resimulation) => resimulation,
         Err(error) => {
             eprintln!("error: {error}");

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use ach_sim::SeriesConfig;
+pub use ach_sim::config::InitialLayout;
 use ach_sim::config::NodeClass;
 
 use crate::error::ResimulateError;
@@ -50,8 +51,10 @@ impl Resimulation {
     }
 }
 
-/// Runs the simulator again for the output folder `folder` of `cargo xtask live`.
-pub fn resimulate(folder: &Path) -> Result<Resimulation, ResimulateError> {
+/// Runs the simulator again for the output folder `folder` of `cargo xtask live`, starting
+/// from the initial layout `layout` (the live experiment's simulator uses the paper's,
+/// round-robin; live, each server owns one contiguous range of slots).
+pub fn resimulate(folder: &Path, layout: InitialLayout) -> Result<Resimulation, ResimulateError> {
     let summary: serde_json::Value = serde_json::from_str(&read(&folder.join("summary.json"))?)
         .map_err(|e| invalid(&folder.join("summary.json"), e.to_string()))?;
     let series_value = summary["simulator"]["series"].clone();
@@ -85,6 +88,7 @@ pub fn resimulate(folder: &Path) -> Result<Resimulation, ResimulateError> {
         classes: &series.cluster.classes,
     };
     let calibration = pace::of_traces(&cluster, &traces);
+    series.initial_layout = layout;
     series.pacing.clear();
     series.readings.clear();
     let instant = simulator::run_series(&series)?;

@@ -208,7 +208,8 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         let given = series.get(field).cloned().unwrap_or(serde_json::json!([]));
         assert_eq!(given, calibration[field], "{field}");
     }
-    let resimulation = ach_live::resimulate::resimulate(out.path()).expect("live-resim reads it");
+    let resimulation = ach_live::resimulate::resimulate(out.path(), Default::default())
+        .expect("live-resim reads it");
     assert_eq!(
         serde_json::to_value(&resimulation.calibration).expect("JSON"),
         *calibration,

@@ -329,6 +329,43 @@ pub struct SeriesConfig {
     /// of the written configuration when empty, like `pacing`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub readings: Vec<crate::reading::Reading>,
+    /// Who owns each token at the start (`initial_layout`, optional): `"round-robin"` (the
+    /// paper's and the default: token `s` is node `s mod n`'s) or `"contiguous"` (node `i`
+    /// owns the tokens `floor(i V / n)` to `floor((i + 1) V / n) - 1`, as the live
+    /// experiment's clusters deal out their slots). The default is left out of the written
+    /// configuration.
+    #[serde(skip_serializing_if = "InitialLayout::is_round_robin")]
+    pub initial_layout: InitialLayout,
+}
+
+/// Who owns each token at the start of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InitialLayout {
+    /// Token `s` is node `s mod n`'s (the paper).
+    #[default]
+    RoundRobin,
+    /// Node `i` owns the tokens from `floor(i V / n)` to `floor((i + 1) V / n) - 1`.
+    Contiguous,
+}
+
+impl InitialLayout {
+    /// Whether this is the paper's layout (left out of a written configuration).
+    pub fn is_round_robin(&self) -> bool {
+        *self == InitialLayout::RoundRobin
+    }
+
+    /// The owner of every one of `tokens` tokens over `nodes` nodes.
+    pub fn owners(self, tokens: usize, nodes: usize) -> Vec<ach_ring::NodeId> {
+        (0..tokens)
+            .map(|s| match self {
+                InitialLayout::RoundRobin => s % nodes,
+                // The largest `i` with `floor(i V / n) <= s`.
+                InitialLayout::Contiguous => ((s + 1) * nodes - 1) / tokens,
+            })
+            .map(|node| ach_ring::NodeId(node as u32))
+            .collect()
+    }
 }
 
 /// A hot-key phase: during steps `from <= t < to`, a request goes with probability `share` to
@@ -419,6 +456,7 @@ impl Default for SeriesConfig {
             hot_keys: None,
             pacing: Vec::new(),
             readings: Vec::new(),
+            initial_layout: InitialLayout::RoundRobin,
         }
     }
 }

@@ -26,6 +26,9 @@
 //!
 //! # Example
 //!
+//! ACH's control step takes 0.2 s besides its jobs, then waits 1 s; a job (one per source and
+//! target) takes 0.5 s plus 0.3 ms per key:
+//!
 //! ```
 //! use ach_sim::{Profile, RunSpec, SeriesConfig, simulate};
 //!
@@ -39,8 +42,6 @@
 //!     keys = 2000
 //!     algorithms = ["Static-W", "ACH"]
 //!
-//!     # ACH's control step takes 0.2 s besides its jobs, then waits 1 s; a job (one per
-//!     # source and target) takes 0.5 s plus 0.3 ms per key.
 //!     [[pacing]]
 //!     algorithms = ["ACH"]
 //!     step_s = 1.0

@@ -288,6 +288,8 @@ struct SharedScenario<'a> {
     v_min: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     hot_keys: &'a Option<crate::config::HotKeys>,
+    #[serde(skip_serializing_if = "crate::config::InitialLayout::is_round_robin")]
+    initial_layout: crate::config::InitialLayout,
 }
 
 /// A key that is equal for runs that can share one workload: same scenario, seed and profile.
@@ -305,6 +307,7 @@ pub fn shared_workload_key(spec: &RunSpec<'_>) -> String {
         churn: &c.churn,
         v_min: c.ach.v_min,
         hot_keys: &c.hot_keys,
+        initial_layout: c.initial_layout,
     };
     format!(
         "{}|{}|{}",
@@ -410,17 +413,17 @@ fn simulate_members<P: PhaseProbe>(
         }
     };
     let n0 = config.cluster.classes.len();
-    let initial_ring =
-        TokenRing::round_robin(positions.clone(), n0).map_err(|e| SimError::Ring {
-            series: config.name.clone(),
-            run: lead.run_index,
-            detail: e.to_string(),
-        })?;
+    let owners = config.initial_layout.owners(config.tokens, n0);
+    let initial_ring = TokenRing::new(positions.clone(), owners).map_err(|e| SimError::Ring {
+        series: config.name.clone(),
+        run: lead.run_index,
+        detail: e.to_string(),
+    })?;
     let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
     let mut hot_workload = config
         .hot_keys
         .as_ref()
-        .map(|hot| hot_phase_workload(config, hot, &positions, &hashes));
+        .map(|hot| hot_phase_workload(config, hot, &initial_ring, &hashes));
     drop(hashes);
     let mut cluster = Cluster::new(config, lead.profile);
 
@@ -548,18 +551,19 @@ fn simulate_members<P: PhaseProbe>(
 }
 
 /// The workload of the hot-key phase `hot`: the hot keys are the lowest-numbered keys on tokens
-/// of node `hot.node` in the initial round-robin ring (token `s` is node `s mod n0`'s).
+/// of node `hot.node` in the initial ring `initial`.
 fn hot_phase_workload(
     config: &SeriesConfig,
     hot: &crate::config::HotKeys,
-    positions: &[f64],
+    initial: &TokenRing,
     hashes: &[f64],
 ) -> Workload {
-    let n0 = config.cluster.classes.len();
+    let positions = initial.positions();
+    let hot_node = NodeId(hot.node as u32);
     let hot_keys: Vec<usize> = Workload::token_of_keys(positions, hashes)
         .iter()
         .enumerate()
-        .filter(|&(_, &token)| token % n0 == hot.node)
+        .filter(|&(_, &token)| initial.owner(token) == hot_node)
         .map(|(key, _)| key)
         .take(hot.keys)
         .collect();

@@ -446,3 +446,45 @@ fn a_node_that_reads_high_is_relieved_of_tokens_its_load_does_not_call_for() {
     // It sees node 0 overloaded: the observed D is above the true one.
     assert!(arm.d_trace[10] > arm.d_true_trace[10]);
 }
+
+#[test]
+fn a_contiguous_layout_deals_out_blocks_with_the_hot_keys_in_the_hot_nodes_block() {
+    use crate::config::InitialLayout;
+    let owners: Vec<u32> = InitialLayout::Contiguous
+        .owners(10, 3)
+        .iter()
+        .map(|n| n.0)
+        .collect();
+    // As the live clusters deal out slots: node i from floor(i V / n) on.
+    assert_eq!(owners, [0, 0, 0, 1, 1, 1, 2, 2, 2, 2]);
+    let round_robin: Vec<u32> = InitialLayout::RoundRobin
+        .owners(5, 2)
+        .iter()
+        .map(|n| n.0)
+        .collect();
+    assert_eq!(round_robin, [0, 1, 0, 1, 0]);
+    let mut config = small("C1");
+    config.hot_keys = Some(crate::config::HotKeys {
+        from: 5,
+        to: 20,
+        share: 0.5,
+        keys: 5,
+        node: 1,
+    });
+    config.initial_layout = InitialLayout::Contiguous;
+    let ring = TokenRing::new(
+        (0..60).map(|s| (s as f64 + 0.5) / 60.0).collect(),
+        InitialLayout::Contiguous.owners(60, 4),
+    )
+    .unwrap();
+    let hashes: Vec<f64> = (0..600).map(|k| (k as f64 + 0.25) / 600.0).collect();
+    let hot = hot_phase_workload(&config, config.hot_keys.as_ref().unwrap(), &ring, &hashes);
+    // Half the requests go to the hot keys, all on node 1's block (a quarter of the keys).
+    let on_node_1: f64 = (0..60)
+        .filter(|&s| ring.owner(s) == NodeId(1))
+        .map(|s| hot.token_probability()[s])
+        .sum();
+    assert!(on_node_1 > 0.6, "{on_node_1}");
+    let record = run(&config, Profile::Paper, 0);
+    assert!(record.algorithms.iter().all(|a| a.aggregates.n_viol == 0));
+}
