@@ -235,27 +235,31 @@ pub struct ResimArgs {
     /// figures) as JSON to this file.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// The simulator's initial layout: `round-robin` (the paper's, what `live` simulates) or
-    /// `contiguous` (one block of tokens per node, as the live servers own their slots).
-    #[arg(long, default_value = "round-robin")]
-    initial_layout: String,
+    /// The simulator's initial layout: `contiguous` (one block of tokens per node, as the live
+    /// servers own their slots; what `live` simulates) or `round-robin` (the paper's).
+    #[arg(long, default_value = "contiguous")]
+    initial_layout: ach_live::resimulate::InitialLayout,
+    /// The simulator's keys: `live` (the live workload's own keys on their slots, with the
+    /// clients' shares; what `live` simulates) or `drawn` (the paper's: seeded hash positions,
+    /// Zipf ranks over all keys).
+    #[arg(long, default_value = "live")]
+    keys: ach_live::resimulate::Keys,
+    /// Take the calibration from this resimulation JSON (an earlier `--out`) instead of
+    /// measuring it in the folder's runs/, for a folder kept without them (docs/live).
+    #[arg(long)]
+    calibration: Option<PathBuf>,
 }
 
 /// Prints the simulator's D-bar true, instant and paced, against every live arm's, with the
 /// relative errors, whether the order of the arms agrees, and the measured clock; exit code 2
 /// when the folder cannot be read.
 pub fn run_resim(args: ResimArgs) -> ExitCode {
-    let layout = match args.initial_layout.as_str() {
-        "round-robin" => ach_live::resimulate::InitialLayout::RoundRobin,
-        "contiguous" => ach_live::resimulate::InitialLayout::Contiguous,
-        other => {
-            eprintln!(
-                "error: --initial-layout {other:?}: must be \"round-robin\" or \"contiguous\""
-            );
-            return ExitCode::from(2);
-        }
+    let options = ach_live::resimulate::Options {
+        layout: args.initial_layout,
+        keys: args.keys,
+        calibration: args.calibration,
     };
-    let resimulation = match ach_live::resimulate::resimulate(&args.folder, layout) {
+    let resimulation = match ach_live::resimulate::resimulate(&args.folder, &options) {
         Ok(resimulation) => resimulation,
         Err(error) => {
             eprintln!("error: {error}");

@@ -301,7 +301,13 @@ pub fn write_all(results: &LiveResults, sim: &[SimArm]) -> Result<Vec<ArmSummary
             "simulator": order_by(&arms, |a| a.sim_d_bar_true),
         },
         "simulator": {
-            "series": simulator::series(&results.config, &results.service_rates, &calibration),
+            // The series without its key table (five megabytes of the workload's keys, which
+            // `simulator::key_table` rebuilds from the configuration).
+            "series": ach_sim::SeriesConfig {
+                key_table: None,
+                ..simulator::series(&results.config, &results.service_rates, &calibration)
+            },
+            "keys": "live",
             "calibration": calibration,
             "arms": sim.iter().map(|s| serde_json::json!({
                 "algorithm": s.algorithm, "repeat": s.repeat, "d_bar_true": s.d_bar,

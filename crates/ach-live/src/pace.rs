@@ -17,7 +17,7 @@ use crate::readings::{self, ClassReading, LoopReadings};
 
 /// What the run's arms measured for the calibrated simulator: their clock and what the
 /// rebalance loop read of each class, and the simulator's pacing and readings from them.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct ArmCalibration {
     /// The clock.
     pub pace: MeasuredPace,
@@ -133,7 +133,7 @@ pub struct ArmTrace<'a> {
 }
 
 /// What the run's traces say about the clock.
-#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MeasuredPace {
     /// Control steps whose time to the next one was measured.
     pub control_steps: usize,

@@ -22,7 +22,7 @@ pub struct LoopReadings<'a> {
 }
 
 /// One class's line.
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClassReading {
     /// The class.
     pub class: NodeClass,

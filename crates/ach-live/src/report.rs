@@ -302,18 +302,21 @@ fn differences(text: &mut String, results: &LiveResults) {
          - Both D_true are in the same unit (the simulator's composite of rho, with the measured \
          service rates); the live one is computed from the requests the clients were scheduled \
          to send, not from what the nodes answered.\n\
-         - Both have the hot-key phase ({:.0} % of the requests to {} keys that start on one \
-         medium node, for a quarter of the run); live they are the node's first keys by CRC16 \
-         slot, in the simulator its first keys by hash.\n\
-         - The simulator's Zipf ranks run over all keys; live, each client draws Zipf ranks over \
-         its own keys, and slots follow CRC16, not the simulator's key hashes.\n\
-         - redis-cli is simulated as Static-Wt (slots in proportion to the weights, once); live, \
-         it moves slots as fast as it can while the clients run.\n\
+         - The simulator has the live workload's keys (ach-sim's key table): each key on its \
+         CRC16 slot, one token per slot, with the share of the requests the clients' streams \
+         give it (each client Zipf over its own keys), in the hot-key phase too ({:.0} % of the \
+         requests to {} keys that start on one medium node, for a quarter of the run); the \
+         tokens start in contiguous blocks, as the live slots do.\n\
+         - redis-cli is simulated as Redis 7's own rebalance plan, one slot at a time at the \
+         keys per second its runs measured; live, it moves slots while the clients run.\n\
          - A live step is a wall-clock interval and a slot move takes real time; the slot map \
          of a step is the one observed at its end. A rebalance loop plans its next step after \
          its migrations end, so one that moves much makes fewer control steps than the \
-         simulator (its notes below give its steps and time migrating; \
-         `cargo xtask live-cadence DIR` prints them for a whole run).\n",
+         run has (its notes below give its steps and time migrating; \
+         `cargo xtask live-cadence DIR` prints them for a whole run). The simulated loops are \
+         paced by the clock measured in the runs and read each node as the loops read its \
+         class (`simulator.calibration` in summary.json; `cargo xtask live-resim DIR` runs the \
+         simulator again).\n",
         workload.hot_share * 100.0,
         workload.hot_keys
     );

@@ -1,8 +1,10 @@
 //! The calibrated simulator run again on a saved output folder (`cargo xtask live-resim
-//! DIR`): the series its summary recorded, as the paper models it (every plan switching at
-//! once, every algorithm reading the model's loads), paced by the clock measured in its runs,
-//! and calibrated (paced, and reading each node as the loop read its class; see
-//! [`crate::pace`]), against the live arms.
+//! DIR`): the series its summary recorded, with the live workload's keys or the paper's drawn
+//! ones, on either initial layout, as the paper models it (every plan switching at once, every
+//! algorithm reading the model's loads), paced by the clock measured in its runs, and
+//! calibrated (paced, and reading each node as the loop read its class; see [`crate::pace`]),
+//! against the live arms. A folder kept without its `runs/` can take the calibration saved in
+//! an earlier resimulation ([`Options::calibration`]).
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +13,7 @@ pub use ach_sim::config::InitialLayout;
 use ach_sim::config::NodeClass;
 
 use crate::error::ResimulateError;
+use crate::experiment::LiveConfig;
 use crate::pace::{self, ArmCalibration, ArmTrace};
 use crate::simulator::{self, SimArm};
 
@@ -34,7 +37,9 @@ pub struct ArmAgreement {
 pub struct Resimulation {
     /// What the runs measured.
     pub calibration: ArmCalibration,
-    /// The series the calibrated simulator ran.
+    /// The keys the simulator ran with.
+    pub keys: Keys,
+    /// The series the calibrated simulator ran (without the live keys' table).
     pub series: SeriesConfig,
     /// Every arm, in the summary's order.
     pub arms: Vec<ArmAgreement>,
@@ -51,44 +56,70 @@ impl Resimulation {
     }
 }
 
-/// Runs the simulator again for the output folder `folder` of `cargo xtask live`, starting
-/// from the initial layout `layout` (the live experiment's simulator uses the paper's,
-/// round-robin; live, each server owns one contiguous range of slots).
-pub fn resimulate(folder: &Path, layout: InitialLayout) -> Result<Resimulation, ResimulateError> {
-    let summary: serde_json::Value = serde_json::from_str(&read(&folder.join("summary.json"))?)
-        .map_err(|e| invalid(&folder.join("summary.json"), e.to_string()))?;
-    let series_value = summary["simulator"]["series"].clone();
-    let mut series: SeriesConfig = serde_json::from_value(series_value).map_err(|e| {
-        invalid(
-            &folder.join("summary.json"),
-            format!("simulator.series: {e}"),
-        )
-    })?;
-    let interval_ms = summary["config"]["interval_ms"].as_f64().ok_or_else(|| {
-        invalid(
-            &folder.join("summary.json"),
-            "config.interval_ms is missing".into(),
-        )
-    })?;
-    let runs = traces_of(folder, &summary)?;
-    let traces: Vec<ArmTrace<'_>> = runs
-        .iter()
-        .map(|run| ArmTrace {
-            algorithm: &run.algorithm,
-            rebalance_log: &run.log,
-            keys_moved: &run.keys,
-            nodes: &run.nodes,
-            true_loads: &run.true_loads,
-        })
-        .collect();
-    let cluster = pace::Cluster {
-        interval_s: interval_ms / 1000.0,
-        warmup: series.warmup as usize,
-        algorithms: &series.algorithms,
-        classes: &series.cluster.classes,
+/// The keys the simulator runs with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Keys {
+    /// The live workload's own keys ([`simulator::key_table`]; what `live` simulates).
+    #[default]
+    Live,
+    /// The keys as the paper draws them: seeded hash positions, Zipf ranks over all keys.
+    Drawn,
+}
+
+impl std::str::FromStr for Keys {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Keys, String> {
+        match text {
+            "live" => Ok(Keys::Live),
+            "drawn" => Ok(Keys::Drawn),
+            _ => Err(format!("{text:?}: must be \"live\" or \"drawn\"")),
+        }
+    }
+}
+
+/// How the simulator runs a saved folder again. The default is what `cargo xtask live`
+/// simulates: the live keys on the contiguous layout, calibrated from the folder's runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Who owns each token at the start.
+    pub layout: InitialLayout,
+    /// The keys.
+    pub keys: Keys,
+    /// A resimulation's JSON (`--out` of an earlier `live-resim`) whose calibration is taken
+    /// instead of measuring it in the folder's `runs/`, for a folder kept without them.
+    pub calibration: Option<PathBuf>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            layout: InitialLayout::Contiguous,
+            keys: Keys::Live,
+            calibration: None,
+        }
+    }
+}
+
+/// Runs the simulator again for the output folder `folder` of `cargo xtask live` as `options`
+/// say.
+pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, ResimulateError> {
+    let summary_path = folder.join("summary.json");
+    let summary: serde_json::Value = serde_json::from_str(&read(&summary_path)?)
+        .map_err(|e| invalid(&summary_path, e.to_string()))?;
+    let mut series: SeriesConfig =
+        serde_json::from_value(summary["simulator"]["series"].clone())
+            .map_err(|e| invalid(&summary_path, format!("simulator.series: {e}")))?;
+    let calibration = match &options.calibration {
+        Some(path) => saved_calibration(path)?,
+        None => measured_calibration(folder, &summary, &series)?,
     };
-    let calibration = pace::of_traces(&cluster, &traces);
-    series.initial_layout = layout;
+    series.initial_layout = options.layout;
+    series.key_table = match options.keys {
+        Keys::Live => Some(simulator::key_table(&live_config(&summary_path, &summary)?)),
+        Keys::Drawn => None,
+    };
     series.pacing.clear();
     series.readings.clear();
     let instant = simulator::run_series(&series)?;
@@ -107,10 +138,70 @@ pub fn resimulate(folder: &Path, layout: InitialLayout) -> Result<Resimulation, 
             algorithm,
         });
     }
+    // The key table is the workload's keys, which `live_config` rebuilds: left out.
+    series.key_table = None;
     Ok(Resimulation {
         calibration,
+        keys: options.keys,
         series,
         arms,
+    })
+}
+
+/// The calibration measured in the folder's runs.
+fn measured_calibration(
+    folder: &Path,
+    summary: &serde_json::Value,
+    series: &SeriesConfig,
+) -> Result<ArmCalibration, ResimulateError> {
+    let interval_ms = summary["config"]["interval_ms"].as_f64().ok_or_else(|| {
+        invalid(
+            &folder.join("summary.json"),
+            "config.interval_ms is missing".into(),
+        )
+    })?;
+    let runs = traces_of(folder, summary)?;
+    let traces: Vec<ArmTrace<'_>> = runs
+        .iter()
+        .map(|run| ArmTrace {
+            algorithm: &run.algorithm,
+            rebalance_log: &run.log,
+            keys_moved: &run.keys,
+            nodes: &run.nodes,
+            true_loads: &run.true_loads,
+        })
+        .collect();
+    let cluster = pace::Cluster {
+        interval_s: interval_ms / 1000.0,
+        warmup: series.warmup as usize,
+        algorithms: &series.algorithms,
+        classes: &series.cluster.classes,
+    };
+    Ok(pace::of_traces(&cluster, &traces))
+}
+
+/// The calibration of a saved resimulation.
+fn saved_calibration(path: &Path) -> Result<ArmCalibration, ResimulateError> {
+    let saved: serde_json::Value =
+        serde_json::from_str(&read(path)?).map_err(|e| invalid(path, e.to_string()))?;
+    serde_json::from_value(saved["calibration"].clone())
+        .map_err(|e| invalid(path, format!("calibration: {e}")))
+}
+
+/// The part of the live configuration the workload's keys follow from: the nodes, keys and
+/// clients of the summary's `config`.
+fn live_config(path: &Path, summary: &serde_json::Value) -> Result<LiveConfig, ResimulateError> {
+    let field = |name: &str| {
+        summary["config"][name]
+            .as_u64()
+            .map(|value| value as usize)
+            .ok_or_else(|| invalid(path, format!("config.{name} is missing")))
+    };
+    Ok(LiveConfig {
+        nodes: field("nodes")?,
+        keys: field("keys")?,
+        clients: field("clients")?,
+        ..LiveConfig::default()
     })
 }
 

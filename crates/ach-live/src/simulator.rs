@@ -1,6 +1,8 @@
 //! The live scenario run through the simulator with matching parameters: the same nodes and
-//! capacities, one token per slot, the same keys, Zipf exponent, read/write mix, steps and load
-//! step, and the same algorithms (`redis-cli --cluster rebalance`, which gives slots in
+//! capacities, one token per slot dealt out as the live cluster deals its slots, the live
+//! workload's own keys (each on its slot, each with the share of the requests the clients'
+//! streams give it, in the hot-key phase too: [`key_table`]), the same read/write mix, steps
+//! and load step, and the same algorithms (`redis-cli --cluster rebalance`, which gives slots in
 //! proportion to the weights once, is the simulator's Static-Wt under the name `redis-cli`).
 //! Calibrated: each class serves the demand per step that was measured for it before the arms
 //! ([`calibration`]), so the simulator's `D_true` is in the live ground truth's unit.
@@ -8,7 +10,8 @@
 use ach_baselines::RedisCliRebalance;
 use ach_redis::control::live_ach_config;
 use ach_sim::algorithms::AlgorithmInfo;
-use ach_sim::config::{ClusterConfig, Degradation, HotKeys, LoadProfile};
+use ach_sim::config::{ClusterConfig, Degradation, HotKeys, InitialLayout, LoadProfile};
+use ach_sim::keys::KeyTable;
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
 use crate::calibrate::ServiceRate;
@@ -85,7 +88,7 @@ pub fn series(config: &LiveConfig, rates: &[ServiceRate], arms: &ArmCalibration)
         warmup: config.warmup(),
         seed_base: config.seed,
         seed_stride: 1,
-        tokens: ach_redis::slot::SLOT_COUNT.min(config.keys),
+        tokens: tokens(config),
         keys: config.keys,
         zipf_s: workload.zipf_s,
         write_fraction: workload.write_fraction,
@@ -104,8 +107,34 @@ pub fn series(config: &LiveConfig, rates: &[ServiceRate], arms: &ArmCalibration)
         hot_keys: hot_phase(config),
         pacing: arms.pacing.clone(),
         readings: arms.readings.clone(),
+        initial_layout: InitialLayout::Contiguous,
+        key_table: Some(key_table(config)),
         ..SeriesConfig::default()
     }
+}
+
+/// The live workload's keys as the simulator's key table: each key on its slot's token, with
+/// the shares of the requests `config`'s clients give it, the hot keys in the initial slots
+/// of the hot node (the live cluster deals its slots out as
+/// [`ach_redis::local::even_slot_ranges`], the simulator's contiguous layout). One token per
+/// slot; with fewer keys than slots, [`tokens`] of them, slot `s` on token
+/// `floor(s * tokens / 16384)` (the paper's profile draws a token's position from a key's).
+pub fn key_table(config: &LiveConfig) -> KeyTable {
+    let workload = config.workload(0);
+    let hot_slots = ach_redis::local::even_slot_ranges(config.nodes)[config.hot_node()];
+    let mut table = workload.key_table(&workload.hot_keys_in(hot_slots));
+    let (tokens, slots) = (tokens(config) as u64, ach_redis::slot::SLOT_COUNT as u64);
+    if tokens < slots {
+        for token in &mut table.tokens {
+            *token = (u64::from(*token) * tokens / slots) as u32;
+        }
+    }
+    table
+}
+
+/// The simulator's tokens for `config`: one per slot, or one per key with fewer keys.
+pub fn tokens(config: &LiveConfig) -> usize {
+    ach_redis::slot::SLOT_COUNT.min(config.keys)
 }
 
 /// The live workload's hot-key phase in the simulator: the same steps, share and number of
@@ -198,4 +227,66 @@ pub fn run_series(series: &SeriesConfig) -> Result<Vec<SimArm>, SimulatorError> 
         }
     }
     Ok(arms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_simulators_contiguous_layout_is_the_live_clusters() {
+        let slots = ach_redis::slot::SLOT_COUNT;
+        for nodes in 1..=16 {
+            let owners = InitialLayout::Contiguous.owners(slots, nodes);
+            for (node, (first, last)) in ach_redis::local::even_slot_ranges(nodes)
+                .into_iter()
+                .enumerate()
+            {
+                let owned: Vec<usize> = (0..slots)
+                    .filter(|&s| owners[s].0 as usize == node)
+                    .collect();
+                assert_eq!(owned.first(), Some(&usize::from(first)), "{nodes} nodes");
+                assert_eq!(owned.last(), Some(&usize::from(last)), "{nodes} nodes");
+                assert_eq!(owned.len(), usize::from(last - first) + 1, "{nodes} nodes");
+            }
+        }
+    }
+
+    #[test]
+    fn the_series_carries_the_live_keys_and_layout() {
+        let config = LiveConfig::default();
+        let series = series(&config, &[], &ArmCalibration::default());
+        assert_eq!(series.initial_layout, InitialLayout::Contiguous);
+        let table = series.key_table.as_ref().unwrap();
+        assert_eq!(table.tokens.len(), config.keys);
+        assert_eq!(series.tokens, ach_redis::slot::SLOT_COUNT);
+        // The hot keys get their share in the phase, on the hot node's initial slots.
+        let hot = series.hot_keys.as_ref().unwrap();
+        let (first, last) = ach_redis::local::even_slot_ranges(config.nodes)[hot.node];
+        let hot_weights = table.hot_weights.as_ref().unwrap();
+        let on_hot_node = |weights: &[f64]| -> f64 {
+            (0..config.keys)
+                .filter(|&k| (u32::from(first)..=u32::from(last)).contains(&table.tokens[k]))
+                .map(|k| weights[k])
+                .sum()
+        };
+        let gain = on_hot_node(hot_weights) - on_hot_node(&table.weights);
+        assert!(gain > 0.2 && gain < config.workload(0).hot_share, "{gain}");
+        series.validate_with(Profile::Paper, &registry()).unwrap();
+    }
+
+    #[test]
+    fn with_fewer_keys_than_slots_a_token_takes_neighbouring_slots() {
+        let config = LiveConfig {
+            keys: 2_000,
+            ..LiveConfig::default()
+        };
+        let series = series(&config, &[], &ArmCalibration::default());
+        assert_eq!(series.tokens, 2_000);
+        let table = series.key_table.as_ref().unwrap();
+        let slot = u32::from(ach_redis::slot::key_slot(b"k:0"));
+        assert_eq!(table.tokens[0], slot * 2_000 / 16_384);
+        series.validate_with(Profile::Paper, &registry()).unwrap();
+        run_series(&SeriesConfig { runs: 1, ..series }).expect("it runs");
+    }
 }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+use ach_sim::keys::KeyTable;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_pcg::Pcg64;
@@ -90,9 +91,55 @@ impl WorkloadConfig {
             .collect()
     }
 
+    /// How many keys client `client` owns (the keys `i` with `i % clients == client`).
+    fn own_keys(&self, client: usize) -> usize {
+        (self.keys + self.clients - 1 - client) / self.clients
+    }
+
+    /// The workload as the simulator's key table, one token per slot: every key's slot, and
+    /// its share of the requests outside and during the hot-key phase, `hot` being the hot
+    /// keys. These are the shares the streams draw from: client `c` sends `1 / clients` of the
+    /// requests, Zipf over its own keys by rank (key `c + r * clients` has rank `r + 1`), and
+    /// in the phase `hot_share` of them to its own hot keys evenly (none if it owns none).
+    pub fn key_table(&self, hot: &[usize]) -> KeyTable {
+        let s = self.zipf_s.max(1e-9);
+        let zipf_total: Vec<f64> = (0..self.clients)
+            .map(|c| (1..=self.own_keys(c)).map(|r| (r as f64).powf(-s)).sum())
+            .collect();
+        let hot_of_client = |c: usize| hot.iter().filter(|&&k| k % self.clients == c).count();
+        let hot_count: Vec<usize> = (0..self.clients).map(hot_of_client).collect();
+        let client_share = 1.0 / self.clients as f64;
+        let mut weights = Vec::with_capacity(self.keys);
+        let mut hot_weights = Vec::with_capacity(self.keys);
+        for key in 0..self.keys {
+            let client = key % self.clients;
+            let rank = (key / self.clients + 1) as f64;
+            let zipf = client_share * rank.powf(-s) / zipf_total[client];
+            weights.push(zipf);
+            hot_weights.push(match hot_count[client] {
+                0 => zipf,
+                count => {
+                    let on_hot = if hot.contains(&key) {
+                        client_share * self.hot_share / count as f64
+                    } else {
+                        0.0
+                    };
+                    (1.0 - self.hot_share) * zipf + on_hot
+                }
+            });
+        }
+        KeyTable {
+            tokens: (0..self.keys)
+                .map(|i| u32::from(ach_redis::slot::key_slot(key_name(i).as_bytes())))
+                .collect(),
+            weights,
+            hot_weights: Some(hot_weights),
+        }
+    }
+
     /// The request stream of client `client`.
     pub fn stream(&self, client: usize, hot: &[usize]) -> RequestStream {
-        let own = (self.keys + self.clients - 1 - client) / self.clients;
+        let own = self.own_keys(client);
         let mine_hot: Vec<usize> = hot
             .iter()
             .copied()
@@ -357,5 +404,54 @@ mod tests {
         // The hot keys include client 0's most popular Zipf keys, so they get some share
         // outside the phase too; the phase adds about `hot_share` on top.
         assert!(hot_in(3.0, 6.0) > hot_in(6.0, 10.0) + 0.2);
+    }
+
+    #[test]
+    fn the_key_table_gives_the_shares_the_streams_draw() {
+        let config = WorkloadConfig {
+            duration_s: 400.0,
+            ..config()
+        };
+        let hot = config.hot_keys_in((0, 5000));
+        let table = config.key_table(&hot);
+        assert_eq!(table.tokens.len(), config.keys);
+        assert_eq!(
+            table.tokens[0],
+            u32::from(ach_redis::slot::key_slot(b"k:0"))
+        );
+        let hot_weights = table.hot_weights.as_ref().unwrap();
+        for weights in [&table.weights, hot_weights] {
+            assert!((weights.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        }
+        // Every request of every client, counted per key inside and outside the hot phase.
+        let (from, to) = (0.3 * 400.0, 0.6 * 400.0);
+        let mut outside = vec![0u64; config.keys];
+        let mut inside = vec![0u64; config.keys];
+        for client in 0..config.clients {
+            for (due, request) in config.stream(client, &hot) {
+                let counts = if (from..to).contains(&due) {
+                    &mut inside
+                } else {
+                    &mut outside
+                };
+                counts[request.key] += 1;
+            }
+        }
+        // The ten most popular keys and the hot keys: each count within 4 standard deviations of
+        // the table's expectation.
+        for (counts, weights) in [(&outside, &table.weights), (&inside, hot_weights)] {
+            let total: u64 = counts.iter().sum();
+            let mut keys: Vec<usize> = (0..10).chain(hot.iter().copied()).collect();
+            keys.dedup();
+            for key in keys {
+                let expected = weights[key] * total as f64;
+                let sd = expected.sqrt().max(1.0);
+                let seen = counts[key] as f64;
+                assert!(
+                    (seen - expected).abs() < 4.0 * sd,
+                    "key {key}: {seen} requests, {expected:.1} expected"
+                );
+            }
+        }
     }
 }

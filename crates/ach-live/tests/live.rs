@@ -208,17 +208,43 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         let given = series.get(field).cloned().unwrap_or(serde_json::json!([]));
         assert_eq!(given, calibration[field], "{field}");
     }
-    let resimulation = ach_live::resimulate::resimulate(out.path(), Default::default())
-        .expect("live-resim reads it");
+    let options = ach_live::resimulate::Options::default();
+    let resimulation =
+        ach_live::resimulate::resimulate(out.path(), &options).expect("live-resim reads it");
     assert_eq!(
         serde_json::to_value(&resimulation.calibration).expect("JSON"),
         *calibration,
         "the folder gives the calibration the run used"
     );
     assert_eq!(resimulation.arms.len(), 5);
-    for arm in &resimulation.arms {
+    // By default live-resim simulates what the run simulated: each arm's calibrated D-bar is
+    // the summary's simulated one.
+    for (arm, summarised) in resimulation.arms.iter().zip(listed) {
         assert!(arm.live.is_finite() && arm.instant.is_finite() && arm.calibrated.is_finite());
+        let simulated = summarised["sim_d_bar_true"]
+            .as_f64()
+            .expect("sim_d_bar_true");
+        assert!(
+            (arm.calibrated - simulated).abs() < 1e-12,
+            "{}: {} against {simulated}",
+            arm.algorithm,
+            arm.calibrated
+        );
     }
+    // A folder without its runs/ takes the calibration a resimulation saved.
+    let saved = out.path().join("resimulation.json");
+    resimulation.write_json(&saved).expect("written");
+    std::fs::rename(out.path().join("runs"), out.path().join("runs-away")).expect("moved");
+    let from_saved = ach_live::resimulate::resimulate(
+        out.path(),
+        &ach_live::resimulate::Options {
+            calibration: Some(saved),
+            ..options
+        },
+    )
+    .expect("live-resim with a saved calibration");
+    assert_eq!(from_saved.arms, resimulation.arms);
+    std::fs::rename(out.path().join("runs-away"), out.path().join("runs")).expect("moved back");
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
     assert!(report.contains("| redis-cli"), "{report}");
     assert!(report.contains("Service rates"), "{report}");

@@ -517,6 +517,18 @@ pub struct LocalCluster {
     security: ServerSecurity,
 }
 
+/// The slots [`LocalCluster::start_of`] gives each of `nodes` servers: server `i` the inclusive
+/// range from `floor(i * 16384 / nodes)` to `floor((i + 1) * 16384 / nodes) - 1`.
+pub fn even_slot_ranges(nodes: usize) -> Vec<(u16, u16)> {
+    (0..nodes)
+        .map(|i| {
+            let first = i * SLOT_COUNT / nodes;
+            let last = (i + 1) * SLOT_COUNT / nodes - 1;
+            (first as u16, last as u16)
+        })
+        .collect()
+}
+
 impl LocalCluster {
     /// Starts `nodes` cluster-mode servers, gives node `i` the `i`-th of `nodes` equal slot
     /// ranges, joins them and waits until every node reports `cluster_state:ok`.
@@ -535,14 +547,10 @@ impl LocalCluster {
         nodes: usize,
         security: &ServerSecurity,
     ) -> Result<LocalCluster, LocalError> {
-        let ranges: Vec<(u16, u16)> = (0..nodes)
-            .map(|i| {
-                let first = i * SLOT_COUNT / nodes;
-                let last = (i + 1) * SLOT_COUNT / nodes - 1;
-                (first as u16, last as u16)
-            })
+        let slots: Vec<Vec<(u16, u16)>> = even_slot_ranges(nodes)
+            .into_iter()
+            .map(|r| vec![r])
             .collect();
-        let slots: Vec<Vec<(u16, u16)>> = ranges.iter().map(|r| vec![*r]).collect();
         LocalCluster::start_with_slots_secured(kind, &slots, security)
     }
 

@@ -267,39 +267,44 @@ fn a_rebalance_serves_its_metrics_to_a_real_prometheus_while_it_runs() {
     )
     .unwrap_or_else(|e| panic!("{e}"));
     let progress = tempfile::NamedTempFile::new().unwrap();
+    // Steps enough to outlast any wait below: the test stops the run itself once Prometheus has
+    // seen what it checks, so a slow machine cannot end the run before the scrapes.
     let mut rebalance = Command::new(env!("CARGO_BIN_EXE_ach-redis"))
-        .args(heavy_rebalance(&cluster, 16, 500, &address))
+        .args(heavy_rebalance(&cluster, 1_000, 500, &address))
         // A file, not a pipe: one progress line per slot would fill a pipe nobody reads yet.
         .stdout(Stdio::null())
         .stderr(progress.reopen().unwrap())
         .spawn()
         .unwrap();
-    // Prometheus sees the steps while the rebalancer runs.
+    let stderr = || std::fs::read_to_string(progress.path()).unwrap();
+    // Prometheus sees the steps while the rebalancer runs. Once the process is gone its next
+    // scrape fails and Prometheus marks every series stale, so all of them are read before.
     let timeout = Duration::from_secs(60);
-    let steps = prometheus.wait_for_series("ach_steps_total >= 1", timeout);
-    let migrations = prometheus.wait_for_series(
-        "sum(ach_migrations_total{method=\"keys\",outcome=\"success\"}) >= 1",
-        timeout,
-    );
-    let running = rebalance.try_wait().unwrap().is_none();
-    let status = rebalance.wait().unwrap();
-    let stderr = std::fs::read_to_string(progress.path()).unwrap();
-    assert!(status.success(), "{stderr}");
-    let steps = steps.unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+    let seen = |query: &str| {
+        prometheus
+            .wait_for_series(query, timeout)
+            .unwrap_or_else(|e| panic!("{e}\n{}", stderr()))
+    };
+    let steps = seen("ach_steps_total >= 1");
     assert_eq!(steps[0].labels["job"], "ach-redis");
-    migrations.unwrap_or_else(|e| panic!("{e}\n{stderr}"));
-    assert!(
-        running,
-        "Prometheus saw the metrics only after the run: {stderr}"
-    );
-    let moved = prometheus
-        .wait_for_series("ach_keys_moved_total > 0", timeout)
-        .unwrap();
+    seen("sum(ach_migrations_total{method=\"keys\",outcome=\"success\"}) >= 1");
+    let moved = seen("ach_keys_moved_total > 0");
     assert!(moved[0].value > 0.0, "{moved:?}");
-    let healthy = prometheus
-        .wait_for_series("ach_cluster_healthy", timeout)
-        .unwrap();
+    let healthy = seen("ach_cluster_healthy");
     assert_eq!(healthy[0].value, 1.0);
+    assert!(
+        rebalance.try_wait().unwrap().is_none(),
+        "the rebalance ended before the test stopped it: {}",
+        stderr()
+    );
+    // SIGINT by PID, as Ctrl-C sends it: the run stops after the slot in flight, cleanly.
+    let interrupted = Command::new("bash")
+        .args(["-c", &format!("kill -INT {}", rebalance.id())])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let status = rebalance.wait().unwrap();
+    assert!(status.success(), "{status}: {}", stderr());
     common::assert_check_clean(&cluster);
 }
 

@@ -336,6 +336,11 @@ pub struct SeriesConfig {
     /// configuration.
     #[serde(skip_serializing_if = "InitialLayout::is_round_robin")]
     pub initial_layout: InitialLayout,
+    /// The keys given one by one (`[key_table]`, optional; see [`crate::keys`]): each key's
+    /// token and popularity instead of seeded hash positions and Zipf ranks. Left out of the
+    /// written configuration when absent, like `hot_keys`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_table: Option<crate::keys::KeyTable>,
 }
 
 /// Who owns each token at the start of a run.
@@ -347,6 +352,20 @@ pub enum InitialLayout {
     RoundRobin,
     /// Node `i` owns the tokens from `floor(i V / n)` to `floor((i + 1) V / n) - 1`.
     Contiguous,
+}
+
+impl std::str::FromStr for InitialLayout {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<InitialLayout, String> {
+        match text {
+            "round-robin" => Ok(InitialLayout::RoundRobin),
+            "contiguous" => Ok(InitialLayout::Contiguous),
+            _ => Err(format!(
+                "{text:?}: must be \"round-robin\" or \"contiguous\""
+            )),
+        }
+    }
 }
 
 impl InitialLayout {
@@ -457,6 +476,7 @@ impl Default for SeriesConfig {
             pacing: Vec::new(),
             readings: Vec::new(),
             initial_layout: InitialLayout::RoundRobin,
+            key_table: None,
         }
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod algorithms;
 pub mod config;
+pub mod keys;
 pub mod matrix;
 pub mod pacing;
 pub mod phases;

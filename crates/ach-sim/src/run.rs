@@ -8,6 +8,7 @@ use rand_distr::{Distribution, Normal};
 
 use crate::algorithms::{Algorithm, Registry};
 use crate::config::{Profile, SeriesConfig, SweepPoint};
+use crate::keys::RunKeys;
 use crate::pacing::Pacer;
 use crate::phases::{NoProbe, Phase, PhaseProbe};
 use crate::record::{
@@ -16,7 +17,7 @@ use crate::record::{
 };
 use crate::streams::{Stream, stream};
 use crate::token_loads::{TokenTelemetry, expected_work};
-use crate::workload::{Workload, packed_requests, packed_writes};
+use crate::workload::{packed_requests, packed_writes};
 
 /// At most this many violations are kept in detail per algorithm and run (all are counted).
 pub const MAX_VIOLATION_DETAILS: usize = 20;
@@ -290,6 +291,8 @@ struct SharedScenario<'a> {
     hot_keys: &'a Option<crate::config::HotKeys>,
     #[serde(skip_serializing_if = "crate::config::InitialLayout::is_round_robin")]
     initial_layout: crate::config::InitialLayout,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_table: &'a Option<crate::keys::KeyTable>,
 }
 
 /// A key that is equal for runs that can share one workload: same scenario, seed and profile.
@@ -308,6 +311,7 @@ pub fn shared_workload_key(spec: &RunSpec<'_>) -> String {
         v_min: c.ach.v_min,
         hot_keys: &c.hot_keys,
         initial_layout: c.initial_layout,
+        key_table: &c.key_table,
     };
     format!(
         "{}|{}|{}",
@@ -395,23 +399,7 @@ fn simulate_members<P: PhaseProbe>(
         detail,
     };
 
-    // Token positions and key hashes (spec section 2, the coupling quirk in the paper profile).
-    let mut ring_rng = stream(seed, Stream::Ring);
-    let (positions, hashes) = match lead.profile {
-        Profile::Paper => {
-            let hashes: Vec<f64> = (0..config.keys).map(|_| ring_rng.random()).collect();
-            let mut positions = hashes[..config.tokens].to_vec();
-            positions.sort_by(f64::total_cmp);
-            (positions, hashes)
-        }
-        Profile::Corrected => {
-            let mut positions: Vec<f64> = (0..config.tokens).map(|_| ring_rng.random()).collect();
-            positions.sort_by(f64::total_cmp);
-            let mut key_rng = stream(seed, Stream::Keys);
-            let hashes: Vec<f64> = (0..config.keys).map(|_| key_rng.random()).collect();
-            (positions, hashes)
-        }
-    };
+    let (positions, hashes) = positions_and_hashes(config, seed, lead.profile);
     let n0 = config.cluster.classes.len();
     let owners = config.initial_layout.owners(config.tokens, n0);
     let initial_ring = TokenRing::new(positions.clone(), owners).map_err(|e| SimError::Ring {
@@ -419,12 +407,14 @@ fn simulate_members<P: PhaseProbe>(
         run: lead.run_index,
         detail: e.to_string(),
     })?;
-    let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
+    let keys = RunKeys::new(config, &positions, &hashes);
+    drop(hashes);
+    let mut workload = keys.workload(config, positions.len());
     let mut hot_workload = config
         .hot_keys
         .as_ref()
-        .map(|hot| hot_phase_workload(config, hot, &initial_ring, &hashes));
-    drop(hashes);
+        .map(|hot| keys.hot_phase_workload(config, hot, &initial_ring));
+    drop(keys);
     let mut cluster = Cluster::new(config, lead.profile);
 
     let mut members = Vec::with_capacity(specs.len());
@@ -550,31 +540,29 @@ fn simulate_members<P: PhaseProbe>(
     Ok(members.into_iter().map(Member::into_record).collect())
 }
 
-/// The workload of the hot-key phase `hot`: the hot keys are the lowest-numbered keys on tokens
-/// of node `hot.node` in the initial ring `initial`.
-fn hot_phase_workload(
+/// The token positions (sorted) and the key hashes of a run with seed `seed` (spec section 2,
+/// the coupling quirk in the paper profile: the first keys' hashes are the positions).
+pub(crate) fn positions_and_hashes(
     config: &SeriesConfig,
-    hot: &crate::config::HotKeys,
-    initial: &TokenRing,
-    hashes: &[f64],
-) -> Workload {
-    let positions = initial.positions();
-    let hot_node = NodeId(hot.node as u32);
-    let hot_keys: Vec<usize> = Workload::token_of_keys(positions, hashes)
-        .iter()
-        .enumerate()
-        .filter(|&(_, &token)| initial.owner(token) == hot_node)
-        .map(|(key, _)| key)
-        .take(hot.keys)
-        .collect();
-    Workload::with_hot_keys(
-        positions,
-        hashes,
-        config.zipf_s,
-        config.write_fraction,
-        &hot_keys,
-        hot.share,
-    )
+    seed: u64,
+    profile: Profile,
+) -> (Vec<f64>, Vec<f64>) {
+    let mut ring_rng = stream(seed, Stream::Ring);
+    match profile {
+        Profile::Paper => {
+            let hashes: Vec<f64> = (0..config.keys).map(|_| ring_rng.random()).collect();
+            let mut positions = hashes[..config.tokens].to_vec();
+            positions.sort_by(f64::total_cmp);
+            (positions, hashes)
+        }
+        Profile::Corrected => {
+            let mut positions: Vec<f64> = (0..config.tokens).map(|_| ring_rng.random()).collect();
+            positions.sort_by(f64::total_cmp);
+            let mut key_rng = stream(seed, Stream::Keys);
+            let hashes: Vec<f64> = (0..config.keys).map(|_| key_rng.random()).collect();
+            (positions, hashes)
+        }
+    }
 }
 
 /// Tokens routed by every arm in turn before the next ones: a chunk of the packed counts

@@ -399,6 +399,9 @@ impl SeriesConfig {
         if let Some(hot) = &self.hot_keys {
             self.validate_hot_keys(hot)?;
         }
+        if let Some(table) = &self.key_table {
+            table.check(self.keys, self.tokens)?;
+        }
         for (k, d) in self.degradation.iter().enumerate() {
             if !(d.factor.is_finite() && d.factor > 0.0) {
                 return Err((

@@ -546,7 +546,7 @@ fn fill_until_tie(
 
 /// Zipf weights of `keys` keys: P(key of rank r) is proportional to `r^-s`, key `k` has rank
 /// `k + 1`; all 1 for `s = 0` (uniform).
-fn zipf_weights(keys: usize, zipf_s: f64) -> Vec<f64> {
+pub(crate) fn zipf_weights(keys: usize, zipf_s: f64) -> Vec<f64> {
     (0..keys)
         .map(|k| {
             if zipf_s == 0.0 {
@@ -556,6 +556,20 @@ fn zipf_weights(keys: usize, zipf_s: f64) -> Vec<f64> {
             }
         })
         .collect()
+}
+
+/// The key weights of a hot-key phase: `share` of the requests spread evenly over the keys
+/// `hot`, the rest in proportion to `weights`.
+pub(crate) fn hot_phase_weights(weights: &[f64], hot: &[usize], share: f64) -> Vec<f64> {
+    let total: f64 = weights.iter().sum();
+    let mut phase: Vec<f64> = weights
+        .iter()
+        .map(|w| w * ((1.0 - share) / total))
+        .collect();
+    for &key in hot {
+        phase[key] += share / hot.len() as f64;
+    }
+    phase
 }
 
 /// The shared workload of a run: key popularity folded onto the tokens.
@@ -611,14 +625,7 @@ impl Workload {
         hot: &[usize],
         share: f64,
     ) -> Workload {
-        let mut weights = zipf_weights(hashes.len(), zipf_s);
-        let total: f64 = weights.iter().sum();
-        for weight in &mut weights {
-            *weight *= (1.0 - share) / total;
-        }
-        for &key in hot {
-            weights[key] += share / hot.len() as f64;
-        }
+        let weights = hot_phase_weights(&zipf_weights(hashes.len(), zipf_s), hot, share);
         Workload::from_key_weights(positions, hashes, &weights, write_fraction)
     }
 
@@ -629,19 +636,34 @@ impl Workload {
         hashes.iter().map(|&h| lookup.lookup(h)).collect()
     }
 
-    /// Folds key weights (in proportion to each key's probability) onto the tokens.
+    /// Folds key weights (in proportion to each key's probability) onto the tokens at
+    /// `positions`, key `k` on the token whose arc holds `hashes[k]`.
     fn from_key_weights(
         positions: &[f64],
         hashes: &[f64],
         weights: &[f64],
         write_fraction: f64,
     ) -> Workload {
-        let lookup = TokenRing::round_robin(positions.to_vec(), 1)
-            .expect("positions were validated by the caller");
+        let key_tokens = Workload::token_of_keys(positions, hashes);
+        Workload::from_key_tokens(positions.len(), &key_tokens, weights, write_fraction)
+    }
+
+    /// Folds key weights (in proportion to each key's probability) onto `token_count` tokens,
+    /// key `k` on token `key_tokens[k]`.
+    ///
+    /// # Panics
+    ///
+    /// If a key's token is not below `token_count`; the run validates them first.
+    pub fn from_key_tokens(
+        token_count: usize,
+        key_tokens: &[usize],
+        weights: &[f64],
+        write_fraction: f64,
+    ) -> Workload {
         let total: f64 = weights.iter().sum();
-        let mut token_probability = vec![0.0; positions.len()];
-        for (&h, w) in hashes.iter().zip(weights) {
-            token_probability[lookup.lookup(h)] += w / total;
+        let mut token_probability = vec![0.0; token_count];
+        for (&token, w) in key_tokens.iter().zip(weights) {
+            token_probability[token] += w / total;
         }
 
         let mut distinct_probability = token_probability.clone();

@@ -478,7 +478,11 @@ fn a_contiguous_layout_deals_out_blocks_with_the_hot_keys_in_the_hot_nodes_block
     )
     .unwrap();
     let hashes: Vec<f64> = (0..600).map(|k| (k as f64 + 0.25) / 600.0).collect();
-    let hot = hot_phase_workload(&config, config.hot_keys.as_ref().unwrap(), &ring, &hashes);
+    let hot = RunKeys::new(&config, ring.positions(), &hashes).hot_phase_workload(
+        &config,
+        config.hot_keys.as_ref().unwrap(),
+        &ring,
+    );
     // Half the requests go to the hot keys, all on node 1's block (a quarter of the keys).
     let on_node_1: f64 = (0..60)
         .filter(|&s| ring.owner(s) == NodeId(1))
