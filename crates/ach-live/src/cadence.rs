@@ -25,14 +25,26 @@ pub struct LoopCadence {
     pub migrating_s: f64,
 }
 
+/// The step events of a rebalance loop's log (JSON lines; every other line, and every other
+/// event, left out), parsed once for whatever reads them.
+pub fn step_events(log: &str) -> Vec<serde_json::Value> {
+    log.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["event"] == "step")
+        .collect()
+}
+
 impl LoopCadence {
     /// The cadence of the log `log` (lines that are not a step event are skipped).
     pub fn from_log(log: &str) -> LoopCadence {
+        LoopCadence::from_steps(&step_events(log))
+    }
+
+    /// The cadence of a log's step events ([`step_events`]).
+    pub fn from_steps(steps: &[serde_json::Value]) -> LoopCadence {
         let mut cadence = LoopCadence::default();
-        for line in log.lines() {
-            if let Ok(event) = serde_json::from_str::<serde_json::Value>(line) {
-                cadence.add_event(&event);
-            }
+        for event in steps {
+            cadence.add_event(event);
         }
         cadence
     }

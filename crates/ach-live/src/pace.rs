@@ -52,10 +52,15 @@ pub fn of_results(results: &LiveResults) -> ArmCalibration {
                 .collect()
         })
         .collect();
+    let steps: Vec<Vec<serde_json::Value>> = results
+        .runs
+        .iter()
+        .map(|run| crate::cadence::step_events(&run.rebalance_log))
+        .collect();
     let traces: Vec<ArmTrace<'_>> = (0..results.runs.len())
         .map(|k| ArmTrace {
             algorithm: &results.runs[k].algorithm,
-            rebalance_log: &results.runs[k].rebalance_log,
+            steps: &steps[k],
             keys_moved: &keys[k],
             nodes: &nodes[k],
             true_loads: &true_loads[k],
@@ -93,13 +98,12 @@ pub fn of_traces(cluster: &Cluster<'_>, traces: &[ArmTrace<'_>]) -> ArmCalibrati
     let mut loop_arms: Vec<String> = Vec::new();
     let mut loops: Vec<LoopReadings<'_>> = Vec::new();
     for trace in traces {
-        let is_loop = trace.algorithm != REDIS_CLI
-            && crate::cadence::LoopCadence::from_log(trace.rebalance_log).control_steps > 0;
+        let is_loop = trace.algorithm != REDIS_CLI && !trace.steps.is_empty();
         if !is_loop {
             continue;
         }
         loops.push(LoopReadings {
-            rebalance_log: trace.rebalance_log,
+            steps: trace.steps,
             nodes: trace.nodes,
             true_loads: trace.true_loads,
         });
@@ -122,8 +126,9 @@ pub fn of_traces(cluster: &Cluster<'_>, traces: &[ArmTrace<'_>]) -> ArmCalibrati
 pub struct ArmTrace<'a> {
     /// The arm's algorithm.
     pub algorithm: &'a str,
-    /// Its rebalance loop's step log (JSON lines; `redis-cli`'s output for that arm).
-    pub rebalance_log: &'a str,
+    /// Its rebalance loop's step events ([`crate::cadence::step_events`]; none for
+    /// `redis-cli`, whose output is not a loop's log).
+    pub steps: &'a [serde_json::Value],
     /// Keys in slots that changed owner by each step, cumulative.
     pub keys_moved: &'a [u64],
     /// Every master's address and class, in the order of `true_loads`.
@@ -166,7 +171,7 @@ impl MeasuredPace {
                     measured.redis_cli_s += (steps + 1) as f64 * step_s;
                 }
             } else {
-                loop_samples(trace.rebalance_log, &mut cycles, &mut migrations);
+                loop_samples(trace.steps, &mut cycles, &mut migrations);
             }
         }
         // Sorted, so that the sums do not depend on the order the runs come in.
@@ -239,17 +244,15 @@ impl MeasuredPace {
     }
 }
 
-/// Adds a loop log's cycles (seconds from each step's start to the next one's, less the
-/// earlier step's migrations) and migrations (keys, milliseconds) to the samples.
-fn loop_samples(log: &str, cycles: &mut Vec<f64>, migrations: &mut Vec<(f64, f64)>) {
+/// Adds a loop's cycles (seconds from each step's start to the next one's, less the earlier
+/// step's migrations) and migrations (keys, milliseconds) to the samples.
+fn loop_samples(
+    steps: &[serde_json::Value],
+    cycles: &mut Vec<f64>,
+    migrations: &mut Vec<(f64, f64)>,
+) {
     let mut previous: Option<(f64, f64)> = None;
-    for line in log.lines() {
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        if event["event"] != "step" {
-            continue;
-        }
+    for event in steps {
         let Some(started_ms) = event["unix_ms"].as_f64() else {
             continue;
         };
@@ -317,17 +320,18 @@ mod tests {
         ]
         .join("\n");
         let cli_keys = [0, 50, 100, 100];
+        let steps = crate::cadence::step_events(&log);
         let traces = [
             ArmTrace {
                 algorithm: "ACH",
-                rebalance_log: &log,
+                steps: &steps,
                 keys_moved: &[],
                 nodes: &[],
                 true_loads: &[],
             },
             ArmTrace {
                 algorithm: REDIS_CLI,
-                rebalance_log: "Moving slot 1",
+                steps: &[],
                 keys_moved: &cli_keys,
                 nodes: &[],
                 true_loads: &[],

@@ -13,8 +13,8 @@ use ach_sim::reading::Reading;
 /// One loop run's figures for the fit.
 #[derive(Clone, Copy, Debug)]
 pub struct LoopReadings<'a> {
-    /// The loop's step log (JSON lines).
-    pub rebalance_log: &'a str,
+    /// The loop's step events ([`crate::cadence::step_events`]).
+    pub steps: &'a [serde_json::Value],
     /// Every master's address and class, in the order of `true_loads`.
     pub nodes: &'a [(String, NodeClass)],
     /// Every step's true loads.
@@ -94,14 +94,8 @@ fn pair_readings(
     samples: &mut Vec<(NodeClass, f64, f64)>,
 ) {
     let mut first_ms: Option<f64> = None;
-    for line in run.rebalance_log.lines() {
-        let Ok(event) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        let Some(unix_ms) = event["unix_ms"]
-            .as_f64()
-            .filter(|_| event["event"] == "step")
-        else {
+    for event in run.steps {
+        let Some(unix_ms) = event["unix_ms"].as_f64() else {
             continue;
         };
         let first = *first_ms.get_or_insert(unix_ms);
@@ -156,8 +150,9 @@ mod tests {
             ("w".to_string(), NodeClass::Weak),
             ("s".to_string(), NodeClass::Strong),
         ];
+        let steps = crate::cadence::step_events(&log);
         let run = LoopReadings {
-            rebalance_log: &log,
+            steps: &steps,
             nodes: &nodes,
             true_loads: &truth,
         };
@@ -184,8 +179,9 @@ mod tests {
         ]
         .join("\n");
         let nodes = [("m".to_string(), NodeClass::Medium)];
+        let steps = crate::cadence::step_events(&log);
         let run = LoopReadings {
-            rebalance_log: &log,
+            steps: &steps,
             nodes: &nodes,
             true_loads: &truth,
         };

@@ -165,7 +165,7 @@ fn measured_calibration(
         .iter()
         .map(|run| ArmTrace {
             algorithm: &run.algorithm,
-            rebalance_log: &run.log,
+            steps: &run.steps,
             keys_moved: &run.keys,
             nodes: &run.nodes,
             true_loads: &run.true_loads,
@@ -208,7 +208,8 @@ fn live_config(path: &Path, summary: &serde_json::Value) -> Result<LiveConfig, R
 /// One saved run's traces.
 struct SavedRun {
     algorithm: String,
-    log: String,
+    /// The step events of its rebalance loop's log (none for redis-cli's output).
+    steps: Vec<serde_json::Value>,
     keys: Vec<u64>,
     nodes: Vec<(String, NodeClass)>,
     true_loads: Vec<Vec<f64>>,
@@ -254,7 +255,9 @@ fn traces_of(folder: &Path, summary: &serde_json::Value) -> Result<Vec<SavedRun>
             let log_path = PathBuf::from(format!("{}-rebalance.log", stem.display()));
             runs.push(SavedRun {
                 algorithm: algorithm.to_string(),
-                log: std::fs::read_to_string(&log_path).unwrap_or_default(),
+                steps: crate::cadence::step_events(
+                    &std::fs::read_to_string(&log_path).unwrap_or_default(),
+                ),
                 keys: keys.collect(),
                 nodes,
                 true_loads: true_loads.collect(),

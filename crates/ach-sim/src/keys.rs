@@ -168,20 +168,13 @@ impl RunKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Profile, built_in_series};
+    use crate::config::Profile;
     use crate::record::RunRecord;
-    use crate::run::{RunSpec, positions_and_hashes, simulate};
+    use crate::run::positions_and_hashes;
 
+    /// The run tests' small C1 with a hot-key phase.
     fn small() -> SeriesConfig {
-        let mut c = built_in_series()
-            .into_iter()
-            .find(|s| s.name == "C1")
-            .expect("built-in series");
-        c.tokens = 60;
-        c.keys = 600;
-        c.steps = 30;
-        c.warmup = 5;
-        c.cluster.classes.truncate(4);
+        let mut c = crate::run::tests::small("C1");
         c.hot_keys = Some(HotKeys {
             from: 5,
             to: 20,
@@ -193,13 +186,7 @@ mod tests {
     }
 
     fn run(config: &SeriesConfig, profile: Profile) -> RunRecord {
-        simulate(&RunSpec {
-            config,
-            point: None,
-            profile,
-            run_index: 0,
-        })
-        .unwrap()
+        crate::run::tests::run(config, profile, 0)
     }
 
     /// The table of the keys a run draws: their tokens from their hashes, their Zipf weights.

@@ -981,4 +981,4 @@ fn join_node(capacity: f64, config: &SeriesConfig, cluster: &mut Cluster, arms: 
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -1,7 +1,8 @@
 use super::*;
 use crate::config::{Churn, Degradation, NodeClass, built_in_series};
 
-fn small(name: &str) -> SeriesConfig {
+/// A small series of the built-in `name`: 4 nodes, 60 tokens, 600 keys, 30 steps, no events.
+pub(crate) fn small(name: &str) -> SeriesConfig {
     let mut c = built_in_series()
         .into_iter()
         .find(|s| s.name == name)
@@ -112,7 +113,8 @@ fn degradation_scales_service_rates_at_its_step_only() {
     assert_eq!(cluster.service_rate[0], 350.0);
 }
 
-fn run(config: &SeriesConfig, profile: Profile, run_index: u32) -> RunRecord {
+/// Run `run_index` of `config`, which must succeed.
+pub(crate) fn run(config: &SeriesConfig, profile: Profile, run_index: u32) -> RunRecord {
     simulate(&RunSpec {
         config,
         point: None,
