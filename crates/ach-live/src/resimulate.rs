@@ -218,6 +218,16 @@ struct SavedRun {
 /// Every run's traces, from `runs/ARM-rK.json` and `runs/ARM-rK-rebalance.log` for each arm
 /// and repeat the summary lists.
 fn traces_of(folder: &Path, summary: &serde_json::Value) -> Result<Vec<SavedRun>, ResimulateError> {
+    let runs_folder = folder.join("runs");
+    if !runs_folder.is_dir() {
+        return Err(invalid(
+            &runs_folder,
+            "missing: the calibration is measured in the arms' per-step files; a folder kept \
+             without them can take the calibration an earlier resimulation saved \
+             (--calibration FILE)"
+                .into(),
+        ));
+    }
     let mut runs = Vec::new();
     for arm in summary["arms"].as_array().into_iter().flatten() {
         let algorithm = arm["algorithm"].as_str().unwrap_or_default();

@@ -235,6 +235,13 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
     let saved = out.path().join("resimulation.json");
     resimulation.write_json(&saved).expect("written");
     std::fs::rename(out.path().join("runs"), out.path().join("runs-away")).expect("moved");
+    let refused = ach_live::resimulate::resimulate(out.path(), &options)
+        .expect_err("no runs/, no calibration")
+        .to_string();
+    assert!(
+        refused.contains("runs: missing") && refused.contains("--calibration"),
+        "{refused}"
+    );
     let from_saved = ach_live::resimulate::resimulate(
         out.path(),
         &ach_live::resimulate::Options {
