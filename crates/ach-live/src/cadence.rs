@@ -50,7 +50,7 @@ impl LoopCadence {
     }
 
     /// Counts one event of the log (anything but a step event changes nothing).
-    pub fn add_event(&mut self, event: &serde_json::Value) {
+    fn add_event(&mut self, event: &serde_json::Value) {
         if event["event"] != "step" {
             return;
         }

@@ -17,7 +17,7 @@ use ach_redis::security::Security;
 use super::Arm;
 use super::cluster::connect;
 use super::observer::control_options;
-use crate::cadence::LoopCadence;
+use crate::cadence::{LoopCadence, step_events};
 use crate::error::ExperimentError;
 
 /// A `Write` into shared memory (the rebalance loop's step log).
@@ -148,19 +148,13 @@ fn finish_loop(
     }
     let log = buffer.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let text = String::from_utf8_lossy(&log).into_owned();
-    let mut cadence = LoopCadence::default();
-    for line in text.lines() {
-        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else {
-            continue;
-        };
-        cadence.add_event(&value);
-        if let Some(errors) = value["outcome"]["errors"].as_array() {
-            for error in errors {
-                notes.push(format!("step {}: {}", value["step"], error));
-            }
+    let steps = step_events(&text);
+    for step in &steps {
+        for error in step["outcome"]["errors"].as_array().into_iter().flatten() {
+            notes.push(format!("step {}: {}", step["step"], error));
         }
     }
-    notes.push(cadence.note());
+    notes.push(LoopCadence::from_steps(&steps).note());
     (notes, text)
 }
 
