@@ -51,6 +51,10 @@ pub struct Args {
     /// Seconds each class's service rate is measured for, before the arms.
     #[arg(long, default_value_t = 3.0)]
     calibration_s: f64,
+    /// Seconds every arm's masters are read without clients, for their idle cpu use, which
+    /// the controllers take off their cpu readings (0: whole readings).
+    #[arg(long, default_value_t = 2.0)]
+    idle_cpu_s: f64,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -74,6 +78,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         interval_ms: args.interval_ms,
         backend: LiveBackend::parse(&args.backend)?,
         calibration_s: args.calibration_s,
+        idle_cpu_s: args.idle_cpu_s,
     };
     config.validate()?;
     Ok(config)
@@ -280,6 +285,26 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             line.class, line.offset, line.scale, line.samples
         );
     }
+    if !resimulation.reading_parts.is_empty() {
+        println!("the observer's readings against the truth (means per arm and class):");
+        println!(
+            "{:<14} {:<7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9}",
+            "algorithm", "class", "samples", "true", "cpu", "memory", "latency", "composite"
+        );
+        for part in &resimulation.reading_parts {
+            println!(
+                "{:<14} {:<7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3}",
+                part.algorithm,
+                format!("{:?}", part.class).to_lowercase(),
+                part.samples,
+                part.true_load,
+                part.cpu,
+                part.memory,
+                part.latency,
+                part.composite
+            );
+        }
+    }
     println!(
         "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8}",
         "algorithm", "live", "instant", "error", "paced", "error", "calibrated", "error"
@@ -298,28 +323,37 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             error(arm.calibrated, arm.live)
         );
     }
-    let order = |value: fn(&ach_live::resimulate::ArmAgreement) -> f64| {
-        let mut arms: Vec<_> = resimulation.arms.iter().collect();
-        arms.sort_by(|a, b| value(a).total_cmp(&value(b)));
-        arms.iter().map(|a| a.algorithm.clone()).collect::<Vec<_>>()
+    /// One of the simulators' figures of an arm.
+    type Figure = fn(&ach_live::resimulate::ArmAgreement) -> f64;
+    let order = |value: Figure| {
+        ach_live::summary::order_text(
+            resimulation
+                .arms
+                .iter()
+                .map(|a| (a.algorithm.as_str(), value(a))),
+        )
     };
-    let live = order(|a| a.live);
-    let orders = [
-        ("instant", order(|a| a.instant)),
-        ("paced", order(|a| a.paced)),
-        ("calibrated", order(|a| a.calibrated)),
+    let orders: [(&str, Figure); 3] = [
+        ("instant", |a| a.instant),
+        ("paced", |a| a.paced),
+        ("calibrated", |a| a.calibrated),
     ];
-    for (name, sim) in orders {
+    for (name, value) in orders {
+        let pairs: Vec<(f64, f64)> = resimulation
+            .arms
+            .iter()
+            .map(|a| (a.live, value(a)))
+            .collect();
         println!(
             "order {name}: {} ({})",
-            sim.join(" < "),
-            if sim == live {
+            order(value),
+            if ach_live::summary::same_order(&pairs) {
                 "same as live"
             } else {
                 "differs from live"
             }
         );
     }
-    println!("order live: {}", live.join(" < "));
+    println!("order live: {}", order(|a| a.live));
     ExitCode::SUCCESS
 }

@@ -192,6 +192,11 @@ pub struct LiveConfig {
     pub backend: LiveBackend,
     /// Seconds each class's service rate is measured for, before the arms.
     pub calibration_s: f64,
+    /// Seconds every arm's masters are read without clients, once the keys are loaded, for
+    /// their idle cpu use, which the controllers and the observer take off their cpu readings
+    /// (`ach-redis --idle-cpu`): the cluster bus, the timers and the readings cost a node the
+    /// same whatever slots it owns. 0 keeps the whole readings.
+    pub idle_cpu_s: f64,
 }
 
 impl Default for LiveConfig {
@@ -210,6 +215,7 @@ impl Default for LiveConfig {
             interval_ms: 1000,
             backend: LiveBackend::Auto,
             calibration_s: 3.0,
+            idle_cpu_s: 2.0,
         }
     }
 }
@@ -284,6 +290,13 @@ impl LiveConfig {
             "--calibration-s",
             self.calibration_s.to_string(),
             "must be 0.5 to 60 seconds",
+        )?;
+        rule(
+            self.idle_cpu_s == 0.0
+                || (self.idle_cpu_s.is_finite() && (0.5..=60.0).contains(&self.idle_cpu_s)),
+            "--idle-cpu-s",
+            self.idle_cpu_s.to_string(),
+            "must be 0 (whole readings) or 0.5 to 60 seconds",
         )?;
         let steps = self.steps();
         rule(
@@ -374,6 +387,10 @@ pub struct StepRecord {
     pub offered: u64,
     /// Composite load of every master (by address order), from its own INFO.
     pub telemetry_loads: Vec<f64>,
+    /// The parts of every master's composite, `[cpu, memory, latency]` as the load tracker
+    /// took them (each over the master's relative weight, the idle cpu taken off the cpu;
+    /// `null`: not read), so the composite's offsets can be told apart.
+    pub telemetry_readings: Vec<[Option<f64>; 3]>,
     /// `D(t)` of the INFO composite; `None` when the cluster could not be observed.
     pub d_telemetry: Option<f64>,
     /// Keys in slots that changed owner since the start.
@@ -399,6 +416,7 @@ impl StepRecord {
             cv_true: 0.0,
             offered: 0,
             telemetry_loads: Vec::new(),
+            telemetry_readings: Vec::new(),
             d_telemetry,
             keys_moved,
             client_errors: 0,
@@ -419,6 +437,9 @@ pub struct NodeInfo {
     pub quota_us: Option<u64>,
     /// The cgroup's CPU throttling counters at the end of the arm, when read.
     pub throttling: Option<crate::cgroup::Throttling>,
+    /// Its cpu use without clients, in cores, measured before the workload and taken off its
+    /// cpu readings (`None`: not measured, `--idle-cpu-s 0`).
+    pub idle_cpu_cores: Option<f64>,
     /// Client latency p50 over the run, in milliseconds.
     pub p50_ms: Option<f64>,
     /// Client latency p99 over the run, in milliseconds.
@@ -733,5 +754,18 @@ mod tests {
             bad.validate().unwrap_err().to_string(),
             "--nodes 1: must be 2 to 64"
         );
+        let bad = LiveConfig {
+            idle_cpu_s: 0.1,
+            ..LiveConfig::default()
+        };
+        assert_eq!(
+            bad.validate().unwrap_err().to_string(),
+            "--idle-cpu-s 0.1: must be 0 (whole readings) or 0.5 to 60 seconds"
+        );
+        let whole_readings = LiveConfig {
+            idle_cpu_s: 0.0,
+            ..LiveConfig::default()
+        };
+        assert!(whole_readings.validate().is_ok());
     }
 }

@@ -116,6 +116,108 @@ fn pair_readings(
     }
 }
 
+/// One step of the observer's readings of every master (in the order of the run's nodes).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ObservedStep {
+    /// True for a warm-up step (left out).
+    pub warmup: bool,
+    /// Every master's composite, as the observer read it.
+    pub composite: Vec<f64>,
+    /// Every master's `[cpu, memory, latency]` as the load tracker took them (`None`: not
+    /// read).
+    pub parts: Vec<[Option<f64>; 3]>,
+}
+
+/// One run's observed steps, for [`parts_by_class`].
+#[derive(Clone, Copy, Debug)]
+pub struct PartsRun<'a> {
+    /// The arm.
+    pub algorithm: &'a str,
+    /// Every master's address and class, in the order of `true_loads`.
+    pub nodes: &'a [(String, NodeClass)],
+    /// Every step's true loads.
+    pub true_loads: &'a [Vec<f64>],
+    /// Every step's readings.
+    pub steps: &'a [ObservedStep],
+}
+
+/// The mean parts of the observer's readings of one class's masters under one arm, beside
+/// their mean true load: which part of the composite carries an offset the truth does not
+/// have.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ClassParts {
+    /// The arm.
+    pub algorithm: String,
+    /// The class.
+    pub class: NodeClass,
+    /// Master-steps after the warm-up with all three parts read.
+    pub samples: usize,
+    /// Mean true load.
+    pub true_load: f64,
+    /// Mean cpu part.
+    pub cpu: f64,
+    /// Mean memory part.
+    pub memory: f64,
+    /// Mean latency part.
+    pub latency: f64,
+    /// Mean composite.
+    pub composite: f64,
+}
+
+/// Every (arm, class) of `runs`' means, arms in the order they first come, classes strong,
+/// medium, weak; an (arm, class) without samples is left out.
+pub fn parts_by_class(runs: &[PartsRun<'_>]) -> Vec<ClassParts> {
+    let mut algorithms: Vec<&str> = Vec::new();
+    for run in runs {
+        if !algorithms.contains(&run.algorithm) {
+            algorithms.push(run.algorithm);
+        }
+    }
+    let mut means = Vec::new();
+    for algorithm in algorithms {
+        for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
+            let mut sums = [0.0; 5];
+            let mut samples = 0;
+            for run in runs.iter().filter(|r| r.algorithm == algorithm) {
+                let steps = run.steps.iter().zip(run.true_loads);
+                for (step, truth) in steps.filter(|(s, _)| !s.warmup) {
+                    for (i, _) in run.nodes.iter().enumerate().filter(|(_, n)| n.1 == class) {
+                        let (
+                            Some(truth),
+                            Some(composite),
+                            Some([Some(cpu), Some(memory), Some(latency)]),
+                        ) = (truth.get(i), step.composite.get(i), step.parts.get(i))
+                        else {
+                            continue;
+                        };
+                        for (sum, value) in sums
+                            .iter_mut()
+                            .zip([*truth, *cpu, *memory, *latency, *composite])
+                        {
+                            *sum += value;
+                        }
+                        samples += 1;
+                    }
+                }
+            }
+            if samples > 0 {
+                let mean = |k: usize| sums[k] / samples as f64;
+                means.push(ClassParts {
+                    algorithm: algorithm.to_string(),
+                    class,
+                    samples,
+                    true_load: mean(0),
+                    cpu: mean(1),
+                    memory: mean(2),
+                    latency: mean(3),
+                    composite: mean(4),
+                });
+            }
+        }
+    }
+    means
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,6 +269,58 @@ mod tests {
             &[NodeClass::Strong, NodeClass::Weak, NodeClass::Weak],
         );
         assert_eq!(readings[1].nodes, [1, 2]);
+    }
+
+    #[test]
+    fn the_parts_are_averaged_per_arm_and_class_over_the_steps_read() {
+        let step = |warmup: bool, cpu: Option<f64>| ObservedStep {
+            warmup,
+            composite: vec![0.3, 0.6],
+            parts: vec![
+                [cpu, Some(0.0), Some(0.1)],
+                [Some(0.7), Some(0.0), Some(0.0)],
+            ],
+        };
+        // The warm-up step and the step whose weak cpu was not read are left out for the weak
+        // master; the strong one is read at both measured steps.
+        let steps = [
+            step(true, Some(9.0)),
+            step(false, Some(0.4)),
+            step(false, None),
+            step(false, Some(0.6)),
+        ];
+        let nodes = [
+            ("w".to_string(), NodeClass::Weak),
+            ("s".to_string(), NodeClass::Strong),
+        ];
+        let truth = vec![vec![0.2, 0.5]; steps.len()];
+        let run = PartsRun {
+            algorithm: "ach",
+            nodes: &nodes,
+            true_loads: &truth,
+            steps: &steps,
+        };
+        let parts = parts_by_class(&[
+            run,
+            PartsRun {
+                algorithm: "a0",
+                ..run
+            },
+        ]);
+        assert_eq!(parts.len(), 4);
+        assert_eq!(
+            (
+                parts[0].algorithm.as_str(),
+                parts[0].class,
+                parts[0].samples
+            ),
+            ("ach", NodeClass::Strong, 3)
+        );
+        let weak = &parts[1];
+        assert_eq!((weak.class, weak.samples), (NodeClass::Weak, 2));
+        assert!((weak.cpu - 0.5).abs() < 1e-12 && (weak.latency - 0.1).abs() < 1e-12);
+        assert!((weak.true_load - 0.2).abs() < 1e-12 && (weak.composite - 0.3).abs() < 1e-12);
+        assert_eq!(parts[2].algorithm, "a0");
     }
 
     #[test]

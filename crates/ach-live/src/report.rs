@@ -6,11 +6,12 @@ use std::fmt::Write as _;
 
 use ach_report::report::Figure;
 use ach_sim::algorithms::names;
+use ach_sim::config::NodeClass;
 
 use crate::experiment::LiveResults;
 use crate::experiment::REDIS_CLI;
 use crate::output::tables_markdown;
-use crate::summary::{ArmSummary, Comparison, order_by};
+use crate::summary::{ArmSummary, Comparison, order_text, same_order};
 
 /// The calibrated simulator's agreement target: relative error of every arm's `d_bar_true`.
 pub const SIM_TOLERANCE: f64 = 0.15;
@@ -46,6 +47,7 @@ pub fn render(
     simulator_agreement(&mut text, arms);
     let _ = writeln!(text, "## Phases\n\n{phases_md}");
     throttling(&mut text, results);
+    idle_cpu(&mut text, results);
     let _ = writeln!(text, "## Figures\n");
     for figure in figures {
         let _ = writeln!(
@@ -217,8 +219,21 @@ fn simulator_agreement(text: &mut String, arms: &[ArmSummary]) {
     if errors.is_empty() {
         return;
     }
-    let live = order_by(arms, |a| Some(a.d_bar_true));
-    let simulated = order_by(arms, |a| a.sim_d_bar_true);
+    let simulated: Vec<(&str, f64, f64)> = arms
+        .iter()
+        .filter_map(|a| {
+            a.sim_d_bar_true
+                .map(|s| (a.algorithm.as_str(), a.d_bar_true, s))
+        })
+        .collect();
+    let live = order_text(simulated.iter().map(|&(name, live, _)| (name, live)));
+    let simulator = order_text(simulated.iter().map(|&(name, _, sim)| (name, sim)));
+    let agrees = same_order(
+        &simulated
+            .iter()
+            .map(|&(_, live, sim)| (live, sim))
+            .collect::<Vec<_>>(),
+    );
     let within = errors.iter().all(|(_, e)| e.abs() <= SIM_TOLERANCE);
     let _ = writeln!(
         text,
@@ -232,9 +247,9 @@ fn simulator_agreement(text: &mut String, arms: &[ArmSummary]) {
             .join(", "),
         SIM_TOLERANCE * 100.0,
         verdict(within),
-        live.join(" < "),
-        simulated.join(" < "),
-        verdict(live == simulated)
+        live,
+        simulator,
+        verdict(agrees)
     );
 }
 
@@ -292,6 +307,46 @@ fn throttling(text: &mut String, results: &LiveResults) {
         );
     }
     let _ = writeln!(text);
+}
+
+/// Every class's idle cpu use, measured before each arm's workload and taken off the
+/// readings: the mean over its masters, arms and repeats.
+fn idle_cpu(text: &mut String, results: &LiveResults) {
+    let mut rows = Vec::new();
+    for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
+        let cores: Vec<f64> = results
+            .runs
+            .iter()
+            .flat_map(|r| &r.nodes)
+            .filter(|n| n.class == class)
+            .filter_map(|n| n.idle_cpu_cores)
+            .collect();
+        if cores.is_empty() {
+            continue;
+        }
+        let mean = cores.iter().sum::<f64>() / cores.len() as f64;
+        let quota = class.capacity() * results.config.cpu_per_strong_node;
+        rows.push(format!(
+            "| {} | {:.1} | {:.1} % | {} |",
+            format!("{class:?}").to_lowercase(),
+            mean * 1000.0,
+            mean / quota * 100.0,
+            cores.len()
+        ));
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "## Idle cpu\n\nEvery master's cpu use without clients, read for {} s once its keys were \
+         loaded and before the workload, and taken off its cpu readings (the controllers' and \
+         the observer's): the use of the rest of its quota. Mean by class over the masters, \
+         arms and repeats.\n\n| class | ms of cpu per s | of its quota | masters read |\n\
+         | :--- | ---: | ---: | ---: |\n{}\n",
+        results.config.idle_cpu_s,
+        rows.join("\n")
+    );
 }
 
 fn differences(text: &mut String, results: &LiveResults) {

@@ -15,6 +15,7 @@ use ach_sim::config::NodeClass;
 use crate::error::ResimulateError;
 use crate::experiment::LiveConfig;
 use crate::pace::{self, ArmCalibration, ArmTrace};
+use crate::readings::{ClassParts, ObservedStep, PartsRun, parts_by_class};
 use crate::simulator::{self, SimArm};
 
 /// One arm: its live D-bar true and the simulator's (means over the runs).
@@ -43,6 +44,9 @@ pub struct Resimulation {
     pub series: SeriesConfig,
     /// Every arm, in the summary's order.
     pub arms: Vec<ArmAgreement>,
+    /// The parts of the observer's readings per arm and class against the truth (from the
+    /// folder's runs; empty with a saved calibration).
+    pub reading_parts: Vec<ClassParts>,
 }
 
 impl Resimulation {
@@ -111,9 +115,25 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
     let mut series: SeriesConfig =
         serde_json::from_value(summary["simulator"]["series"].clone())
             .map_err(|e| invalid(&summary_path, format!("simulator.series: {e}")))?;
-    let calibration = match &options.calibration {
-        Some(path) => saved_calibration(path)?,
-        None => measured_calibration(folder, &summary, &series)?,
+    let (calibration, reading_parts) = match &options.calibration {
+        Some(path) => (saved_calibration(path)?, Vec::new()),
+        None => {
+            let runs = traces_of(folder, &summary)?;
+            let parts: Vec<PartsRun<'_>> = runs
+                .iter()
+                .map(|run| PartsRun {
+                    algorithm: &run.algorithm,
+                    nodes: &run.nodes,
+                    true_loads: &run.true_loads,
+                    steps: &run.observed,
+                })
+                .collect();
+            let reading_parts = parts_by_class(&parts);
+            (
+                measured_calibration(folder, &summary, &series, &runs)?,
+                reading_parts,
+            )
+        }
     };
     series.initial_layout = options.layout;
     series.key_table = match options.keys {
@@ -145,6 +165,7 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
         keys: options.keys,
         series,
         arms,
+        reading_parts,
     })
 }
 
@@ -153,6 +174,7 @@ fn measured_calibration(
     folder: &Path,
     summary: &serde_json::Value,
     series: &SeriesConfig,
+    runs: &[SavedRun],
 ) -> Result<ArmCalibration, ResimulateError> {
     let interval_ms = summary["config"]["interval_ms"].as_f64().ok_or_else(|| {
         invalid(
@@ -160,7 +182,6 @@ fn measured_calibration(
             "config.interval_ms is missing".into(),
         )
     })?;
-    let runs = traces_of(folder, summary)?;
     let traces: Vec<ArmTrace<'_>> = runs
         .iter()
         .map(|run| ArmTrace {
@@ -213,6 +234,8 @@ struct SavedRun {
     keys: Vec<u64>,
     nodes: Vec<(String, NodeClass)>,
     true_loads: Vec<Vec<f64>>,
+    /// The observer's readings of every step.
+    observed: Vec<ObservedStep>,
 }
 
 /// Every run's traces, from `runs/ARM-rK.json` and `runs/ARM-rK-rebalance.log` for each arm
@@ -264,6 +287,7 @@ fn traces_of(folder: &Path, summary: &serde_json::Value) -> Result<Vec<SavedRun>
                 .collect::<Result<_, ResimulateError>>()?;
             let log_path = PathBuf::from(format!("{}-rebalance.log", stem.display()));
             runs.push(SavedRun {
+                observed: steps.iter().map(observed_step).collect(),
                 algorithm: algorithm.to_string(),
                 steps: crate::cadence::step_events(
                     &std::fs::read_to_string(&log_path).unwrap_or_default(),
@@ -275,6 +299,29 @@ fn traces_of(folder: &Path, summary: &serde_json::Value) -> Result<Vec<SavedRun>
         }
     }
     Ok(runs)
+}
+
+/// A saved step's observer readings (missing fields read as not read).
+fn observed_step(step: &serde_json::Value) -> ObservedStep {
+    let numbers = |value: &serde_json::Value| -> Vec<f64> {
+        value
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| v.as_f64().unwrap_or(f64::NAN))
+            .collect()
+    };
+    let parts = step["telemetry_readings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|master| [0, 1, 2].map(|k| master[k].as_f64()))
+        .collect();
+    ObservedStep {
+        warmup: step["warmup"].as_bool().unwrap_or(false),
+        composite: numbers(&step["telemetry_loads"]),
+        parts,
+    }
 }
 
 fn mean_of(arms: &[SimArm], algorithm: &str) -> f64 {

@@ -219,22 +219,76 @@ pub fn compare(arms: &[ArmSummary]) -> Vec<Comparison> {
     rows
 }
 
+/// `(name, value)` pairs lowest value first, equal values by name: the one order of the arms
+/// that summary.json's lists and the texts share.
+fn lowest_first<'a>(arms: impl IntoIterator<Item = (&'a str, f64)>) -> Vec<(&'a str, f64)> {
+    let mut ordered: Vec<(&str, f64)> = arms.into_iter().collect();
+    ordered.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.0.cmp(b.0)));
+    ordered
+}
+
 /// The arms ordered by `value`, lowest first (ties by name).
 pub fn order_by(arms: &[ArmSummary], value: impl Fn(&ArmSummary) -> Option<f64>) -> Vec<String> {
-    let mut ordered: Vec<(f64, &str)> = arms
-        .iter()
-        .filter_map(|a| value(a).map(|v| (v, a.algorithm.as_str())))
-        .collect();
-    ordered.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(b.1)));
-    ordered
-        .into_iter()
-        .map(|(_, name)| name.to_string())
-        .collect()
+    lowest_first(
+        arms.iter()
+            .filter_map(|a| value(a).map(|v| (a.algorithm.as_str(), v))),
+    )
+    .into_iter()
+    .map(|(name, _)| name.to_string())
+    .collect()
+}
+
+/// The arms lowest first (ties by name), arms with equal values joined by `=`, the others by
+/// `<`: `ACH < redis-cli < Bounded-Loads = Static-W`.
+pub fn order_text<'a>(arms: impl IntoIterator<Item = (&'a str, f64)>) -> String {
+    let ordered = lowest_first(arms);
+    let mut text = String::new();
+    for (index, (name, value)) in ordered.iter().enumerate() {
+        if index > 0 {
+            let tied = ordered[index - 1].1.total_cmp(value).is_eq();
+            text.push_str(if tied { " = " } else { " < " });
+        }
+        text.push_str(name);
+    }
+    text
+}
+
+/// Whether two measures of the same arms order them alike: every pair of arms in the same
+/// strict order under both, or equal under both. A tie under one measure that the other
+/// separates is a disagreement (a tie says nothing of which arm is lower), so the verdict
+/// never rests on how ties are listed.
+pub fn same_order(pairs: &[(f64, f64)]) -> bool {
+    pairs.iter().enumerate().all(|(i, a)| {
+        pairs[i + 1..]
+            .iter()
+            .all(|b| a.0.total_cmp(&b.0) == a.1.total_cmp(&b.1))
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tie_under_one_measure_is_not_the_same_order() {
+        assert!(same_order(&[(0.3, 3.0), (0.1, 1.0), (0.2, 2.0)]));
+        assert!(!same_order(&[(0.3, 3.0), (0.1, 2.0), (0.2, 1.0)]));
+        // Live separates the last two, the simulator ties them: not the same order.
+        assert!(!same_order(&[
+            (0.1, 0.1),
+            (0.1041, 0.1046),
+            (0.1045, 0.1046)
+        ]));
+        assert!(same_order(&[(0.1, 0.1), (0.2, 0.3), (0.2, 0.3)]));
+        assert_eq!(
+            order_text([
+                ("Static-W", 0.1046),
+                ("ACH", 0.03),
+                ("Bounded-Loads", 0.1046)
+            ]),
+            "ACH < Bounded-Loads = Static-W"
+        );
+    }
 
     fn arm(name: &str, d: &[f64]) -> ArmSummary {
         ArmSummary {

@@ -35,6 +35,7 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         interval_ms: 500,
         backend: LiveBackend::Auto,
         calibration_s: 1.0,
+        idle_cpu_s: 1.0,
     };
     let stop = AtomicBool::new(false);
     let mut progress = Vec::new();
@@ -72,6 +73,16 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         assert!(run.d_bar_telemetry.is_finite(), "{}: no D", run.algorithm);
         assert!(outcome.p999_ms >= outcome.p99_ms && outcome.p99_ms >= outcome.p50_ms);
         assert_eq!(run.phases.len(), 3, "{}", run.algorithm);
+        // Every master's idle cpu was read before the workload, and is less than its quota.
+        for node in &run.nodes {
+            let idle = node
+                .idle_cpu_cores
+                .unwrap_or_else(|| panic!("{}: {} has no idle cpu", run.algorithm, node.address));
+            let quota = node
+                .quota_us
+                .map_or(1.0, |us| us as f64 / ach_live::cgroup::PERIOD_US as f64);
+            assert!(idle > 0.0 && idle < quota, "{}: idle {idle}", node.address);
+        }
     }
     // The same seeded schedule per repeat index: every arm of a repeat was offered the same
     // requests.
@@ -217,6 +228,19 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         "the folder gives the calibration the run used"
     );
     assert_eq!(resimulation.arms.len(), 5);
+    // The observer's readings of every arm are set beside the truth, per class.
+    for arm in &resimulation.arms {
+        let classes = resimulation
+            .reading_parts
+            .iter()
+            .filter(|p| p.algorithm == arm.algorithm && p.samples > 0 && p.cpu.is_finite())
+            .count();
+        assert_eq!(
+            classes, 3,
+            "{}: {:?}",
+            arm.algorithm, resimulation.reading_parts
+        );
+    }
     // By default live-resim simulates what the run simulated: each arm's calibrated D-bar is
     // the summary's simulated one.
     for (arm, summarised) in resimulation.arms.iter().zip(listed) {
@@ -316,6 +340,13 @@ fn recompute_d_bar_true(out: &std::path::Path, arm: &serde_json::Value) {
             );
             if !step["warmup"].as_bool().expect("warmup") {
                 kept.push(d);
+                // Past the warm-up every master's composite has its parts, the cpu read.
+                let parts = step["telemetry_readings"].as_array().expect("readings");
+                assert_eq!(parts.len(), 3, "{}", path.display());
+                for part in parts {
+                    let cpu = part[0].as_f64();
+                    assert!(cpu.is_some_and(|c| c >= 0.0), "{}: {part}", path.display());
+                }
             }
         }
         assert!(!kept.is_empty(), "{}", path.display());

@@ -41,6 +41,7 @@ fn options() -> ControlOptions {
             .expect("a built-in"),
         parameters: Vec::new(),
         weights: Vec::new(),
+        idle_cpu: Vec::new(),
         rules: ReadingRules {
             memory_capacity: None,
             latency_target_usec: 1000.0,

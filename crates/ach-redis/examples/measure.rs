@@ -37,6 +37,7 @@ fn options(capacity_mb: f64, beta: f64, min_slot_keys: u64) -> ControlOptions {
             .expect("a built-in"),
         parameters: Vec::new(),
         weights: Vec::new(),
+        idle_cpu: Vec::new(),
         rules: ReadingRules {
             memory_capacity: Some(capacity_mb * 1024.0 * 1024.0),
             latency_target_usec: 1000.0,

@@ -208,6 +208,12 @@ struct Common {
     /// Repeatable.
     #[arg(long, value_name = "NODE")]
     drain: Vec<String>,
+    /// A master's cpu use without clients, in cores (address or node id): taken off its cpu
+    /// reading, which becomes the use of the rest of its allowance (its relative weight in
+    /// cores). The cluster bus, the timers and the readings cost a node the same whatever
+    /// slots it owns, so moving slots cannot change that part. Repeatable.
+    #[arg(long, value_name = "NODE=CORES", value_parser = parse_idle_cpu)]
+    idle_cpu: Vec<(String, f64)>,
     /// Memory capacity per node in MiB, for nodes without maxmemory (default: the machine's
     /// memory).
     #[arg(long, value_name = "MIB")]
@@ -287,31 +293,49 @@ impl TelemetryOptions {
     }
 }
 
-/// A `--weight` that does not read as `NODE=W` with a finite weight >= 0.
+/// A `NODE=VALUE` option (`--weight`, `--idle-cpu`) that does not read as one, or whose
+/// value breaks its rule.
 #[derive(Debug, thiserror::Error)]
 #[error("{text:?}: {rule}")]
-struct WeightError {
+struct NodeValueError {
     text: String,
     rule: &'static str,
 }
 
-fn parse_weight(text: &str) -> Result<(String, f64), WeightError> {
-    let fail = |rule| WeightError {
+/// `NODE=VALUE` with a finite value >= 0; `example` and `rule` name the option's own.
+fn parse_node_value(
+    text: &str,
+    example: &'static str,
+    rule: &'static str,
+) -> Result<(String, f64), NodeValueError> {
+    let fail = |rule| NodeValueError {
         text: text.to_string(),
         rule,
     };
-    let (node, weight) = text
-        .split_once('=')
-        .ok_or_else(|| fail("is not NODE=W (for example 127.0.0.1:7000=2)"))?;
-    let weight: f64 = weight
+    let (node, value) = text.split_once('=').ok_or_else(|| fail(example))?;
+    let value: f64 = value
         .parse()
-        .map_err(|_| fail("the weight after = is not a number"))?;
-    if node.is_empty() || !(weight.is_finite() && weight >= 0.0) {
-        return Err(fail(
-            "the node must be named and the weight finite and >= 0 (0 drains the node)",
-        ));
+        .map_err(|_| fail("the value after = is not a number"))?;
+    if node.is_empty() || !(value.is_finite() && value >= 0.0) {
+        return Err(fail(rule));
     }
-    Ok((node.to_string(), weight))
+    Ok((node.to_string(), value))
+}
+
+fn parse_weight(text: &str) -> Result<(String, f64), NodeValueError> {
+    parse_node_value(
+        text,
+        "is not NODE=W (for example 127.0.0.1:7000=2)",
+        "the node must be named and the weight finite and >= 0 (0 drains the node)",
+    )
+}
+
+fn parse_idle_cpu(text: &str) -> Result<(String, f64), NodeValueError> {
+    parse_node_value(
+        text,
+        "is not NODE=CORES (for example 127.0.0.1:7000=0.01)",
+        "the node must be named and the cores finite and >= 0",
+    )
 }
 
 /// `fix --force-with-unreachable`: a warning on stderr first, then every slot closed and every
@@ -418,6 +442,7 @@ fn control_options(
             .cloned()
             .chain(common.drain.iter().map(|node| (node.clone(), 0.0)))
             .collect(),
+        idle_cpu: common.idle_cpu.clone(),
         rules: ReadingRules {
             memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
             latency_target_usec: common.latency_target_us,

@@ -542,7 +542,7 @@ pub fn validate_address(address: &str) -> Result<(), Error> {
 }
 
 /// Sort key of an address: host, then port as a number.
-fn address_key(address: &str) -> (String, u32) {
+pub(crate) fn address_key(address: &str) -> (String, u32) {
     match address.rsplit_once(':') {
         Some((host, port)) => (host.to_string(), port.parse().unwrap_or(u32::MAX)),
         None => (address.to_string(), u32::MAX),

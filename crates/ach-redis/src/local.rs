@@ -578,6 +578,40 @@ impl LocalCluster {
         let servers = (0..slots.len())
             .map(|_| LocalServer::start_secured(kind, ServerMode::Cluster, security))
             .collect::<Result<Vec<_>, _>>()?;
+        LocalCluster::join(servers, slots, security)
+    }
+
+    /// [`LocalCluster::start_of`] with the equal slot ranges given against the order of the
+    /// servers' addresses: the server of the highest address owns the first range. The masters
+    /// of a snapshot are in address order, so an algorithm that lays out owners in that order
+    /// (Static-Wt) moves every slot of some masters. `servers()` stays in address order.
+    pub fn start_against_address_order(
+        kind: ServerKind,
+        nodes: usize,
+    ) -> Result<LocalCluster, LocalError> {
+        let mut servers = (0..nodes)
+            .map(|_| {
+                LocalServer::start_secured(kind, ServerMode::Cluster, &ServerSecurity::default())
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        servers.sort_by_key(|server| {
+            std::cmp::Reverse(crate::cluster::address_key(&server.address()))
+        });
+        let slots: Vec<Vec<(u16, u16)>> = even_slot_ranges(nodes)
+            .into_iter()
+            .map(|r| vec![r])
+            .collect();
+        let mut cluster = LocalCluster::join(servers, &slots, &ServerSecurity::default())?;
+        cluster.servers.reverse();
+        Ok(cluster)
+    }
+
+    /// Gives `servers[i]` the slot ranges `slots[i]`, joins them and waits until they agree.
+    fn join(
+        servers: Vec<LocalServer>,
+        slots: &[Vec<(u16, u16)>],
+        security: &ServerSecurity,
+    ) -> Result<LocalCluster, LocalError> {
         let cluster = LocalCluster {
             servers,
             security: security.clone(),

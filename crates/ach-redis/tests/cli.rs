@@ -80,6 +80,32 @@ fn status_and_plan_report_the_cluster_and_move_nothing(kind: ServerKind) {
         .position(|m| m["address"] == cluster.servers()[0].address().as_str())
         .unwrap();
     assert_eq!(keys[first], 3000, "server 0 holds the hot slots: {keys:?}");
+    // `--idle-cpu`: server 0's cpu reading is the use of the rest of its allowance (one
+    // core at weight 1), so an idle use of 0.9 cores leaves nothing of the reading's few
+    // hundredths; the other masters keep their whole readings.
+    let cpu_readings = |json: &serde_json::Value| -> Vec<f64> {
+        json["observed"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["reading"][0].as_f64().unwrap())
+            .collect()
+    };
+    let idle = format!("{}=0.9", cluster.servers()[0].address());
+    let status = |extra: &[&str]| {
+        let mut args = vec!["status", "--cluster", &seed, "--json", "--sample-ms", "200"];
+        args.extend_from_slice(extra);
+        let output = ach_redis(&args);
+        assert!(output.status.success(), "{}", stderr(&output));
+        cpu_readings(&serde_json::from_slice(&output.stdout).unwrap())
+    };
+    let (whole, corrected) = (status(&[]), status(&["--idle-cpu", &idle]));
+    assert!(whole[first] > 0.0 && whole[first] < 0.9, "{whole:?}");
+    assert_eq!(corrected[first], 0.0, "{corrected:?}");
+    assert!(
+        (0..4).all(|i| i == first || corrected[i] > 0.0),
+        "{corrected:?}"
+    );
     let plan = ach_redis(&[
         "plan",
         "--cluster",
@@ -307,6 +333,17 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
         "every master is drained",
     );
     check(&["--weight", "nonsense"], "is not NODE=W");
+    check(&["--idle-cpu", "nonsense"], "is not NODE=CORES");
+    check(&["--idle-cpu", "x=-0.1"], "the cores finite and >= 0");
+    check(
+        &["--idle-cpu", "127.0.0.1:1=0.01"],
+        "--idle-cpu 127.0.0.1:1=0.01: no master",
+    );
+    // Three masters of weight 1 have an allowance of one core each.
+    check(
+        &["--idle-cpu", &format!("{}=1", all[0])],
+        "must be below the node's cpu allowance, 1 cores",
+    );
     check(&["--interval-ms", "0"], "--interval-ms");
     check(&["--interval-ms", "-5"], "--interval-ms");
     check(&["--interval-ms", "soon"], "--interval-ms");

@@ -200,12 +200,16 @@ fn plan_is_the_first_step_of_rebalance_with_the_same_options(kind: ServerKind) {
 
 fn a_step_that_moves_nothing_says_which_rule_stopped_it(kind: ServerKind) {
     let _serial = serial();
-    // A balanced cluster: three masters with the same keys and the same clients.
+    // A balanced cluster: three masters with the same keys and no clients. It is read over
+    // the default sample (1 s): idle masters differ by at most 0.0011 in 300 ms windows on a
+    // quiet machine, but one 300 ms window in CI, with other suites' clusters busy on the
+    // two cores, read the seed master 0.006 above the mean (the sampler's own commands fall
+    // in the window), over the 0.005 that makes a source.
     let cluster = start_cluster_of(kind, 3);
     let data = Arc::new(DataSet::new(6000, 0, 0, (0, 16383)));
     data.load(&cluster, 2);
     let seed = cluster.seed();
-    let plan = ach_redis(&["plan", "--cluster", &seed, "--sample-ms", "300"]);
+    let plan = ach_redis(&["plan", "--cluster", &seed]);
     let plan_text = text(&plan.stdout);
     assert!(plan.status.success(), "{}", text(&plan.stderr));
     eprintln!("{plan_text}");

@@ -15,7 +15,7 @@ use std::time::Duration;
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
     DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, data_calls, node_id,
-    read_log, serial, share_between, start_cluster_of, used_memory_mb, wrong_values,
+    read_log, serial, share_between, slot_map, start_cluster_of, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -25,6 +25,7 @@ on_every_backend!(
     ctrl_c_finishes_the_slot_in_flight_and_stops_cleanly,
     unreachable_node_stops_migrations_until_it_is_back,
     fix_force_with_unreachable_closes_what_loses_no_key_and_names_the_rest,
+    a_reshuffle_that_moves_all_of_a_masters_slots_keeps_it_a_master_and_loses_nothing,
 );
 
 /// The migration method every migration of `kind`'s backend uses.
@@ -649,5 +650,84 @@ fn fix_force_with_unreachable_closes_what_loses_no_key_and_names_the_rest(kind: 
         .map(|(i, key)| (key.clone(), data.value(i % 2, 0)))
         .collect();
     assert_eq!(wrong_values(&cluster, &expected), Vec::<String>::new());
+    assert_check_clean(&cluster);
+}
+
+/// The role (`master`, `slave`) `server` reports.
+fn role_of(server: &ach_redis::local::LocalServer) -> String {
+    let mut connection = server.connection().unwrap();
+    let role: Vec<redis::Value> = redis::cmd("ROLE").query(&mut connection).unwrap();
+    match &role[0] {
+        redis::Value::BulkString(bytes) => String::from_utf8_lossy(bytes).to_string(),
+        other => panic!("ROLE: {other:?}"),
+    }
+}
+
+fn a_reshuffle_that_moves_all_of_a_masters_slots_keeps_it_a_master_and_loses_nothing(
+    kind: ServerKind,
+) {
+    let _serial = serial();
+    // Slots laid out against the masters' order: Static-Wt, which gives the masters blocks of
+    // slots in their order, moves all of the last master's slots (the first range) to the
+    // first, and gives it the last range back. Migrated in the plan's order the last master
+    // would own nothing in between, and Redis would make it a replica.
+    let cluster = LocalCluster::start_against_address_order(kind, 3)
+        .unwrap_or_else(|e| panic!("a {} cluster could not start: {e}", kind.name()));
+    let data = Arc::new(DataSet::new(3_000, 0, 0, (0, 0)));
+    data.load(&cluster, 2);
+    let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(120));
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let output = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &cluster.seed(),
+        "--algorithm",
+        "static-wt",
+        "--steps",
+        "1",
+        "--interval-ms",
+        "200",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]);
+    let report = workload.finish();
+    let stderr = String::from_utf8_lossy(&output.stderr).to_string();
+    assert!(output.status.success(), "{stderr}");
+    let servers = cluster.servers();
+    let (first, last) = (servers[0].address(), servers[2].address());
+    let lines = read_log(log.path());
+    let summary = lines
+        .iter()
+        .find_map(|line| line["plan"]["summary"].as_array())
+        .unwrap_or_else(|| panic!("a plan in the log: {lines:?}"));
+    // The plan gives all of the last master's slots to the first in one group.
+    assert!(
+        summary.iter().any(|group| group["from"] == last.as_str()
+            && group["to"] == first.as_str()
+            && group["ranges"] == "0-5460"),
+        "{summary:?}"
+    );
+    for server in servers {
+        assert_eq!(role_of(server), "master", "{}: {stderr}", server.address());
+    }
+    // Every planned slot was migrated and switched, and every slot has its master.
+    let step = lines
+        .iter()
+        .find(|line| line["plan"]["summary"].is_array())
+        .unwrap();
+    let planned: u64 = summary.iter().map(|g| g["slots"].as_u64().unwrap()).sum();
+    let outcome = &step["outcome"];
+    assert_eq!(outcome["errors"].as_array().unwrap().len(), 0, "{outcome}");
+    let switched: usize = outcome["migrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["outcome"] == "success")
+        .map(|m| m["slots"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(switched as u64, planned, "{stderr}");
+    let (owners, _) = slot_map(&cluster);
+    assert!(owners.iter().all(|owner| !owner.is_empty()));
+    assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
 }

@@ -15,7 +15,7 @@ use ach_redis::local::ServerKind;
 use ach_redis::migrate::{MigrationOptions, fix};
 
 use super::cluster::{LiveCluster, check_keys, connect, load_keys, start_cluster};
-use super::observer::Observer;
+use super::observer::{IdleReaders, Observation, Observer, idle_cpu};
 use super::outcome::{self, percentile};
 use super::rebalancer::{Rebalancer, RebalancerSetup, finish_rebalancer, start_rebalancer};
 use super::{Arm, ArmRun, LiveConfig, NodeInfo, StepRecord};
@@ -47,11 +47,23 @@ pub(super) fn run_arm(
     let workload = config.workload(repeat);
     let hot = hot_keys(config, &loaded, &workload)?;
     let cpu_per_weight = cpu_per_weight(config, limiter);
+    let interval = Duration::from_millis(config.interval_ms);
+    let idle_cpu = idle_cpu(
+        &mut loaded.cluster,
+        &loaded.snapshot,
+        IdleReaders {
+            seconds: config.idle_cpu_s,
+            interval,
+            weights: &loaded.weights,
+            cpu_per_weight,
+        },
+    )?;
     let mut observer = Observer::new(
         &mut loaded.cluster,
         &loaded.snapshot,
         &loaded.weights,
         cpu_per_weight,
+        &idle_cpu,
     )?;
     let running = start_workload(
         config,
@@ -59,7 +71,10 @@ pub(super) fn run_arm(
         &loaded,
         &workload,
         hot.clone(),
-        cpu_per_weight,
+        ReadingSetup {
+            cpu_per_weight,
+            idle_cpu: &idle_cpu,
+        },
     )?;
     let mut measured = measure(
         config,
@@ -76,11 +91,17 @@ pub(super) fn run_arm(
     let clients = ClientTotals::gather(settled.reports, config.steps());
     let keys = check_keys(&mut loaded.cluster, config.keys, &clients.versions)?;
     loaded.live.read_throttling();
-    let nodes = latency_statistics(
+    let mut nodes = latency_statistics(
         &mut measured.records,
         &loaded.nodes_in_snapshot_order(),
         &clients,
     );
+    for node in &mut nodes {
+        node.idle_cpu_cores = idle_cpu
+            .iter()
+            .find(|(address, _)| *address == node.address)
+            .map(|&(_, cores)| cores);
+    }
     let interval_s = config.interval_ms as f64 / 1000.0;
     let schedule = Schedule::of(&workload, &hot, config.steps(), interval_s);
     let service: Vec<f64> = nodes
@@ -248,6 +269,13 @@ struct Running {
     clients: Vec<JoinHandle<ClientReport>>,
 }
 
+/// How the rebalancer reads cpu: the cores of a node of relative weight 1 and every master's
+/// idle use.
+struct ReadingSetup<'a> {
+    cpu_per_weight: f64,
+    idle_cpu: &'a [(String, f64)],
+}
+
 /// Starts the rebalancer, then the client threads.
 fn start_workload(
     config: &LiveConfig,
@@ -255,7 +283,7 @@ fn start_workload(
     loaded: &LoadedCluster,
     workload: &WorkloadConfig,
     hot: Vec<usize>,
-    cpu_per_weight: f64,
+    reading: ReadingSetup<'_>,
 ) -> Result<Running, ExperimentError> {
     let interval = Duration::from_millis(config.interval_ms);
     let shared = Arc::new(Shared {
@@ -279,7 +307,8 @@ fn start_workload(
             snapshot: &loaded.snapshot,
             steps: config.steps(),
             interval,
-            cpu_per_weight,
+            cpu_per_weight: reading.cpu_per_weight,
+            idle_cpu: reading.idle_cpu,
             security: &security,
         },
         Arc::clone(&rebalance_stop),
@@ -352,8 +381,12 @@ fn measure(
             let _ = writeln!(progress, "  stopped by request at step {t}");
             break;
         }
-        let (loads, d) = match observer.observe(&mut loaded.cluster) {
-            Ok((now, loads)) => {
+        let (loads, readings, d) = match observer.observe(&mut loaded.cluster) {
+            Ok(Observation {
+                snapshot: now,
+                loads,
+                readings,
+            }) => {
                 for (slot, owner) in now.owners.iter().enumerate() {
                     if *owner != measured.owners[slot] && owner.is_some() {
                         measured.moved += loaded.slot_keys[slot];
@@ -364,9 +397,9 @@ fn measure(
                     }
                 }
                 let d = imbalance(&loads);
-                (loads, d.is_finite().then_some(d))
+                (loads, readings, d.is_finite().then_some(d))
             }
-            Err(_) => (Vec::new(), None),
+            Err(_) => (Vec::new(), Vec::new(), None),
         };
         measured.owners_per_step.push(
             measured
@@ -393,6 +426,7 @@ fn measure(
             cv_true: f64::NAN,
             offered: 0,
             telemetry_loads: loads,
+            telemetry_readings: readings,
             d_telemetry: d,
             keys_moved: measured.moved,
             client_errors: 0,

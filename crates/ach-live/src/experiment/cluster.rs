@@ -50,6 +50,7 @@ pub(super) fn start_cluster(
             class: *class,
             quota_us,
             throttling: None,
+            idle_cpu_cores: None,
             p50_ms: None,
             p99_ms: None,
         });

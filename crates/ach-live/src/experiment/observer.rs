@@ -1,9 +1,12 @@
 //! The measurement: the load of every master from its own INFO, step by step, with the same
 //! reading rules as the rebalancers.
 
+use std::time::{Duration, Instant};
+
 use ach_redis::cluster::{Cluster, Snapshot};
-use ach_redis::control::{ControlOptions, Controller, live_ach_config};
+use ach_redis::control::{ControlOptions, Controller, idle_shares, live_ach_config, without_idle};
 use ach_redis::migrate::MigrationOptions;
+use ach_redis::node_telemetry::info_samples;
 use ach_redis::telemetry::{NodeSample, ReadingRules, reading};
 use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
@@ -16,11 +19,13 @@ pub(super) fn control_options(
     algorithm: Entry,
     weights: Vec<(String, f64)>,
     cpu_per_weight: f64,
+    idle_cpu: Vec<(String, f64)>,
 ) -> ControlOptions {
     ControlOptions {
         algorithm,
         parameters: Vec::new(),
         weights,
+        idle_cpu,
         rules: reading_rules(cpu_per_weight),
         telemetry: TelemetryConfig::paper(),
         ach: live_ach_config(),
@@ -47,6 +52,8 @@ pub(super) struct Observer {
     tracker: LoadTracker,
     rules: ReadingRules,
     relative_weights: Vec<f64>,
+    /// Every master's idle share of its cpu allowance, taken off its cpu reading.
+    idle_shares: Vec<f64>,
     previous: Vec<Option<NodeSample>>,
     masters: Vec<String>,
 }
@@ -58,22 +65,25 @@ impl Observer {
         snapshot: &Snapshot,
         weights: &[(String, f64)],
         cpu_per_weight: f64,
+        idle_cpu: &[(String, f64)],
     ) -> Result<Observer, ExperimentError> {
-        // The observer only samples: A0's balancer, which never moves a token.
-        let observer = Catalogue::built_in()
-            .get(names::STATIC_W)
-            .cloned()
-            .expect("a built-in");
-        let options = control_options(observer, weights.to_vec(), cpu_per_weight);
+        let options = control_options(
+            reader(),
+            weights.to_vec(),
+            cpu_per_weight,
+            idle_cpu.to_vec(),
+        );
         let telemetry = options.telemetry;
         let mut sampler = Controller::new(options)?;
         let relative_weights = sampler.relative_weights(snapshot)?;
+        let idle_shares = idle_shares(idle_cpu, snapshot, &relative_weights, cpu_per_weight)?;
         let previous = sampler.sample(cluster, snapshot);
         Ok(Observer {
             sampler,
             tracker: LoadTracker::new(snapshot.masters.len(), telemetry)?,
             rules: reading_rules(cpu_per_weight),
             relative_weights,
+            idle_shares,
             previous,
             masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
         })
@@ -83,25 +93,113 @@ impl Observer {
     pub(super) fn observe(
         &mut self,
         cluster: &mut Cluster,
-    ) -> Result<(Snapshot, Vec<f64>), ExperimentError> {
+    ) -> Result<Observation, ExperimentError> {
         let snapshot = cluster.snapshot()?;
         let ids: Vec<String> = snapshot.masters.iter().map(|m| m.id.clone()).collect();
         if ids != self.masters {
             return Err(ExperimentError::MastersChanged);
         }
         let samples = self.sampler.sample(cluster, &snapshot);
+        let mut readings = Vec::with_capacity(samples.len());
         for (index, sample) in samples.iter().enumerate() {
             let raw = match sample {
                 Some(now) => reading(self.previous[index].as_ref(), now, &self.rules),
                 None => [f64::NAN; 3],
             };
-            let weighted = raw.map(|value| value / self.relative_weights[index]);
+            let mut weighted = raw.map(|value| value / self.relative_weights[index]);
+            weighted[0] = without_idle(weighted[0], self.idle_shares[index]);
+            readings.push(weighted.map(|value| value.is_finite().then_some(value)));
             self.tracker.record(index, weighted)?;
             if sample.is_some() {
                 self.previous[index] = sample.clone();
             }
         }
         let loads = self.tracker.finish_step().loads.to_vec();
-        Ok((snapshot, loads))
+        Ok(Observation {
+            snapshot,
+            loads,
+            readings,
+        })
     }
+}
+
+/// One step's observation of the cluster.
+pub(super) struct Observation {
+    /// The cluster's shape at the end of the step.
+    pub snapshot: Snapshot,
+    /// Every master's composite load.
+    pub loads: Vec<f64>,
+    /// The parts of every master's composite (see `StepRecord::telemetry_readings`).
+    pub readings: Vec<[Option<f64>; 3]>,
+}
+
+/// Every master's cpu use without clients, in cores, by address: the growth of INFO's cpu
+/// seconds over `seconds`, while the masters are read as they will be once the clients run:
+/// every `interval`, one observation of a rebalance loop (`Controller::observe`: the cluster's
+/// shape, the slots' figures, INFO and the latency histograms) and one of the observer's
+/// samples. Empty for 0 seconds; a master that does not answer at the start or the end is
+/// left out (its readings stay whole).
+pub(super) fn idle_cpu(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    readers: IdleReaders<'_>,
+) -> Result<Vec<(String, f64)>, ExperimentError> {
+    if readers.seconds <= 0.0 {
+        return Ok(Vec::new());
+    }
+    let options = control_options(
+        reader(),
+        readers.weights.to_vec(),
+        readers.cpu_per_weight,
+        Vec::new(),
+    );
+    let mut controller = Controller::new(options)?;
+    let first = info_samples(cluster, snapshot);
+    let end = Instant::now() + Duration::from_secs_f64(readers.seconds);
+    let mut last = first.clone();
+    let mut loop_reads = true;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        std::thread::sleep(left.min(readers.interval / 2));
+        if loop_reads {
+            controller.observe(cluster)?;
+        }
+        last = info_samples(cluster, snapshot);
+        loop_reads = !loop_reads;
+    }
+    Ok(snapshot
+        .masters
+        .iter()
+        .zip(first.iter().zip(&last))
+        .filter_map(|(master, pair)| {
+            let (Some(before), Some(after)) = pair else {
+                return None;
+            };
+            let wall = after.taken?.checked_duration_since(before.taken?)?;
+            let cores = (after.cpu_seconds - before.cpu_seconds) / wall.as_secs_f64();
+            cores
+                .is_finite()
+                .then(|| (master.address.clone(), cores.max(0.0)))
+        })
+        .collect())
+}
+
+/// The algorithm of a controller that only reads: A0's balancer, which never moves a token.
+fn reader() -> Entry {
+    Catalogue::built_in()
+        .get(names::STATIC_W)
+        .cloned()
+        .expect("a built-in")
+}
+
+/// How long and how the masters are read for their idle cpu.
+#[derive(Clone, Copy)]
+pub(super) struct IdleReaders<'a> {
+    /// Seconds of reading (0: none).
+    pub(super) seconds: f64,
+    /// The control step.
+    pub(super) interval: Duration,
+    /// `(address, capacity)` of every master.
+    pub(super) weights: &'a [(String, f64)],
+    /// The cpu of a node of relative weight 1.
+    pub(super) cpu_per_weight: f64,
 }

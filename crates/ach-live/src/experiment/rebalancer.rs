@@ -52,6 +52,8 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) steps: u32,
     pub(super) interval: Duration,
     pub(super) cpu_per_weight: f64,
+    /// Every master's idle cpu use in cores, by address (`--idle-cpu`).
+    pub(super) idle_cpu: &'a [(String, f64)],
     /// How to log in to the cluster: `redis-cli` gets the password in `REDISCLI_AUTH`.
     pub(super) security: &'a Security,
 }
@@ -69,6 +71,7 @@ pub(super) fn start_rebalancer(
         steps,
         interval,
         cpu_per_weight,
+        idle_cpu,
         security,
     } = *setup;
     if *arm == Arm::RedisCli {
@@ -101,7 +104,12 @@ pub(super) fn start_rebalancer(
     let buffer = SharedBuffer::default();
     let mut log = buffer.clone();
     let seed = seed.to_string();
-    let options = control_options(algorithm, weights.to_vec(), cpu_per_weight);
+    let options = control_options(
+        algorithm,
+        weights.to_vec(),
+        cpu_per_weight,
+        idle_cpu.to_vec(),
+    );
     let handle = std::thread::spawn(move || {
         let mut cluster = connect(&seed)?;
         let mut controller = Controller::new(options.clone())?;

@@ -23,11 +23,15 @@ use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
 use crate::topology::format_slot_ranges;
 
+mod idle;
 mod observed;
+mod order;
 mod step;
 
+pub use idle::{idle_shares, without_idle};
 pub use observed::{HotSlot, NodeView, Observed, Signals, imbalance};
 use observed::{hot_slots, token_loads};
+use order::migration_batches;
 use step::nothing_moves_because;
 pub use step::{
     MoveSummary, PlannedMove, StepOutcome, StepPlan, slot_range_count, summarise_moves,
@@ -47,6 +51,12 @@ pub struct ControlOptions {
     pub weights: Vec<(String, f64)>,
     /// How INFO samples become readings.
     pub rules: ReadingRules,
+    /// `--idle-cpu NODE=CORES` as given: a master's cpu use without clients, in cores, taken
+    /// off its cpu reading, which becomes the use of the rest of its allowance
+    /// (`cpu_per_weight` times its relative weight): the cluster bus, the timers and the
+    /// readings cost a node the same whatever slots it owns. Masters not named keep their
+    /// whole reading.
+    pub idle_cpu: Vec<(String, f64)>,
     /// Smoothing and composite load.
     pub telemetry: TelemetryConfig,
     /// ACH's parameters (budget included).
@@ -186,42 +196,13 @@ impl Controller {
     pub fn given_weights(&self, snapshot: &Snapshot) -> Result<Vec<f64>, Error> {
         let mut weights = vec![1.0; snapshot.masters.len()];
         for (name, weight) in &self.options.weights {
-            let matches: Vec<usize> = snapshot
-                .masters
-                .iter()
-                .enumerate()
-                .filter(|(_, m)| names_node(name, &m.address, &m.id))
-                .map(|(i, _)| i)
-                .collect();
-            // A drained master that lost its last slot is a replica now (Redis and Valkey turn
-            // it into one of the master that took that slot: cluster-allow-replica-migration):
-            // its drain is done.
-            let drained_replica = *weight == 0.0
-                && snapshot
-                    .masters
-                    .iter()
-                    .flat_map(|m| &m.replicas)
-                    .any(|r| names_node(name, &r.address, &r.id));
-            match matches.as_slice() {
-                [index] => weights[*index] = *weight,
-                [] if drained_replica => {}
-                [] => {
-                    let known: Vec<String> = snapshot
-                        .masters
-                        .iter()
-                        .map(|m| format!("{} ({})", m.address, short(&m.id)))
-                        .collect();
-                    return Err(Error::Input(format!(
-                        "--weight {name}={weight}: no master {name:?} in the cluster; \
-                         the masters are {}",
-                        known.join(", ")
-                    )));
-                }
-                _ => {
-                    return Err(Error::Input(format!(
-                        "--weight {name}={weight}: {name:?} names more than one master"
-                    )));
-                }
+            match named(snapshot, "--weight", name, *weight)? {
+                Named::Master(index) => weights[index] = *weight,
+                // A drained master that lost its last slot is a replica now (Redis and Valkey
+                // turn it into one of the master that took that slot:
+                // cluster-allow-replica-migration): its drain is done.
+                Named::Replica if *weight == 0.0 => {}
+                Named::Replica => return Err(no_master(snapshot, "--weight", name, *weight)),
             }
         }
         if weights.iter().all(|w| *w == 0.0) {
@@ -340,6 +321,12 @@ impl Controller {
         let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
         let slot_cpu = self.slot_cpu(&snapshot, &figures);
         let readings = self.nodes.read(cluster, &snapshot, &self.options.rules)?;
+        let idle = idle::idle_shares(
+            &self.options.idle_cpu,
+            &snapshot,
+            &weights,
+            self.options.rules.cpu_per_weight,
+        )?;
         let mut nodes = Vec::with_capacity(snapshot.masters.len());
         let tracker = self.tracker.as_mut().expect("created above");
         let slots = snapshot.slots_of();
@@ -355,7 +342,8 @@ impl Controller {
             } else {
                 1.0
             };
-            let weighted = read.reading.map(|value| value / divisor);
+            let mut weighted = read.reading.map(|value| value / divisor);
+            weighted[0] = idle::without_idle(weighted[0], idle[index]);
             let maxmemory = match (&read.sample, &read.prometheus) {
                 (Some(sample), _) => sample.maxmemory,
                 (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
@@ -585,9 +573,10 @@ impl Controller {
         drain_plan(observed, &self.drain, &self.options.ach, step, base)
     }
 
-    /// Migrates every planned slot, one group per (source, target) in the order of their first
-    /// slot, through the cluster's backend, then confirms the moves whose slot was switched.
-    /// Stops when `stop` is set (a running atomic job is cancelled) and at the first error.
+    /// Migrates every planned slot through the cluster's backend, group by group in the plan's
+    /// order except where that would empty a master that keeps slots ([`migration_batches`]),
+    /// then confirms the moves whose slot was switched. Stops when `stop` is set (a running
+    /// atomic job is cancelled) and at the first error.
     pub fn execute(
         &mut self,
         cluster: &mut Cluster,
@@ -597,18 +586,25 @@ impl Controller {
         progress: &mut dyn FnMut(&SlotMigration),
     ) -> StepOutcome {
         let mut outcome = StepOutcome::default();
-        let mut done = Vec::new();
         let plan_step = self.step.saturating_sub(1);
         let backend = cluster.backend();
-        for planned in &step_plan.groups {
+        let groups = &step_plan.groups;
+        let mut switched: Vec<Vec<u16>> = vec![Vec::new(); groups.len()];
+        let batches = migration_batches(
+            groups,
+            &observed.snapshot.owners,
+            observed.snapshot.masters.len(),
+        );
+        for batch in batches {
             if stop.load(Ordering::SeqCst) {
                 outcome.interrupted = true;
                 break;
             }
+            let planned = &groups[batch.group];
             let group = MoveGroup {
                 from: planned.from,
                 to: planned.to,
-                slots: planned.slots.clone(),
+                slots: batch.slots,
             };
             let result = backend.migrate(
                 cluster,
@@ -628,11 +624,7 @@ impl Controller {
             for &slot in &result.switched {
                 self.switched_at[usize::from(slot)] = Some(plan_step);
             }
-            done.extend(confirmed_moves(
-                planned,
-                &result.switched,
-                &observed.slot_keys,
-            ));
+            switched[batch.group].extend(result.switched);
             outcome.errors.extend(result.errors);
             if result.interrupted {
                 outcome.interrupted = true;
@@ -641,6 +633,11 @@ impl Controller {
                 break;
             }
         }
+        let done: Vec<TokenMove> = groups
+            .iter()
+            .zip(&switched)
+            .flat_map(|(group, switched)| confirmed_moves(group, switched, &observed.slot_keys))
+            .collect();
         if step_plan.drain.is_some() {
             self.charge_drain(observed, &outcome, plan_step);
         }
@@ -728,6 +725,54 @@ fn confirmed_moves(group: &GroupPlan, switched: &[u16], slot_keys: &[u64]) -> Ve
         confirmed.push(*mv);
     }
     confirmed
+}
+
+/// What a node name of an option (`--weight`, `--idle-cpu`) names.
+enum Named {
+    /// The master of this index.
+    Master(usize),
+    /// A replica, no master.
+    Replica,
+}
+
+/// What `name` of `OPTION NAME=VALUE` names in `snapshot`: one master or a replica; an error
+/// naming the option when it names no node or more than one master.
+fn named(snapshot: &Snapshot, option: &str, name: &str, value: f64) -> Result<Named, Error> {
+    let matches: Vec<usize> = snapshot
+        .masters
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| names_node(name, &m.address, &m.id))
+        .map(|(i, _)| i)
+        .collect();
+    match matches.as_slice() {
+        [index] => Ok(Named::Master(*index)),
+        [] if snapshot
+            .masters
+            .iter()
+            .flat_map(|m| &m.replicas)
+            .any(|r| names_node(name, &r.address, &r.id)) =>
+        {
+            Ok(Named::Replica)
+        }
+        [] => Err(no_master(snapshot, option, name, value)),
+        _ => Err(Error::Input(format!(
+            "{option} {name}={value}: {name:?} names more than one master"
+        ))),
+    }
+}
+
+/// The error of `OPTION NAME=VALUE` whose name is no master, listing the masters.
+fn no_master(snapshot: &Snapshot, option: &str, name: &str, value: f64) -> Error {
+    let known: Vec<String> = snapshot
+        .masters
+        .iter()
+        .map(|m| format!("{} ({})", m.address, short(&m.id)))
+        .collect();
+    Error::Input(format!(
+        "{option} {name}={value}: no master {name:?} in the cluster; the masters are {}",
+        known.join(", ")
+    ))
 }
 
 /// True when `name` (of `--weight` or `--drain`) names the node of this address and id: the

@@ -45,7 +45,8 @@ pub struct StepPlan {
     pub planned_fraction: f64,
     /// The budget bound of the plan, for budgeted algorithms.
     pub budget_bound: Option<f64>,
-    /// The moves grouped per (source, target), in the order they are migrated.
+    /// The moves grouped per (source, target), in the plan's order (the executor migrates them
+    /// in it, except where it would empty a master that keeps slots).
     pub summary: Vec<MoveSummary>,
     /// When nothing moves: which rule stopped the step, in one line.
     pub nothing_moves_because: Option<String>,
