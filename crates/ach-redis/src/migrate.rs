@@ -144,7 +144,9 @@ pub fn migrate_slot(
 
 /// Step 4: `SETSLOT NODE` on the target, the source (every node that is not the target, in
 /// fact: the source is the one that matters first) and the other masters. Errors of other
-/// masters than the target and the source are ignored: gossip spreads the new owner anyway.
+/// masters than the target and the source are ignored: gossip spreads the new owner anyway. The
+/// source's refusal is ignored too when it has become a replica of the target: it lost its last
+/// slot to the target's claim, by gossip, before its own `SETSLOT NODE` came.
 fn finish_slot(
     cluster: &mut Cluster,
     snapshot: &Snapshot,
@@ -159,13 +161,16 @@ fn finish_slot(
     }
     let owner = snapshot.owners[usize::from(slot)];
     if let Some(source) = owner.filter(|&o| o != to) {
-        setslot(
-            cluster,
-            &snapshot.masters[source].address,
-            slot,
-            "NODE",
-            &target.id,
-        )?;
+        let address = &snapshot.masters[source].address;
+        if let Err(error) = setslot(cluster, address, slot, "NODE", &target.id) {
+            // The target's claim can reach the source by gossip before this command does. A
+            // source that so loses its last slot is a replica of the target by then (Redis and
+            // Valkey, cluster-allow-replica-migration) and refuses SETSLOT, but the slot has
+            // moved: the migration is done.
+            if !is_replica_of(cluster, address, &target.id) {
+                return Err(error);
+            }
+        }
     }
     if let Some(options) = options {
         pause_if(options, ProtocolPoint::SourceNode, slot);
@@ -176,6 +181,15 @@ fn finish_slot(
         }
     }
     Ok(())
+}
+
+/// True when the node at `address` is now a replica of the master `master_id`.
+fn is_replica_of(cluster: &mut Cluster, address: &str, master_id: &str) -> bool {
+    cluster
+        .nodes_of(address)
+        .ok()
+        .and_then(|view| view.into_iter().find(|line| line.has_flag("myself")))
+        .is_some_and(|myself| myself.master_id.as_deref() == Some(master_id))
 }
 
 fn setslot(
@@ -587,4 +601,81 @@ fn fix_slot_if_safe(
          counted, so closing the slot could lose them; run fix once it is back",
         snapshot.masters[unreachable].address
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use super::*;
+    use crate::local::{LocalCluster, ServerKind};
+
+    /// The race a drain's last slot runs: the target claims the slot (`SETSLOT NODE` on the
+    /// target bumps its epoch), and its claim reaches the source by gossip before the
+    /// rebalancer's `SETSLOT NODE` does. Having lost its last slot, the source is a replica of
+    /// the target by then and refuses `SETSLOT`, yet the slot has moved: the migration ends as
+    /// done. Here the source is made to hear the claim first by waiting for the gossip.
+    fn a_source_that_lost_its_last_slot_by_gossip_ends_the_migration(kind: ServerKind) {
+        let local =
+            LocalCluster::start_with_slots_of(kind, &[vec![(0, 16382)], vec![(16383, 16383)]])
+                .unwrap_or_else(|e| panic!("{e}"));
+        let mut cluster = Cluster::connect(&local.seed(), Duration::from_secs(5)).unwrap();
+        let snapshot = cluster.snapshot().unwrap();
+        let slot = 16383;
+        let source = snapshot.owners[usize::from(slot)].unwrap();
+        let target = 1 - source;
+        let (source_master, target_master) = (&snapshot.masters[source], &snapshot.masters[target]);
+        setslot(
+            &mut cluster,
+            &target_master.address,
+            slot,
+            "IMPORTING",
+            &source_master.id,
+        )
+        .unwrap();
+        setslot(
+            &mut cluster,
+            &source_master.address,
+            slot,
+            "MIGRATING",
+            &target_master.id,
+        )
+        .unwrap();
+        setslot(
+            &mut cluster,
+            &target_master.address,
+            slot,
+            "NODE",
+            &target_master.id,
+        )
+        .unwrap();
+        let started = Instant::now();
+        while !is_replica_of(&mut cluster, &source_master.address, &target_master.id) {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "{} becomes a replica of the target by gossip",
+                source_master.address
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        finish_slot(&mut cluster, &snapshot, slot, target, None)
+            .unwrap_or_else(|e| panic!("the migration ends as done: {e}"));
+        let now = cluster.snapshot().unwrap();
+        assert!(
+            now.owners
+                .iter()
+                .all(|o| o.map(|i| now.masters[i].id.as_str()) == Some(target_master.id.as_str())),
+            "every slot is the target's"
+        );
+    }
+
+    #[test]
+    fn a_redis_source_that_lost_its_last_slot_by_gossip_ends_the_migration() {
+        a_source_that_lost_its_last_slot_by_gossip_ends_the_migration(ServerKind::Redis);
+    }
+
+    #[test]
+    fn a_valkey_source_that_lost_its_last_slot_by_gossip_ends_the_migration() {
+        a_source_that_lost_its_last_slot_by_gossip_ends_the_migration(ServerKind::Valkey);
+    }
 }
