@@ -147,6 +147,8 @@ struct Arm {
     truth: Option<TelemetryPipeline>,
     /// Per-node sums of the packed request counts (see [`StepRequests`]).
     packed: Vec<u64>,
+    /// The partial sums of `packed` while [`route`] adds them up, [`ROUTING_LANES`] per node.
+    packed_lanes: Vec<u64>,
     requests: Vec<u64>,
     writes: Vec<u64>,
     raw: Vec<Metrics>,
@@ -213,6 +215,7 @@ impl Arm {
             telemetry,
             truth,
             packed: vec![0; n0],
+            packed_lanes: Vec::new(),
             requests: vec![0; n0],
             writes: vec![0; n0],
             raw: Vec::with_capacity(n0),
@@ -569,46 +572,64 @@ pub(crate) fn positions_and_hashes(
 /// (16 KiB) stays in the first-level cache while each arm reads it.
 const ROUTING_CHUNK: usize = 2048;
 
+/// Partial sums per node that routing keeps: token `s` is added to lane `s % ROUTING_LANES`,
+/// so that tokens of one owner in a row (a contiguous layout) add to different memory words
+/// and do not each wait for the previous addition's store.
+const ROUTING_LANES: usize = 4;
+
 /// Sums this step's packed per-token counts per node into every arm's `packed`, for `n` nodes.
 ///
 /// `packed_per_token` holds each token's requests in the high 32 bits and its writes in the
 /// low 32 bits ([`crate::workload::pack`]), so that summing them per node is one addition per token (the
 /// configuration caps the request rate so that no node's count of a step reaches 2^32).
 /// Integer sums do not depend on the order of the additions, so routing the arms chunk by
-/// chunk gives exactly the sums of routing them one after the other.
+/// chunk, into [`ROUTING_LANES`] partial sums per node, gives exactly the sums of routing them
+/// one after the other.
 ///
 /// An arm with its own routing (CH-BL) is left alone: it routes in [`Arm::step`].
 fn route(arms: &mut [&mut Arm], packed_per_token: &[u64], n: usize) {
     let owner_routed = |arm: &&mut &mut Arm| arm.forwarding.is_none();
     for arm in arms.iter_mut().filter(owner_routed) {
-        arm.packed.clear();
-        arm.packed.resize(n, 0);
+        arm.packed_lanes.clear();
+        arm.packed_lanes.resize(ROUTING_LANES * n, 0);
     }
     for (index, chunk) in packed_per_token.chunks(ROUTING_CHUNK).enumerate() {
         let start = index * ROUTING_CHUNK;
         for arm in arms.iter_mut().filter(owner_routed) {
-            // Local slices, so that the loop does not reload the vector's pointer and length.
-            let sums = arm.packed.as_mut_slice();
             let owners = &arm.ring.owners()[start..start + chunk.len()];
-            sum_per_owner(sums, owners, chunk);
+            sum_per_owner(&mut arm.packed_lanes, n, owners, chunk);
+        }
+    }
+    for arm in arms.iter_mut().filter(owner_routed) {
+        let (first, rest) = arm.packed_lanes.split_at(n);
+        arm.packed.clear();
+        arm.packed.extend_from_slice(first);
+        for lane in rest.chunks_exact(n) {
+            for (sum, &partial) in arm.packed.iter_mut().zip(lane) {
+                *sum += partial;
+            }
         }
     }
 }
 
-/// Adds `packed[s]` to `sums[owners[s]]` for every token `s` of the chunk, four tokens per
-/// round (fewer loop instructions per token; integer sums in any order are the same).
+/// Adds `packed[s]` to the partial sum of `owners[s]` in lane `s % ROUTING_LANES` of `lanes`
+/// (each lane `n` sums, one per node) for every token `s` of the chunk (whose length, but for
+/// the last chunk, is a multiple of the lane count).
 #[inline(always)]
-fn sum_per_owner(sums: &mut [u64], owners: &[NodeId], packed: &[u64]) {
-    let mut owner_quads = owners.chunks_exact(4);
-    let mut packed_quads = packed.chunks_exact(4);
+fn sum_per_owner(lanes: &mut [u64], n: usize, owners: &[NodeId], packed: &[u64]) {
+    let (lane_0, rest) = lanes.split_at_mut(n);
+    let (lane_1, rest) = rest.split_at_mut(n);
+    let (lane_2, lane_3) = rest.split_at_mut(n);
+    let mut owner_quads = owners.chunks_exact(ROUTING_LANES);
+    let mut packed_quads = packed.chunks_exact(ROUTING_LANES);
     for (o, p) in (&mut owner_quads).zip(&mut packed_quads) {
-        sums[o[0].index()] += p[0];
-        sums[o[1].index()] += p[1];
-        sums[o[2].index()] += p[2];
-        sums[o[3].index()] += p[3];
+        lane_0[o[0].index()] += p[0];
+        lane_1[o[1].index()] += p[1];
+        lane_2[o[2].index()] += p[2];
+        lane_3[o[3].index()] += p[3];
     }
     for (owner, &p) in owner_quads.remainder().iter().zip(packed_quads.remainder()) {
-        sums[owner.index()] += p;
+        lane_0[owner.index()] += p;
     }
 }
 

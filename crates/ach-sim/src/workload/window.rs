@@ -1,0 +1,315 @@
+//! The window of a small-mean table pair: the draw of a token's reads and writes without a
+//! branch that depends on the values drawn.
+//!
+//! A token's reads and writes of a step are two draws by inversion, each `min { i : x < T_i }`
+//! for the thresholds `T_i` of its table and a 64-bit uniform `x` whose top 32 bits are one
+//! half of the token's random word (see the module documentation of the workload). At the
+//! paper's rates a token's mean is about one request, so almost every draw is one of the first
+//! few values. A window keeps the top 32 bits of the first [`WINDOW_VALUES`] thresholds of
+//! the read table and of the write table in one cache line; the value drawn is then the number
+//! of those thresholds whose top 32 bits are below the top 32 bits of `x`: the thresholds
+//! increase, and when the top halves differ they decide the comparison of the whole numbers.
+//! The count is a few vector instructions, with no branch per threshold and none that the
+//! guide's impure slots would make the processor mispredict.
+//!
+//! The window cannot answer, and the draw goes to the guide ([`super::sample_pair_without_tie`]),
+//! when the count reaches [`WINDOW_VALUES`] (the value is larger), when a top half equals that
+//! of `x` (a tie: the lower bits decide), or when the table does not start at 0 (its lanes
+//! are all 0, so the count is full or ties). So a window draws exactly the value the guide
+//! draws, and whether a rate's tables get windows changes the time of a step, never its
+//! values.
+
+use super::PoissonTables;
+
+/// Values a window answers: `0` to `WINDOW_VALUES - 1`.
+pub(super) const WINDOW_VALUES: usize = 8;
+
+/// Rates whose tables would send more than this share of the tokens' draws past their windows
+/// (to the guide) draw with the guide alone: a draw past its window costs a mispredicted
+/// branch on top of the guide's work.
+const MAX_SHARE_PAST_WINDOWS: f64 = 1.0 / 32.0;
+
+/// The windows of the read table and the write table of one probability: the top 32 bits of
+/// their first thresholds, a threshold that the table does not have (or never compares) as
+/// `u32::MAX`, which no top half exceeds.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct WindowPair {
+    lanes: lanes::Lanes,
+}
+
+impl WindowPair {
+    /// The windows of the table pairs of `tables` (reads at `2 i`, writes at `2 i + 1`, every
+    /// table a guide table), or an empty list when more than [`MAX_SHARE_PAST_WINDOWS`] of the
+    /// draws would go past them; `tokens_per_pair[i]` tokens draw from pair `i`.
+    pub(super) fn of(tables: &PoissonTables, tokens_per_pair: &[u32]) -> Vec<WindowPair> {
+        let mut expected_past = 0.0;
+        let mut windows = Vec::with_capacity(tokens_per_pair.len());
+        for (pair, &tokens) in tokens_per_pair.iter().enumerate() {
+            let (reads, reads_past) = window_of(tables, 2 * pair);
+            let (writes, writes_past) = window_of(tables, 2 * pair + 1);
+            let past = 1.0 - (1.0 - reads_past) * (1.0 - writes_past);
+            expected_past += f64::from(tokens) * past;
+            windows.push(WindowPair {
+                lanes: lanes::Lanes::new(&reads, &writes),
+            });
+        }
+        let total_tokens: f64 = tokens_per_pair.iter().map(|&t| f64::from(t)).sum();
+        if expected_past > MAX_SHARE_PAST_WINDOWS * total_tokens {
+            return Vec::new();
+        }
+        windows
+    }
+
+    /// The (reads, writes) drawn with `word` (reads from its high half, writes from its low
+    /// half), or `None` when either window cannot answer.
+    #[inline(always)]
+    pub(super) fn sample(&self, word: u64) -> Option<(u64, u64)> {
+        let (reads, writes) = self.lanes.values((word >> 32) as u32, word as u32)?;
+        Some((u64::from(reads), u64::from(writes)))
+    }
+}
+
+/// The lanes of table `table`'s window and the probability that a draw goes past it.
+fn window_of(tables: &PoissonTables, table: usize) -> ([u32; WINDOW_VALUES], f64) {
+    let header = tables.headers[table];
+    if header.smallest_value != 0 {
+        // Every top half is above 0 or ties with it: the draw always goes to the guide.
+        return ([0; WINDOW_VALUES], 1.0);
+    }
+    let thresholds =
+        &tables.thresholds[header.threshold_offset as usize..][..header.value_count as usize];
+    // The last threshold is 2^64 and never compared.
+    let compared = &thresholds[..thresholds.len() - 1];
+    let mut lanes = [u32::MAX; WINDOW_VALUES];
+    for (lane, &threshold) in lanes.iter_mut().zip(compared) {
+        *lane = (threshold >> 32) as u32;
+    }
+    let past = compared
+        .get(WINDOW_VALUES - 1)
+        .map_or(0.0, |&t| 1.0 - t as f64 / super::FIXED_POINT_SCALE);
+    (lanes, past)
+}
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+use sse2 as lanes;
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+use portable as lanes;
+
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod sse2 {
+    //! The comparison with SSE2 (which every x86-64 processor has, through `safe_arch`): four
+    //! lanes per instruction, both tables' masks in one integer, no dependent loads.
+
+    use safe_arch::{
+        cmp_eq_mask_i32_m128i, cmp_gt_mask_i32_m128i, m128i, move_mask_i8_m128i,
+        pack_i16_to_i8_m128i, pack_i32_to_i16_m128i, set_splat_i32_m128i,
+    };
+
+    use super::WINDOW_VALUES;
+
+    /// SSE2 compares signed numbers: lanes and halves are kept with their top bit flipped,
+    /// which orders them as the unsigned numbers they are.
+    const BIAS: u32 = 0x8000_0000;
+
+    /// The reads' lanes 0-3 and 4-7, then the writes' lanes, biased: one cache line.
+    #[derive(Clone, Copy, Debug)]
+    #[repr(C, align(64))]
+    pub(super) struct Lanes([m128i; 4]);
+
+    impl Lanes {
+        pub(super) fn new(reads: &[u32; WINDOW_VALUES], writes: &[u32; WINDOW_VALUES]) -> Lanes {
+            let four = |lanes: &[u32]| {
+                let biased: [i32; 4] = std::array::from_fn(|i| (lanes[i] ^ BIAS) as i32);
+                m128i::from(biased)
+            };
+            Lanes([
+                four(&reads[..4]),
+                four(&reads[4..]),
+                four(&writes[..4]),
+                four(&writes[4..]),
+            ])
+        }
+
+        /// The value of each half (the number of its table's lanes below it, at most
+        /// `WINDOW_VALUES - 1`), or `None` when a lane equals a half or all its lanes are below
+        /// it.
+        #[inline(always)]
+        pub(super) fn values(&self, reads_half: u32, writes_half: u32) -> Option<(u32, u32)> {
+            let r = set_splat_i32_m128i((reads_half ^ BIAS) as i32);
+            let w = set_splat_i32_m128i((writes_half ^ BIAS) as i32);
+            let [r0, r1, w0, w1] = self.0;
+            // A comparison gives -1 or 0 per lane; two saturating packs keep a byte per lane,
+            // so bit i of the mask is reads lane i and bit 8 + i writes lane i.
+            let mask = |a: m128i, b: m128i, c: m128i, d: m128i| {
+                let bytes =
+                    pack_i16_to_i8_m128i(pack_i32_to_i16_m128i(a, b), pack_i32_to_i16_m128i(c, d));
+                move_mask_i8_m128i(bytes) as u32
+            };
+            let below = mask(
+                cmp_gt_mask_i32_m128i(r, r0),
+                cmp_gt_mask_i32_m128i(r, r1),
+                cmp_gt_mask_i32_m128i(w, w0),
+                cmp_gt_mask_i32_m128i(w, w1),
+            );
+            let ties = mask(
+                cmp_eq_mask_i32_m128i(r, r0),
+                cmp_eq_mask_i32_m128i(r, r1),
+                cmp_eq_mask_i32_m128i(w, w0),
+                cmp_eq_mask_i32_m128i(w, w1),
+            );
+            // The lanes increase, so each byte's set bits are its lowest ones and their number
+            // is the value; its top bit set means the value is past the window.
+            if ties != 0 || below & 0x8080 != 0 {
+                return None;
+            }
+            Some(((!below).trailing_zeros(), (!(below >> 8)).trailing_zeros()))
+        }
+    }
+}
+
+/// The same search without vector instructions, for other processors (and, in the tests, the
+/// reference of the SSE2 one).
+#[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
+mod portable {
+    //! The search of a window: three comparisons, each choosing the next lane to compare
+    //! with, compiled to conditional moves rather than branches.
+
+    use super::WINDOW_VALUES;
+
+    /// The reads' lanes, then the writes' lanes: one cache line.
+    #[derive(Clone, Copy, Debug)]
+    #[repr(C, align(64))]
+    pub(super) struct Lanes {
+        reads: [u32; WINDOW_VALUES],
+        writes: [u32; WINDOW_VALUES],
+    }
+
+    impl Lanes {
+        pub(super) fn new(reads: &[u32; WINDOW_VALUES], writes: &[u32; WINDOW_VALUES]) -> Lanes {
+            Lanes {
+                reads: *reads,
+                writes: *writes,
+            }
+        }
+
+        /// The value of each half (the number of its table's lanes below it, at most
+        /// `WINDOW_VALUES - 1`), or `None` when a lane equals a half or all its lanes are below
+        /// it.
+        #[inline(always)]
+        pub(super) fn values(&self, reads_half: u32, writes_half: u32) -> Option<(u32, u32)> {
+            let (reads, reads_open) = search(&self.reads, reads_half);
+            let (writes, writes_open) = search(&self.writes, writes_half);
+            (reads_open & writes_open).then_some((reads, writes))
+        }
+    }
+
+    /// The number `k` of `lanes` below `half` (they increase) when it is below 8 and no lane
+    /// equals `half`, with `true`; otherwise `false`.
+    #[inline(always)]
+    fn search(lanes: &[u32; WINDOW_VALUES], half: u32) -> (u32, bool) {
+        // After the three halvings, `index` is `min(k, 7)`: the first lane not below `half`,
+        // or the last lane.
+        let mut index = 4 * usize::from(half > lanes[3]);
+        index += 2 * usize::from(half > lanes[index + 1]);
+        index += usize::from(half > lanes[index]);
+        // The value is `index` unless the lane there is below `half` too (k = 8) or equals it.
+        (index as u32, half < lanes[index])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use rand::{RngCore, SeedableRng};
+    use rand_pcg::Pcg64Mcg;
+
+    /// Increasing lanes with repeats and `u32::MAX` padding, as tables make them.
+    fn lanes() -> impl Strategy<Value = [u32; WINDOW_VALUES]> {
+        proptest::collection::vec(any::<u32>(), WINDOW_VALUES).prop_map(|mut v| {
+            v.sort_unstable();
+            let mut lanes = [0; WINDOW_VALUES];
+            lanes.copy_from_slice(&v);
+            lanes
+        })
+    }
+
+    /// The value a window must give: the number of lanes below the half, when below 8 and no
+    /// lane equals it.
+    fn expected(lanes: &[u32; WINDOW_VALUES], half: u32) -> Option<u32> {
+        let below = lanes.iter().filter(|&&l| l < half).count() as u32;
+        (below < WINDOW_VALUES as u32 && !lanes.contains(&half)).then_some(below)
+    }
+
+    proptest! {
+        /// Both searches give the count of lanes below, or nothing on a tie or past the
+        /// window; halves are drawn near the lanes so that ties and edges come up.
+        #[test]
+        fn the_searches_count_the_lanes_below(
+            reads in lanes(),
+            writes in lanes(),
+            picks in (0_usize..WINDOW_VALUES, -1_i64..=1, 0_usize..WINDOW_VALUES, -1_i64..=1),
+            raw in any::<(u32, u32)>(),
+            near in any::<bool>(),
+        ) {
+            let (halves_r, halves_w) = if near {
+                let at = |lanes: &[u32; WINDOW_VALUES], i: usize, d: i64| {
+                    (i64::from(lanes[i]) + d).clamp(0, i64::from(u32::MAX)) as u32
+                };
+                (at(&reads, picks.0, picks.1), at(&writes, picks.2, picks.3))
+            } else {
+                raw
+            };
+            let want = expected(&reads, halves_r).zip(expected(&writes, halves_w));
+            prop_assert_eq!(portable::Lanes::new(&reads, &writes).values(halves_r, halves_w), want);
+            prop_assert_eq!(lanes::Lanes::new(&reads, &writes).values(halves_r, halves_w), want);
+        }
+    }
+
+    /// A window draws what the guide draws, for means in and past the windows.
+    #[test]
+    fn windows_draw_as_the_guide() {
+        for mean in [0.0, 0.05, 0.43, 1.0, 3.7, 6.0, 12.0, 40.0] {
+            let mut tables = PoissonTables::default();
+            tables.push(mean);
+            tables.push(mean * 0.3);
+            let pair = WindowPair {
+                lanes: lanes::Lanes::new(&window_of(&tables, 0).0, &window_of(&tables, 1).0),
+            };
+            let mut rng = Pcg64Mcg::seed_from_u64(5);
+            let mut answered = 0;
+            for _ in 0..20_000 {
+                let word = rng.next_u64();
+                let Some((reads, writes)) = pair.sample(word) else {
+                    continue;
+                };
+                answered += 1;
+                let mut unused = Pcg64Mcg::seed_from_u64(0);
+                assert_eq!(reads, tables.sample(0, (word >> 32) as u32, &mut unused));
+                assert_eq!(writes, tables.sample(1, word as u32, &mut unused));
+            }
+            // Small means almost always fall in the window, a mean of 40 never does.
+            if mean <= 1.0 {
+                assert!(answered > 19_900, "mean {mean}: {answered}");
+            }
+            if mean >= 40.0 {
+                assert_eq!(answered, 0);
+            }
+        }
+    }
+
+    /// Rates whose draws would mostly go past the windows get none.
+    #[test]
+    fn large_means_get_no_windows() {
+        let mut tables = PoissonTables::default();
+        tables.push(1.0);
+        tables.push(0.3);
+        assert_eq!(WindowPair::of(&tables, &[10]).len(), 1);
+        tables.push(60.0);
+        tables.push(20.0);
+        assert!(WindowPair::of(&tables, &[10, 10]).is_empty());
+        // One token of many past its window is a share the windows still serve.
+        assert_eq!(WindowPair::of(&tables, &[1000, 1]).len(), 2);
+    }
+}
