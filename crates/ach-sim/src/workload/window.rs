@@ -168,12 +168,11 @@ mod sse2 {
     }
 }
 
-/// The same search without vector instructions, for other processors (and, in the tests, the
-/// reference of the SSE2 one).
 #[cfg(any(test, not(all(target_arch = "x86_64", target_feature = "sse2"))))]
 mod portable {
-    //! The search of a window: three comparisons, each choosing the next lane to compare
-    //! with, compiled to conditional moves rather than branches.
+    //! The same search without vector instructions, for other processors (and, in the tests,
+    //! the reference of the SSE2 one): three comparisons, each choosing the next lane to
+    //! compare with, compiled to conditional moves rather than branches.
 
     use super::WINDOW_VALUES;
 
