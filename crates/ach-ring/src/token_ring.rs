@@ -247,6 +247,8 @@ pub struct TokenRing {
     /// How many tokens have an owner id of [`TokenRing::counted_ids`] or more (never in a ring
     /// whose ids are dense, as they are meant to be).
     uncounted_tokens: usize,
+    /// [`TokenRing::owner_changes`].
+    owner_changes: u64,
 }
 
 impl PartialEq for TokenRing {
@@ -359,6 +361,7 @@ impl TokenRing {
             owners_longest_first: OnceLock::new(),
             node_counts: Vec::new(),
             uncounted_tokens: 0,
+            owner_changes: 0,
         };
         for &owner in &owners {
             ring.count_in(owner);
@@ -555,6 +558,7 @@ impl TokenRing {
     fn set_owner(&mut self, token: usize, owner: NodeId) {
         self.count_out(self.owners[token]);
         self.count_in(owner);
+        self.owner_changes += 1;
         self.owners[token] = owner;
         if let Some(owners) = self.owners_shortest_first.get_mut() {
             owners[self.shortest_rank[token]] = owner;
@@ -562,6 +566,14 @@ impl TokenRing {
         if let Some(owners) = self.owners_longest_first.get_mut() {
             owners[self.longest_rank[token]] = owner;
         }
+    }
+
+    /// How many times an owner was set since the ring was built (a clone carries the count
+    /// on). Equal counts of one ring at two moments mean equal owners, so a caller can keep
+    /// what it derived from the owners until the count changes. Undoing a failed
+    /// [`TokenRing::apply`] counts too.
+    pub fn owner_changes(&self) -> u64 {
+        self.owner_changes
     }
 
     /// The longest arc.

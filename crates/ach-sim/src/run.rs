@@ -18,6 +18,9 @@ use crate::record::{
 use crate::streams::{Stream, stream};
 use crate::token_loads::{TokenTelemetry, expected_work};
 use crate::workload::{packed_requests, packed_writes};
+use route::ArmRoute;
+
+mod route;
 
 /// At most this many violations are kept in detail per algorithm and run (all are counted).
 pub const MAX_VIOLATION_DETAILS: usize = 20;
@@ -145,10 +148,8 @@ struct Arm {
     read_loads: Vec<f64>,
     telemetry: TelemetryPipeline,
     truth: Option<TelemetryPipeline>,
-    /// Per-node sums of the packed request counts (see [`StepRequests`]).
-    packed: Vec<u64>,
-    /// The partial sums of `packed` while [`route`] adds them up, [`ROUTING_LANES`] per node.
-    packed_lanes: Vec<u64>,
+    /// The model's routing of the arm: its per-node sums of the packed request counts.
+    route: ArmRoute,
     requests: Vec<u64>,
     writes: Vec<u64>,
     raw: Vec<Metrics>,
@@ -214,8 +215,7 @@ impl Arm {
             read_loads: Vec::with_capacity(n0),
             telemetry,
             truth,
-            packed: vec![0; n0],
-            packed_lanes: Vec::new(),
+            route: ArmRoute::default(),
             requests: vec![0; n0],
             writes: vec![0; n0],
             raw: Vec::with_capacity(n0),
@@ -464,6 +464,7 @@ fn simulate_members<P: PhaseProbe>(
     let mut token_requests = vec![0u64; unpacked_len];
     let mut token_writes = vec![0u64; unpacked_len];
     let mut packed = vec![0u64; config.tokens];
+    let mut reference = route::Reference::new(&initial_ring);
     let mut scratch = Vec::new();
     let v_min = config.ach.v_min;
     // The Oracle's full knowledge, computed only when some arm asks for it.
@@ -506,7 +507,13 @@ fn simulate_members<P: PhaseProbe>(
                 *w = packed_writes(*word);
             }
         }
-        route(&mut all_arms, &packed, n);
+        let mut owner_routed: Vec<(&TokenRing, &mut ArmRoute)> = all_arms
+            .iter_mut()
+            .filter(|arm| arm.forwarding.is_none())
+            .map(|arm| (&arm.ring, &mut arm.route))
+            .collect();
+        route::route(&mut reference, &mut owner_routed, &packed, n);
+        drop(owner_routed);
         if wants_expected {
             expected_work(config, t, workload.token_probability(), &mut expected);
         }
@@ -565,71 +572,6 @@ pub(crate) fn positions_and_hashes(
             let hashes: Vec<f64> = (0..config.keys).map(|_| key_rng.random()).collect();
             (positions, hashes)
         }
-    }
-}
-
-/// Tokens routed by every arm in turn before the next ones: a chunk of the packed counts
-/// (16 KiB) stays in the first-level cache while each arm reads it.
-const ROUTING_CHUNK: usize = 2048;
-
-/// Partial sums per node that routing keeps: token `s` is added to lane `s % ROUTING_LANES`,
-/// so that tokens of one owner in a row (a contiguous layout) add to different memory words
-/// and do not each wait for the previous addition's store.
-const ROUTING_LANES: usize = 4;
-
-/// Sums this step's packed per-token counts per node into every arm's `packed`, for `n` nodes.
-///
-/// `packed_per_token` holds each token's requests in the high 32 bits and its writes in the
-/// low 32 bits ([`crate::workload::pack`]), so that summing them per node is one addition per token (the
-/// configuration caps the request rate so that no node's count of a step reaches 2^32).
-/// Integer sums do not depend on the order of the additions, so routing the arms chunk by
-/// chunk, into [`ROUTING_LANES`] partial sums per node, gives exactly the sums of routing them
-/// one after the other.
-///
-/// An arm with its own routing (CH-BL) is left alone: it routes in [`Arm::step`].
-fn route(arms: &mut [&mut Arm], packed_per_token: &[u64], n: usize) {
-    let owner_routed = |arm: &&mut &mut Arm| arm.forwarding.is_none();
-    for arm in arms.iter_mut().filter(owner_routed) {
-        arm.packed_lanes.clear();
-        arm.packed_lanes.resize(ROUTING_LANES * n, 0);
-    }
-    for (index, chunk) in packed_per_token.chunks(ROUTING_CHUNK).enumerate() {
-        let start = index * ROUTING_CHUNK;
-        for arm in arms.iter_mut().filter(owner_routed) {
-            let owners = &arm.ring.owners()[start..start + chunk.len()];
-            sum_per_owner(&mut arm.packed_lanes, n, owners, chunk);
-        }
-    }
-    for arm in arms.iter_mut().filter(owner_routed) {
-        let (first, rest) = arm.packed_lanes.split_at(n);
-        arm.packed.clear();
-        arm.packed.extend_from_slice(first);
-        for lane in rest.chunks_exact(n) {
-            for (sum, &partial) in arm.packed.iter_mut().zip(lane) {
-                *sum += partial;
-            }
-        }
-    }
-}
-
-/// Adds `packed[s]` to the partial sum of `owners[s]` in lane `s % ROUTING_LANES` of `lanes`
-/// (each lane `n` sums, one per node) for every token `s` of the chunk (whose length, but for
-/// the last chunk, is a multiple of the lane count).
-#[inline(always)]
-fn sum_per_owner(lanes: &mut [u64], n: usize, owners: &[NodeId], packed: &[u64]) {
-    let (lane_0, rest) = lanes.split_at_mut(n);
-    let (lane_1, rest) = rest.split_at_mut(n);
-    let (lane_2, lane_3) = rest.split_at_mut(n);
-    let mut owner_quads = owners.chunks_exact(ROUTING_LANES);
-    let mut packed_quads = packed.chunks_exact(ROUTING_LANES);
-    for (o, p) in (&mut owner_quads).zip(&mut packed_quads) {
-        lane_0[o[0].index()] += p[0];
-        lane_1[o[1].index()] += p[1];
-        lane_2[o[2].index()] += p[2];
-        lane_3[o[3].index()] += p[3];
-    }
-    for (owner, &p) in owner_quads.remainder().iter().zip(packed_quads.remainder()) {
-        lane_0[owner.index()] += p;
     }
 }
 
@@ -707,7 +649,7 @@ impl Member<'_> {
 }
 
 impl Arm {
-    /// One step of this arm once its requests are routed ([`route`]): telemetry, plan, commit,
+    /// One step of this arm once its requests are routed ([`route::route`]): telemetry, plan, commit,
     /// metrics, invariants; `probe` is told each phase, `index` is the arm's algorithm's.
     #[allow(clippy::too_many_arguments)] // The step's inputs, one each; a struct would only wrap them.
     fn step<P: PhaseProbe>(
@@ -745,13 +687,13 @@ impl Arm {
             self.writes.resize(n, 0);
             probe.enter(Phase::Telemetry);
         } else {
-            // The model's routing, summed by `route`: every request to its token's owner.
+            // The model's routing, summed by `route::route`: every request to its token's owner.
             self.requests.clear();
             self.requests
-                .extend(self.packed.iter().map(|&p| packed_requests(p)));
+                .extend(self.route.sums.iter().map(|&p| packed_requests(p)));
             self.writes.clear();
             self.writes
-                .extend(self.packed.iter().map(|&p| packed_writes(p)));
+                .extend(self.route.sums.iter().map(|&p| packed_writes(p)));
         }
         raw_metrics_for_cluster(
             &self.requests,

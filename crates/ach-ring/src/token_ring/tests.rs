@@ -349,6 +349,8 @@ mod properties {
             }
             let rebuilt = TokenRing::new(ring.positions().to_vec(), ring.owners().to_vec());
             prop_assert_eq!(&ring, &rebuilt.unwrap());
+            // Every move counts as a change of owner, one that sets the same owner too.
+            prop_assert_eq!(ring.owner_changes(), before.owner_changes() + moves.len() as u64);
 
             // Sampled: the fraction of deterministic pseudo-random keys whose owner changed,
             // within 5 binomial standard errors (plus one key of slack for tiny fractions).

@@ -1,0 +1,259 @@
+//! The model's routing: every request to its token's owner, summed per node for every arm.
+//!
+//! A step's requests are drawn once as one packed word per token ([`crate::workload::pack`]:
+//! requests in the high 32 bits, writes in the low 32 bits), and every arm sums them over the
+//! tokens of each node. The configuration caps the request rate so that no node's count of a
+//! step reaches 2^32, so one addition of packed words sums both counts; and integer sums do
+//! not depend on the order of the additions, which leaves the routing free to add them up in
+//! whatever order is fastest. Two orders are used:
+//!
+//! - **In full**: every token's word added to its owner's sum, chunk by chunk and arm by arm,
+//!   into [`LANES`] partial sums per node (token `s` to lane `s % LANES`, so that tokens of
+//!   one owner in a row, as a contiguous layout has them, do not each wait for the previous
+//!   addition's store).
+//! - **From the reference**: the arms of a run all start from one ring, the *reference*, and
+//!   most move few tokens from it (a budgeted ACH, a sweep's ACH arms, an algorithm that
+//!   never moves). Such an arm's sums are the reference's sums, plus each word of a token
+//!   whose owner differs added to its owner and taken from its reference owner. The tokens
+//!   that differ are found again only when the arm's owners changed
+//!   ([`TokenRing::owner_changes`]).
+//!
+//! Either order gives the same integers, so the choice (from the reference when at most a
+//! quarter of the tokens differ) changes the time of a step, never its values.
+
+use ach_ring::{NodeId, TokenRing};
+
+/// Tokens routed by every arm in turn before the next ones: a chunk of the packed counts
+/// (16 KiB) stays in the first-level cache while each arm reads it.
+const CHUNK: usize = 2048;
+
+/// Partial sums per node that routing in full keeps.
+const LANES: usize = 4;
+
+/// An arm is routed from the reference when at most `1 / FROM_REFERENCE_AT_MOST` of the
+/// tokens differ (a differing token costs about two tokens routed in full, and the reference
+/// itself is routed in full once a step for all such arms).
+const FROM_REFERENCE_AT_MOST: usize = 4;
+
+/// The reference ring's owners and this step's sums of them.
+pub(super) struct Reference {
+    owners: Vec<NodeId>,
+    lanes: Vec<u64>,
+    sums: Vec<u64>,
+}
+
+impl Reference {
+    /// The reference of arms that all start from `ring`.
+    pub(super) fn new(ring: &TokenRing) -> Reference {
+        Reference {
+            owners: ring.owners().to_vec(),
+            lanes: Vec::new(),
+            sums: Vec::new(),
+        }
+    }
+}
+
+/// One arm's routing state: its per-node sums and how its owners differ from the reference.
+#[derive(Default)]
+pub(super) struct ArmRoute {
+    /// Per-node sums of this step's packed words.
+    pub(super) sums: Vec<u64>,
+    lanes: Vec<u64>,
+    /// The tokens whose owner differs from the reference's, when they are few enough to route
+    /// from the reference (else empty, with `differs_a_lot`).
+    differing: Vec<u32>,
+    differs_a_lot: bool,
+    /// The ring's [`TokenRing::owner_changes`] when `differing` was found (`None`: never).
+    found_at: Option<u64>,
+}
+
+impl ArmRoute {
+    /// Finds the tokens of `ring` whose owner differs from the reference's again if the ring
+    /// changed since the last time; true when the arm is routed from the reference.
+    fn from_reference(&mut self, ring: &TokenRing, reference: &Reference) -> bool {
+        if self.found_at != Some(ring.owner_changes()) {
+            self.found_at = Some(ring.owner_changes());
+            let owners = ring.owners();
+            let limit = owners.len() / FROM_REFERENCE_AT_MOST;
+            // Counting first is a pass the compiler vectorises; the list is made only when
+            // it will be used.
+            let differing = owners
+                .iter()
+                .zip(&reference.owners)
+                .filter(|(a, b)| a != b)
+                .count();
+            self.differing.clear();
+            self.differs_a_lot = differing > limit || owners.len() != reference.owners.len();
+            if !self.differs_a_lot {
+                self.differing.extend(
+                    (0..owners.len() as u32)
+                        .filter(|&s| owners[s as usize] != reference.owners[s as usize]),
+                );
+            }
+        }
+        !self.differs_a_lot
+    }
+}
+
+/// Sums this step's packed words `packed` per node into the `sums` of every arm in `arms`
+/// (each with its ring), for `n` nodes.
+pub(super) fn route(
+    reference: &mut Reference,
+    arms: &mut [(&TokenRing, &mut ArmRoute)],
+    packed: &[u64],
+    n: usize,
+) {
+    let mut any_from_reference = false;
+    let mut in_full: Vec<usize> = Vec::with_capacity(arms.len());
+    for (index, (ring, route)) in arms.iter_mut().enumerate() {
+        if route.from_reference(ring, reference) {
+            any_from_reference = true;
+        } else {
+            in_full.push(index);
+        }
+    }
+    if any_from_reference {
+        let mut full = [(
+            reference.owners.as_slice(),
+            &mut reference.lanes,
+            &mut reference.sums,
+        )];
+        sum_in_full(&mut full, packed, n);
+    }
+    let mut full: Vec<(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)> =
+        Vec::with_capacity(in_full.len());
+    let mut from_reference = Vec::with_capacity(arms.len() - in_full.len());
+    for (ring, route) in arms.iter_mut() {
+        if route.differs_a_lot {
+            full.push((ring.owners(), &mut route.lanes, &mut route.sums));
+        } else {
+            from_reference.push((ring.owners(), &mut **route));
+        }
+    }
+    sum_in_full(&mut full, packed, n);
+    for (owners, route) in from_reference {
+        route.sums.clone_from(&reference.sums);
+        // Local slices, so that the loop does not reload the vectors' pointers after a store.
+        let (sums, was) = (route.sums.as_mut_slice(), reference.owners.as_slice());
+        for &token in &route.differing {
+            let token = token as usize;
+            let word = packed[token];
+            let (to, from) = (owners[token].index(), was[token].index());
+            sums[to] = sums[to].wrapping_add(word);
+            sums[from] = sums[from].wrapping_sub(word);
+        }
+    }
+}
+
+/// Routes in full: each `(owners, lanes, sums)` gets in `sums` the per-node sums of `packed`
+/// over its owners, for `n` nodes.
+fn sum_in_full(arms: &mut [(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)], packed: &[u64], n: usize) {
+    for (_, lanes, _) in arms.iter_mut() {
+        lanes.clear();
+        lanes.resize(LANES * n, 0);
+    }
+    for (index, chunk) in packed.chunks(CHUNK).enumerate() {
+        let start = index * CHUNK;
+        for (owners, lanes, _) in arms.iter_mut() {
+            sum_per_owner(lanes, n, &owners[start..start + chunk.len()], chunk);
+        }
+    }
+    for (_, lanes, sums) in arms.iter_mut() {
+        let (first, rest) = lanes.split_at(n);
+        sums.clear();
+        sums.extend_from_slice(first);
+        for lane in rest.chunks_exact(n) {
+            for (sum, &partial) in sums.iter_mut().zip(lane) {
+                *sum += partial;
+            }
+        }
+    }
+}
+
+/// Adds `packed[s]` to the partial sum of `owners[s]` in lane `s % LANES` of `lanes` (each
+/// lane `n` sums, one per node) for every token `s` of the chunk (whose length, but for the
+/// last chunk, is a multiple of the lane count).
+#[inline(always)]
+fn sum_per_owner(lanes: &mut [u64], n: usize, owners: &[NodeId], packed: &[u64]) {
+    let (lane_0, rest) = lanes.split_at_mut(n);
+    let (lane_1, rest) = rest.split_at_mut(n);
+    let (lane_2, lane_3) = rest.split_at_mut(n);
+    let mut owner_quads = owners.chunks_exact(LANES);
+    let mut packed_quads = packed.chunks_exact(LANES);
+    for (o, p) in (&mut owner_quads).zip(&mut packed_quads) {
+        lane_0[o[0].index()] += p[0];
+        lane_1[o[1].index()] += p[1];
+        lane_2[o[2].index()] += p[2];
+        lane_3[o[3].index()] += p[3];
+    }
+    for (owner, &p) in owner_quads.remainder().iter().zip(packed_quads.remainder()) {
+        lane_0[owner.index()] += p;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Every request to its token's owner, one token at a time.
+    fn naive_sums(owners: &[NodeId], packed: &[u64], n: usize) -> Vec<u64> {
+        let mut sums = vec![0; n];
+        for (owner, &word) in owners.iter().zip(packed) {
+            sums[owner.index()] += word;
+        }
+        sums
+    }
+
+    proptest! {
+        /// Arms routed in full and from the reference get the sums of routing every token, as
+        /// their owners change from step to step (few changes or many, nodes joining).
+        #[test]
+        fn both_orders_sum_every_token_to_its_owner(
+            tokens in 1_usize..300,
+            nodes in 1_u32..12,
+            steps in proptest::collection::vec(
+                (proptest::collection::vec((any::<u16>(), any::<u32>()), 0..3), 0_u32..200, 0_usize..3),
+                1..6,
+            ),
+        ) {
+            let positions: Vec<f64> = (0..tokens).map(|s| s as f64 / tokens as f64).collect();
+            let initial = TokenRing::round_robin(positions, nodes as usize).unwrap();
+            let mut reference = Reference::new(&initial);
+            let mut rings = vec![initial.clone(); 3];
+            let mut routes: Vec<ArmRoute> = (0..3).map(|_| ArmRoute::default()).collect();
+            let mut n = nodes as usize;
+            for (step, (changes, spread, joined)) in steps.iter().enumerate() {
+                n += joined;
+                // Arm 0 never moves; arm 1 moves the few tokens drawn; arm 2 moves `spread`.
+                let mut moves: Vec<ach_ring::TokenMove> = changes
+                    .iter()
+                    .map(|&(token, to)| {
+                        let token = usize::from(token) % tokens;
+                        let to = NodeId(to % n as u32);
+                        ach_ring::TokenMove { token, from: rings[1].owner(token), to }
+                    })
+                    .collect();
+                moves.dedup_by_key(|mv| mv.token);
+                rings[1].apply(&moves).unwrap();
+                let spread_moves: Vec<ach_ring::TokenMove> = (0..(*spread as usize).min(tokens))
+                    .map(|token| ach_ring::TokenMove {
+                        token,
+                        from: rings[2].owner(token),
+                        to: NodeId(((token + step) % n) as u32),
+                    })
+                    .collect();
+                rings[2].apply(&spread_moves).unwrap();
+                let packed: Vec<u64> = (0..tokens)
+                    .map(|s| crate::workload::pack((s * 7 + step) as u64 % 50, (s + step) as u64 % 5))
+                    .collect();
+                let mut arms: Vec<(&TokenRing, &mut ArmRoute)> =
+                    rings.iter().zip(routes.iter_mut()).collect();
+                route(&mut reference, &mut arms, &packed, n);
+                for (ring, arm) in rings.iter().zip(&routes) {
+                    prop_assert_eq!(&arm.sums, &naive_sums(ring.owners(), &packed, n));
+                }
+            }
+        }
+    }
+}
