@@ -94,7 +94,7 @@ enum Expected {
     /// A deep copy of a classic ring.
     Classic(ClassicRing),
     /// A deep copy of a named ring.
-    Named(NamedRing),
+    Named(Box<NamedRing>),
 }
 
 /// The token of `key` among sorted `positions`, found without the ring under test: a plain
@@ -531,7 +531,10 @@ fn readers_and_named_joins_and_leaves_with_their_switches() {
     )
     .unwrap();
     let history: Vec<OnceLock<Expected>> = (0..=CHANGES).map(|_| OnceLock::new()).collect();
-    history[0].set(Expected::Named(ring.clone())).ok().unwrap();
+    history[0]
+        .set(Expected::Named(Box::new(ring.clone())))
+        .ok()
+        .unwrap();
     let mut model = ring.clone();
     let shared = SharedRing::new(RingUnderTest::Named(ring));
     let mut rng = SplitMix(1500);
@@ -550,7 +553,7 @@ fn readers_and_named_joins_and_leaves_with_their_switches() {
             Some(moves) => {
                 next.apply(&moves).unwrap();
                 history[version as usize + 1]
-                    .set(Expected::Named(next.clone()))
+                    .set(Expected::Named(Box::new(next.clone())))
                     .ok()
                     .unwrap();
                 shared.commit(|ring| match ring {
@@ -574,7 +577,7 @@ fn readers_and_named_joins_and_leaves_with_their_switches() {
                     None => next.join(spec.clone()).unwrap(),
                 };
                 history[version as usize + 1]
-                    .set(Expected::Named(next.clone()))
+                    .set(Expected::Named(Box::new(next.clone())))
                     .ok()
                     .unwrap();
                 if leaving.is_none() {

@@ -70,7 +70,7 @@ pub(super) struct ArmRoute {
 impl ArmRoute {
     /// Finds the tokens of `ring` whose owner differs from the reference's again if the ring
     /// changed since the last time; true when the arm is routed from the reference.
-    fn from_reference(&mut self, ring: &TokenRing, reference: &Reference) -> bool {
+    fn routes_from_reference(&mut self, ring: &TokenRing, reference: &Reference) -> bool {
         if self.found_at != Some(ring.owner_changes()) {
             self.found_at = Some(ring.owner_changes());
             let owners = ring.owners();
@@ -106,7 +106,7 @@ pub(super) fn route(
     let mut any_from_reference = false;
     let mut in_full: Vec<usize> = Vec::with_capacity(arms.len());
     for (index, (ring, route)) in arms.iter_mut().enumerate() {
-        if route.from_reference(ring, reference) {
+        if route.routes_from_reference(ring, reference) {
             any_from_reference = true;
         } else {
             in_full.push(index);
