@@ -68,7 +68,11 @@ pub fn offer_in_arc_order(
     for (k, &i) in nodes.iter().enumerate() {
         slot_of_node[i] = k;
     }
-    let mut taken = vec![Vec::new(); nodes.len()];
+    // A node gives at most the tokens it owns: room for them all spares the growing.
+    let mut taken: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|&i| Vec::with_capacity(ring.count(NodeId(i as u32))))
+        .collect();
     let mut active = nodes.len();
     for (rank, owner) in owners_in_order.iter().enumerate() {
         if active == 0 {

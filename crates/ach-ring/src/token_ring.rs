@@ -546,11 +546,15 @@ impl TokenRing {
     /// that owns a token, so that equal owners give equal rings.
     fn count_out(&mut self, owner: NodeId) {
         match self.node_counts.get_mut(owner.index()) {
-            Some(count) => *count -= 1,
+            Some(count) => {
+                *count -= 1;
+                if *count == 0 {
+                    while self.node_counts.last() == Some(&0) {
+                        self.node_counts.pop();
+                    }
+                }
+            }
             None => self.uncounted_tokens -= 1,
-        }
-        while self.node_counts.last() == Some(&0) {
-            self.node_counts.pop();
         }
     }
 
@@ -726,6 +730,16 @@ impl TokenRing {
     /// Fails, leaving the ring unchanged, if a move names a token out of range or a `from` that
     /// does not own the token at that point of the sequence.
     pub fn apply(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
+        if moves.windows(2).all(|pair| pair[0].token < pair[1].token) {
+            self.apply_distinct(moves)
+        } else {
+            self.apply_in_order(moves)
+        }
+    }
+
+    /// [`TokenRing::apply`] of any moves: each move is checked and made in turn, and undone
+    /// on the first failure.
+    fn apply_in_order(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
         let mut before: Vec<(usize, NodeId)> = Vec::with_capacity(moves.len());
         for (k, mv) in moves.iter().enumerate() {
             let error = if mv.token >= self.owners.len() {
@@ -762,6 +776,36 @@ impl TokenRing {
             .map(|&(token, _)| self.arcs[token])
             .sum();
         Ok(m_keys)
+    }
+
+    /// [`TokenRing::apply`] of moves in increasing token order, each token once (as a plan
+    /// has them): every move is checked against the owners before any is made, so nothing
+    /// needs undoing, and `M_keys` sums the arcs of the moves that change an owner in token
+    /// order, as the general case does.
+    fn apply_distinct(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
+        for mv in moves {
+            if mv.token >= self.owners.len() {
+                return Err(RingError::TokenOutOfRange {
+                    token: mv.token,
+                    tokens: self.owners.len(),
+                });
+            }
+            if self.owners[mv.token] != mv.from {
+                return Err(RingError::WrongSource {
+                    token: mv.token,
+                    claimed: mv.from,
+                    actual: self.owners[mv.token],
+                });
+            }
+        }
+        for mv in moves {
+            self.set_owner(mv.token, mv.to);
+        }
+        Ok(moves
+            .iter()
+            .filter(|mv| mv.from != mv.to)
+            .map(|mv| self.arcs[mv.token])
+            .sum())
     }
 
     /// `M_keys` of changing the owners of this ring to `other`: the sum of the arcs of the tokens

@@ -296,6 +296,34 @@ mod properties {
             }
         }
 
+        /// Moves of distinct tokens in increasing order are applied as the general case
+        /// applies them: the same owners, `M_keys` to the bit, and the same first error with
+        /// the ring left unchanged.
+        #[test]
+        fn distinct_moves_apply_as_moves_in_order(
+            ring in ring_strategy(),
+            picks in proptest::collection::vec((any::<bool>(), 0u32..8, 0u8..20), 0..400),
+        ) {
+            let moves: Vec<TokenMove> = picks
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.0)
+                .map(|(token, &(_, to, wrong))| {
+                    // One move in twenty names a wrong source, one token is out of range.
+                    let from = if wrong == 0 { NodeId(9) } else { ring.owner(token.min(ring.len() - 1)) };
+                    TokenMove { token: if wrong == 1 { ring.len() + token } else { token }, from, to: NodeId(to) }
+                })
+                .collect();
+            let moves: Vec<TokenMove> = moves.into_iter().filter(|mv| mv.token < ring.len() || mv.token >= picks.len()).collect();
+            prop_assume!(moves.windows(2).all(|pair| pair[0].token < pair[1].token));
+            let (mut distinct, mut in_order) = (ring.clone(), ring.clone());
+            let got = distinct.apply_distinct(&moves);
+            let want = in_order.apply_in_order(&moves);
+            prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits));
+            prop_assert_eq!(distinct.owners(), in_order.owners());
+            prop_assert_eq!(distinct.counts(9), in_order.counts(9));
+        }
+
         #[test]
         fn fast_lookup_equals_binary_search(
             ring in ring_strategy(),
