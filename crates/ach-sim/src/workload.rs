@@ -555,8 +555,16 @@ fn fill_until_tie(
     fill_until_tie_with(token_table, generator, packed, |table, uniform| {
         windows[table]
             .sample(uniform)
-            .or_else(|| sample_pair_without_tie(tables, table, uniform))
+            .or_else(|| sample_pair_past_window(tables, table, uniform))
     })
+}
+
+/// [`sample_pair_without_tie`] for a draw its window could not answer: out of line, so that the
+/// window's loop keeps its values in registers.
+#[cold]
+#[inline(never)]
+fn sample_pair_past_window(tables: &RateTables, table: usize, word: u64) -> Option<(u64, u64)> {
+    sample_pair_without_tie(tables, table, word)
 }
 
 /// [`fill_until_tie`] with `draw(table, word)`, the token's (reads, writes) from its table pair

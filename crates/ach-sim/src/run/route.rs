@@ -63,33 +63,46 @@ pub(super) struct ArmRoute {
     /// from the reference (else empty, with `differs_a_lot`).
     differing: Vec<u32>,
     differs_a_lot: bool,
-    /// The ring's [`TokenRing::owner_changes`] when `differing` was found (`None`: never).
-    found_at: Option<u64>,
+    /// How many tokens differed when they were last counted.
+    differing_count: usize,
+    /// The ring's [`TokenRing::owner_changes`] when they were last counted (`None`: never).
+    counted_at: Option<u64>,
 }
 
 impl ArmRoute {
-    /// Finds the tokens of `ring` whose owner differs from the reference's again if the ring
-    /// changed since the last time; true when the arm is routed from the reference.
+    /// Finds the tokens of `ring` whose owner differs from the reference's again if that can
+    /// have changed the routing; true when the arm is routed from the reference.
     fn routes_from_reference(&mut self, ring: &TokenRing, reference: &Reference) -> bool {
-        if self.found_at != Some(ring.owner_changes()) {
-            self.found_at = Some(ring.owner_changes());
-            let owners = ring.owners();
-            let limit = owners.len() / FROM_REFERENCE_AT_MOST;
-            // Counting first is a pass the compiler vectorises; the list is made only when
-            // it will be used.
-            let differing = owners
-                .iter()
-                .zip(&reference.owners)
-                .filter(|(a, b)| a != b)
-                .count();
-            self.differing.clear();
-            self.differs_a_lot = differing > limit || owners.len() != reference.owners.len();
-            if !self.differs_a_lot {
-                self.differing.extend(
-                    (0..owners.len() as u32)
-                        .filter(|&s| owners[s as usize] != reference.owners[s as usize]),
-                );
+        let changes = ring.owner_changes();
+        let owners = ring.owners();
+        let limit = owners.len() / FROM_REFERENCE_AT_MOST;
+        match self.counted_at {
+            Some(at) if at == changes => return !self.differs_a_lot,
+            // A change of owner changes the count by one at most: an arm that differed by far
+            // more than the limit still differs by more, without a look.
+            Some(at) if self.differs_a_lot => {
+                let changed_since = usize::try_from(changes - at).unwrap_or(usize::MAX);
+                if self.differing_count.saturating_sub(changed_since) > limit {
+                    return false;
+                }
             }
+            _ => {}
+        }
+        self.counted_at = Some(changes);
+        // Counting first is a pass the compiler vectorises; the list is made only when it
+        // will be used.
+        self.differing_count = owners
+            .iter()
+            .zip(&reference.owners)
+            .filter(|(a, b)| a != b)
+            .count();
+        self.differing.clear();
+        self.differs_a_lot = self.differing_count > limit || owners.len() != reference.owners.len();
+        if !self.differs_a_lot {
+            self.differing.extend(
+                (0..owners.len() as u32)
+                    .filter(|&s| owners[s as usize] != reference.owners[s as usize]),
+            );
         }
         !self.differs_a_lot
     }

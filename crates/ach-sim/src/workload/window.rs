@@ -5,19 +5,19 @@
 //! for the thresholds `T_i` of its table and a 64-bit uniform `x` whose top 32 bits are one
 //! half of the token's random word (see the module documentation of the workload). At the
 //! paper's rates a token's mean is about one request, so almost every draw is one of the first
-//! few values. A window keeps the top 32 bits of the first [`WINDOW_VALUES`] thresholds of
-//! the read table and of the write table in one cache line; the value drawn is then the number
-//! of those thresholds whose top 32 bits are below the top 32 bits of `x`: the thresholds
-//! increase, and when the top halves differ they decide the comparison of the whole numbers.
-//! The count is a few vector instructions, with no branch per threshold and none that the
-//! guide's impure slots would make the processor mispredict.
+//! few values. A window keeps the top 16 bits of the first [`WINDOW_VALUES`] thresholds of the
+//! read table and of the write table (32 bytes); the value drawn is then the number of those
+//! thresholds whose top 16 bits are below the top 16 bits of `x`: the thresholds increase,
+//! and when the top bits differ they decide the comparison of the whole numbers. The count is
+//! a few vector instructions, with no branch per threshold and none that the guide's impure
+//! slots would make the processor mispredict.
 //!
 //! The window cannot answer, and the draw goes to the guide ([`super::sample_pair_without_tie`]),
-//! when the count reaches [`WINDOW_VALUES`] (the value is larger), when a top half equals that
-//! of `x` (a tie: the lower bits decide), or when the table does not start at 0 (its lanes
-//! are all 0, so the count is full or ties). So a window draws exactly the value the guide
-//! draws, and whether a rate's tables get windows changes the time of a step, never its
-//! values.
+//! when the count reaches [`WINDOW_VALUES`] (the value is larger), when the top bits of a
+//! threshold equal those of `x` (about once in 4 000 tokens: the lower bits decide), or when
+//! the table does not start at 0 (its lanes are all 0, so the count is full or ties). So a
+//! window draws exactly the value the guide draws, and whether a rate's tables get windows
+//! changes the time of a step, never its values.
 
 use super::PoissonTables;
 
@@ -29,9 +29,9 @@ pub(super) const WINDOW_VALUES: usize = 8;
 /// branch on top of the guide's work.
 const MAX_SHARE_PAST_WINDOWS: f64 = 1.0 / 32.0;
 
-/// The windows of the read table and the write table of one probability: the top 32 bits of
+/// The windows of the read table and the write table of one probability: the top 16 bits of
 /// their first thresholds, a threshold that the table does not have (or never compares) as
-/// `u32::MAX`, which no top half exceeds.
+/// `u16::MAX`, which no top bits exceed.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct WindowPair {
     lanes: lanes::Lanes,
@@ -64,13 +64,15 @@ impl WindowPair {
     /// half), or `None` when either window cannot answer.
     #[inline(always)]
     pub(super) fn sample(&self, word: u64) -> Option<(u64, u64)> {
-        let (reads, writes) = self.lanes.values((word >> 32) as u32, word as u32)?;
+        let (reads, writes) = self
+            .lanes
+            .values((word >> 48) as u16, (word >> 16) as u16)?;
         Some((u64::from(reads), u64::from(writes)))
     }
 }
 
 /// The lanes of table `table`'s window and the probability that a draw goes past it.
-fn window_of(tables: &PoissonTables, table: usize) -> ([u32; WINDOW_VALUES], f64) {
+fn window_of(tables: &PoissonTables, table: usize) -> ([u16; WINDOW_VALUES], f64) {
     let header = tables.headers[table];
     if header.smallest_value != 0 {
         // Every top half is above 0 or ties with it: the draw always goes to the guide.
@@ -80,9 +82,9 @@ fn window_of(tables: &PoissonTables, table: usize) -> ([u32; WINDOW_VALUES], f64
         &tables.thresholds[header.threshold_offset as usize..][..header.value_count as usize];
     // The last threshold is 2^64 and never compared.
     let compared = &thresholds[..thresholds.len() - 1];
-    let mut lanes = [u32::MAX; WINDOW_VALUES];
+    let mut lanes = [u16::MAX; WINDOW_VALUES];
     for (lane, &threshold) in lanes.iter_mut().zip(compared) {
-        *lane = (threshold >> 32) as u32;
+        *lane = (threshold >> 48) as u16;
     }
     let past = compared
         .get(WINDOW_VALUES - 1)
@@ -98,65 +100,50 @@ use portable as lanes;
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
-    //! The comparison with SSE2 (which every x86-64 processor has, through `safe_arch`): four
-    //! lanes per instruction, both tables' masks in one integer, no dependent loads.
+    //! The comparison with SSE2 (which every x86-64 processor has, through `safe_arch`): a
+    //! table's eight lanes in one instruction, both tables' masks in one integer.
 
     use safe_arch::{
-        cmp_eq_mask_i32_m128i, cmp_gt_mask_i32_m128i, m128i, move_mask_i8_m128i,
-        pack_i16_to_i8_m128i, pack_i32_to_i16_m128i, set_splat_i32_m128i,
+        cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i, m128i, move_mask_i8_m128i,
+        pack_i16_to_i8_m128i, set_splat_i16_m128i,
     };
 
     use super::WINDOW_VALUES;
 
-    /// SSE2 compares signed numbers: lanes and halves are kept with their top bit flipped,
+    /// SSE2 compares signed numbers: lanes and top bits are kept with their top bit flipped,
     /// which orders them as the unsigned numbers they are.
-    const BIAS: u32 = 0x8000_0000;
+    const BIAS: u16 = 0x8000;
 
-    /// The reads' lanes 0-3 and 4-7, then the writes' lanes, biased: one cache line.
+    /// The reads' lanes, then the writes' lanes, biased.
     #[derive(Clone, Copy, Debug)]
-    #[repr(C, align(64))]
-    pub(super) struct Lanes([m128i; 4]);
+    #[repr(C, align(32))]
+    pub(super) struct Lanes([m128i; 2]);
 
     impl Lanes {
-        pub(super) fn new(reads: &[u32; WINDOW_VALUES], writes: &[u32; WINDOW_VALUES]) -> Lanes {
-            let four = |lanes: &[u32]| {
-                let biased: [i32; 4] = std::array::from_fn(|i| (lanes[i] ^ BIAS) as i32);
-                m128i::from(biased)
-            };
-            Lanes([
-                four(&reads[..4]),
-                four(&reads[4..]),
-                four(&writes[..4]),
-                four(&writes[4..]),
-            ])
+        pub(super) fn new(reads: &[u16; WINDOW_VALUES], writes: &[u16; WINDOW_VALUES]) -> Lanes {
+            let biased =
+                |lanes: &[u16; WINDOW_VALUES]| m128i::from(lanes.map(|lane| (lane ^ BIAS) as i16));
+            Lanes([biased(reads), biased(writes)])
         }
 
-        /// The value of each half (the number of its table's lanes below it, at most
-        /// `WINDOW_VALUES - 1`), or `None` when a lane equals a half or all its lanes are below
-        /// it.
+        /// The value of each of the top bits `reads_top` and `writes_top` (the number of its
+        /// table's lanes below them, at most `WINDOW_VALUES - 1`), or `None` when a lane equals
+        /// them or all its lanes are below them.
         #[inline(always)]
-        pub(super) fn values(&self, reads_half: u32, writes_half: u32) -> Option<(u32, u32)> {
-            let r = set_splat_i32_m128i((reads_half ^ BIAS) as i32);
-            let w = set_splat_i32_m128i((writes_half ^ BIAS) as i32);
-            let [r0, r1, w0, w1] = self.0;
-            // A comparison gives -1 or 0 per lane; two saturating packs keep a byte per lane,
-            // so bit i of the mask is reads lane i and bit 8 + i writes lane i.
-            let mask = |a: m128i, b: m128i, c: m128i, d: m128i| {
-                let bytes =
-                    pack_i16_to_i8_m128i(pack_i32_to_i16_m128i(a, b), pack_i32_to_i16_m128i(c, d));
-                move_mask_i8_m128i(bytes) as u32
-            };
+        pub(super) fn values(&self, reads_top: u16, writes_top: u16) -> Option<(u32, u32)> {
+            let r = set_splat_i16_m128i((reads_top ^ BIAS) as i16);
+            let w = set_splat_i16_m128i((writes_top ^ BIAS) as i16);
+            let [reads, writes] = self.0;
+            // A comparison gives -1 or 0 per lane; a saturating pack keeps a byte per lane, so
+            // bit i of a mask is reads lane i and bit 8 + i writes lane i.
+            let mask = |a: m128i, b: m128i| move_mask_i8_m128i(pack_i16_to_i8_m128i(a, b)) as u32;
             let below = mask(
-                cmp_gt_mask_i32_m128i(r, r0),
-                cmp_gt_mask_i32_m128i(r, r1),
-                cmp_gt_mask_i32_m128i(w, w0),
-                cmp_gt_mask_i32_m128i(w, w1),
+                cmp_gt_mask_i16_m128i(r, reads),
+                cmp_gt_mask_i16_m128i(w, writes),
             );
             let ties = mask(
-                cmp_eq_mask_i32_m128i(r, r0),
-                cmp_eq_mask_i32_m128i(r, r1),
-                cmp_eq_mask_i32_m128i(w, w0),
-                cmp_eq_mask_i32_m128i(w, w1),
+                cmp_eq_mask_i16_m128i(r, reads),
+                cmp_eq_mask_i16_m128i(w, writes),
             );
             // The lanes increase, so each byte's set bits are its lowest ones and their number
             // is the value; its top bit set means the value is past the window.
@@ -176,44 +163,44 @@ mod portable {
 
     use super::WINDOW_VALUES;
 
-    /// The reads' lanes, then the writes' lanes: one cache line.
+    /// The reads' lanes, then the writes' lanes.
     #[derive(Clone, Copy, Debug)]
-    #[repr(C, align(64))]
+    #[repr(C, align(32))]
     pub(super) struct Lanes {
-        reads: [u32; WINDOW_VALUES],
-        writes: [u32; WINDOW_VALUES],
+        reads: [u16; WINDOW_VALUES],
+        writes: [u16; WINDOW_VALUES],
     }
 
     impl Lanes {
-        pub(super) fn new(reads: &[u32; WINDOW_VALUES], writes: &[u32; WINDOW_VALUES]) -> Lanes {
+        pub(super) fn new(reads: &[u16; WINDOW_VALUES], writes: &[u16; WINDOW_VALUES]) -> Lanes {
             Lanes {
                 reads: *reads,
                 writes: *writes,
             }
         }
 
-        /// The value of each half (the number of its table's lanes below it, at most
-        /// `WINDOW_VALUES - 1`), or `None` when a lane equals a half or all its lanes are below
-        /// it.
+        /// The value of each of the top bits `reads_top` and `writes_top` (the number of its
+        /// table's lanes below them, at most `WINDOW_VALUES - 1`), or `None` when a lane equals
+        /// them or all its lanes are below them.
         #[inline(always)]
-        pub(super) fn values(&self, reads_half: u32, writes_half: u32) -> Option<(u32, u32)> {
-            let (reads, reads_open) = search(&self.reads, reads_half);
-            let (writes, writes_open) = search(&self.writes, writes_half);
+        pub(super) fn values(&self, reads_top: u16, writes_top: u16) -> Option<(u32, u32)> {
+            let (reads, reads_open) = search(&self.reads, reads_top);
+            let (writes, writes_open) = search(&self.writes, writes_top);
             (reads_open & writes_open).then_some((reads, writes))
         }
     }
 
-    /// The number `k` of `lanes` below `half` (they increase) when it is below 8 and no lane
-    /// equals `half`, with `true`; otherwise `false`.
+    /// The number `k` of `lanes` below `top` (they increase) when it is below 8 and no lane
+    /// equals `top`, with `true`; otherwise `false`.
     #[inline(always)]
-    fn search(lanes: &[u32; WINDOW_VALUES], half: u32) -> (u32, bool) {
-        // After the three halvings, `index` is `min(k, 7)`: the first lane not below `half`,
+    fn search(lanes: &[u16; WINDOW_VALUES], top: u16) -> (u32, bool) {
+        // After the three halvings, `index` is `min(k, 7)`: the first lane not below `top`,
         // or the last lane.
-        let mut index = 4 * usize::from(half > lanes[3]);
-        index += 2 * usize::from(half > lanes[index + 1]);
-        index += usize::from(half > lanes[index]);
-        // The value is `index` unless the lane there is below `half` too (k = 8) or equals it.
-        (index as u32, half < lanes[index])
+        let mut index = 4 * usize::from(top > lanes[3]);
+        index += 2 * usize::from(top > lanes[index + 1]);
+        index += usize::from(top > lanes[index]);
+        // The value is `index` unless the lane there is below `top` too (k = 8) or equals it.
+        (index as u32, top < lanes[index])
     }
 }
 
@@ -224,9 +211,9 @@ mod tests {
     use rand::{RngCore, SeedableRng};
     use rand_pcg::Pcg64Mcg;
 
-    /// Increasing lanes with repeats and `u32::MAX` padding, as tables make them.
-    fn lanes() -> impl Strategy<Value = [u32; WINDOW_VALUES]> {
-        proptest::collection::vec(any::<u32>(), WINDOW_VALUES).prop_map(|mut v| {
+    /// Increasing lanes with repeats and `u16::MAX` padding, as tables make them.
+    fn lanes() -> impl Strategy<Value = [u16; WINDOW_VALUES]> {
+        proptest::collection::vec(any::<u16>(), WINDOW_VALUES).prop_map(|mut v| {
             v.sort_unstable();
             let mut lanes = [0; WINDOW_VALUES];
             lanes.copy_from_slice(&v);
@@ -236,7 +223,7 @@ mod tests {
 
     /// The value a window must give: the number of lanes below the half, when below 8 and no
     /// lane equals it.
-    fn expected(lanes: &[u32; WINDOW_VALUES], half: u32) -> Option<u32> {
+    fn expected(lanes: &[u16; WINDOW_VALUES], half: u16) -> Option<u32> {
         let below = lanes.iter().filter(|&&l| l < half).count() as u32;
         (below < WINDOW_VALUES as u32 && !lanes.contains(&half)).then_some(below)
     }
@@ -249,12 +236,12 @@ mod tests {
             reads in lanes(),
             writes in lanes(),
             picks in (0_usize..WINDOW_VALUES, -1_i64..=1, 0_usize..WINDOW_VALUES, -1_i64..=1),
-            raw in any::<(u32, u32)>(),
+            raw in any::<(u16, u16)>(),
             near in any::<bool>(),
         ) {
             let (halves_r, halves_w) = if near {
-                let at = |lanes: &[u32; WINDOW_VALUES], i: usize, d: i64| {
-                    (i64::from(lanes[i]) + d).clamp(0, i64::from(u32::MAX)) as u32
+                let at = |lanes: &[u16; WINDOW_VALUES], i: usize, d: i64| {
+                    (i64::from(lanes[i]) + d).clamp(0, i64::from(u16::MAX)) as u16
                 };
                 (at(&reads, picks.0, picks.1), at(&writes, picks.2, picks.3))
             } else {
