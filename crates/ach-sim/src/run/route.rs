@@ -7,10 +7,10 @@
 //! not depend on the order of the additions, which leaves the routing free to add them up in
 //! whatever order is fastest. Two orders are used:
 //!
-//! - **In full**: every token's word added to its owner's sum, chunk by chunk and arm by arm,
-//!   into [`LANES`] partial sums per node (token `s` to lane `s % LANES`, so that tokens of
-//!   one owner in a row, as a contiguous layout has them, do not each wait for the previous
-//!   addition's store).
+//! - **In full**: every token's word added to its owner's sum, chunk by chunk and arm by arm;
+//!   in a small cluster into [`LANES`] partial sums per node (token `s` to lane `s % LANES`,
+//!   so that tokens of one owner in a row, as a contiguous layout has them, do not each wait
+//!   for the previous addition's store).
 //! - **From the reference**: the arms of a run all start from one ring, the *reference*, and
 //!   most move few tokens from it (a budgeted ACH, a sweep's ACH arms, an algorithm that
 //!   never moves). Such an arm's sums are the reference's sums, plus each word of a token
@@ -27,8 +27,13 @@ use ach_ring::{NodeId, TokenRing};
 /// (16 KiB) stays in the first-level cache while each arm reads it.
 const CHUNK: usize = 2048;
 
-/// Partial sums per node that routing in full keeps.
+/// Partial sums per node that routing in full keeps, for a cluster of at most
+/// [`LANES_UP_TO_NODES`] nodes; larger clusters keep one sum per node (their tokens seldom
+/// share an owner with the token before, and four sums per node would crowd the cache).
 const LANES: usize = 4;
+
+/// The largest cluster routed into [`LANES`] partial sums per node.
+const LANES_UP_TO_NODES: usize = 64;
 
 /// An arm is routed from the reference when at most `1 / FROM_REFERENCE_AT_MOST` of the
 /// tokens differ (a differing token costs about two tokens routed in full, and the reference
@@ -161,6 +166,19 @@ pub(super) fn route(
 /// Routes in full: each `(owners, lanes, sums)` gets in `sums` the per-node sums of `packed`
 /// over its owners, for `n` nodes.
 fn sum_in_full(arms: &mut [(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)], packed: &[u64], n: usize) {
+    if n > LANES_UP_TO_NODES {
+        for (_, _, sums) in arms.iter_mut() {
+            sums.clear();
+            sums.resize(n, 0);
+        }
+        for (index, chunk) in packed.chunks(CHUNK).enumerate() {
+            let start = index * CHUNK;
+            for (owners, _, sums) in arms.iter_mut() {
+                sum_per_owner(sums, &owners[start..start + chunk.len()], chunk);
+            }
+        }
+        return;
+    }
     for (_, lanes, _) in arms.iter_mut() {
         lanes.clear();
         lanes.resize(LANES * n, 0);
@@ -168,7 +186,7 @@ fn sum_in_full(arms: &mut [(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)], packed: &
     for (index, chunk) in packed.chunks(CHUNK).enumerate() {
         let start = index * CHUNK;
         for (owners, lanes, _) in arms.iter_mut() {
-            sum_per_owner(lanes, n, &owners[start..start + chunk.len()], chunk);
+            sum_per_owner_in_lanes(lanes, n, &owners[start..start + chunk.len()], chunk);
         }
     }
     for (_, lanes, sums) in arms.iter_mut() {
@@ -183,11 +201,28 @@ fn sum_in_full(arms: &mut [(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)], packed: &
     }
 }
 
+/// Adds `packed[s]` to `sums[owners[s]]` for every token `s` of the chunk, four tokens per
+/// round.
+#[inline(always)]
+fn sum_per_owner(sums: &mut [u64], owners: &[NodeId], packed: &[u64]) {
+    let mut owner_quads = owners.chunks_exact(4);
+    let mut packed_quads = packed.chunks_exact(4);
+    for (o, p) in (&mut owner_quads).zip(&mut packed_quads) {
+        sums[o[0].index()] += p[0];
+        sums[o[1].index()] += p[1];
+        sums[o[2].index()] += p[2];
+        sums[o[3].index()] += p[3];
+    }
+    for (owner, &p) in owner_quads.remainder().iter().zip(packed_quads.remainder()) {
+        sums[owner.index()] += p;
+    }
+}
+
 /// Adds `packed[s]` to the partial sum of `owners[s]` in lane `s % LANES` of `lanes` (each
 /// lane `n` sums, one per node) for every token `s` of the chunk (whose length, but for the
 /// last chunk, is a multiple of the lane count).
 #[inline(always)]
-fn sum_per_owner(lanes: &mut [u64], n: usize, owners: &[NodeId], packed: &[u64]) {
+fn sum_per_owner_in_lanes(lanes: &mut [u64], n: usize, owners: &[NodeId], packed: &[u64]) {
     let (lane_0, rest) = lanes.split_at_mut(n);
     let (lane_1, rest) = rest.split_at_mut(n);
     let (lane_2, lane_3) = rest.split_at_mut(n);
@@ -224,7 +259,7 @@ mod tests {
         #[test]
         fn both_orders_sum_every_token_to_its_owner(
             tokens in 1_usize..300,
-            nodes in 1_u32..12,
+            nodes in prop_oneof![1_u32..12, 60_u32..80],
             steps in proptest::collection::vec(
                 (proptest::collection::vec((any::<u16>(), any::<u32>()), 0..3), 0_u32..200, 0_usize..3),
                 1..6,
