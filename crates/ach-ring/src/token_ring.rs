@@ -742,21 +742,7 @@ impl TokenRing {
     fn apply_in_order(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
         let mut before: Vec<(usize, NodeId)> = Vec::with_capacity(moves.len());
         for (k, mv) in moves.iter().enumerate() {
-            let error = if mv.token >= self.owners.len() {
-                Some(RingError::TokenOutOfRange {
-                    token: mv.token,
-                    tokens: self.owners.len(),
-                })
-            } else if self.owners[mv.token] != mv.from {
-                Some(RingError::WrongSource {
-                    token: mv.token,
-                    claimed: mv.from,
-                    actual: self.owners[mv.token],
-                })
-            } else {
-                None
-            };
-            if let Some(error) = error {
+            if let Err(error) = self.check_move(mv) {
                 // Undo in reverse order so that a token moved twice gets its first owner back.
                 for &(token, owner) in before.iter().rev() {
                     self.set_owner(token, owner);
@@ -778,25 +764,31 @@ impl TokenRing {
         Ok(m_keys)
     }
 
+    /// Whether `mv` can be made now: its token is in range and owned by its `from`.
+    fn check_move(&self, mv: &TokenMove) -> Result<(), RingError> {
+        let Some(&actual) = self.owners.get(mv.token) else {
+            return Err(RingError::TokenOutOfRange {
+                token: mv.token,
+                tokens: self.owners.len(),
+            });
+        };
+        if actual != mv.from {
+            return Err(RingError::WrongSource {
+                token: mv.token,
+                claimed: mv.from,
+                actual,
+            });
+        }
+        Ok(())
+    }
+
     /// [`TokenRing::apply`] of moves in increasing token order, each token once (as a plan
     /// has them): every move is checked against the owners before any is made, so nothing
     /// needs undoing, and `M_keys` sums the arcs of the moves that change an owner in token
     /// order, as the general case does.
     fn apply_distinct(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
         for mv in moves {
-            if mv.token >= self.owners.len() {
-                return Err(RingError::TokenOutOfRange {
-                    token: mv.token,
-                    tokens: self.owners.len(),
-                });
-            }
-            if self.owners[mv.token] != mv.from {
-                return Err(RingError::WrongSource {
-                    token: mv.token,
-                    claimed: mv.from,
-                    actual: self.owners[mv.token],
-                });
-            }
+            self.check_move(mv)?;
         }
         for mv in moves {
             self.set_owner(mv.token, mv.to);

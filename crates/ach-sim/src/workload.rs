@@ -47,14 +47,15 @@
 //! a step does not grow with the rate. At the paper's rates a token's mean is about one
 //! request, and a guide slot that holds a threshold comes up often enough that the branch on
 //! it is mispredicted once every few tokens; for such rates a token's two draws are first
-//! tried in a *window* (module `window`): the top halves of the first eight thresholds of
-//! both tables in one cache line, compared with the word's halves by vector instructions,
-//! with no branch on the value drawn. The window gives the guide's value or hands the draw to
-//! the guide, so the values do not depend on whether a rate has windows. Tables are built for a rate when it is first met, and
-//! kept for up to 64 rates; tokens with the same probability `p_s` (all tokens owning the same
-//! number of keys under uniform popularity) share one pair of tables. When the rate changes at
-//! two consecutive steps to a rate not met before, tables would likely serve a single step and
-//! cost more than they save: such a step draws with `rand_distr::Poisson` (Knuth's product
+//! tried in a *window* (module `window`): the top 16 bits of the first eight thresholds of
+//! both tables (32 bytes), compared with the top bits of the word's halves by vector
+//! instructions, with no branch on the value drawn. The window gives the guide's value or
+//! hands the draw to the guide, so the values do not depend on whether a rate has windows.
+//!
+//! Tables are built for a rate when it is first met, and kept for up to 64 rates; tokens with
+//! the same probability `p_s` (all tokens owning the same number of keys under uniform
+//! popularity) share one pair of tables. When the rate changes at two consecutive steps to a
+//! rate not met before, tables would likely serve a single step and cost more than they save: such a step draws with `rand_distr::Poisson` (Knuth's product
 //! method below a mean of 12, transformed rejection above), which is exact as well, and the rate
 //! is remembered; met again, it gets tables. A periodic load (series C2 from `t = 350`, whose
 //! rate repeats exactly every 50 steps) is therefore served from tables after its first period.
@@ -555,16 +556,8 @@ fn fill_until_tie(
     fill_until_tie_with(token_table, generator, packed, |table, uniform| {
         windows[table]
             .sample(uniform)
-            .or_else(|| sample_pair_past_window(tables, table, uniform))
+            .or_else(|| sample_pair_without_tie(tables, table, uniform))
     })
-}
-
-/// [`sample_pair_without_tie`] for a draw its window could not answer: out of line, so that the
-/// window's loop keeps its values in registers.
-#[cold]
-#[inline(never)]
-fn sample_pair_past_window(tables: &RateTables, table: usize, word: u64) -> Option<(u64, u64)> {
-    sample_pair_without_tie(tables, table, word)
 }
 
 /// [`fill_until_tie`] with `draw(table, word)`, the token's (reads, writes) from its table pair

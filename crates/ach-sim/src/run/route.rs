@@ -121,16 +121,13 @@ pub(super) fn route(
     packed: &[u64],
     n: usize,
 ) {
-    let mut any_from_reference = false;
-    let mut in_full: Vec<usize> = Vec::with_capacity(arms.len());
-    for (index, (ring, route)) in arms.iter_mut().enumerate() {
+    let mut from_reference_count = 0;
+    for (ring, route) in arms.iter_mut() {
         if route.routes_from_reference(ring, reference) {
-            any_from_reference = true;
-        } else {
-            in_full.push(index);
+            from_reference_count += 1;
         }
     }
-    if any_from_reference {
+    if from_reference_count > 0 {
         let mut full = [(
             reference.owners.as_slice(),
             &mut reference.lanes,
@@ -139,8 +136,8 @@ pub(super) fn route(
         sum_in_full(&mut full, packed, n);
     }
     let mut full: Vec<(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)> =
-        Vec::with_capacity(in_full.len());
-    let mut from_reference = Vec::with_capacity(arms.len() - in_full.len());
+        Vec::with_capacity(arms.len() - from_reference_count);
+    let mut from_reference = Vec::with_capacity(from_reference_count);
     for (ring, route) in arms.iter_mut() {
         if route.differs_a_lot {
             full.push((ring.owners(), &mut route.lanes, &mut route.sums));

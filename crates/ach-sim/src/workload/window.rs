@@ -75,7 +75,7 @@ impl WindowPair {
 fn window_of(tables: &PoissonTables, table: usize) -> ([u16; WINDOW_VALUES], f64) {
     let header = tables.headers[table];
     if header.smallest_value != 0 {
-        // Every top half is above 0 or ties with it: the draw always goes to the guide.
+        // Any top 16 bits are above 0 or tie with it: the draw always goes to the guide.
         return ([0; WINDOW_VALUES], 1.0);
     }
     let thresholds =
