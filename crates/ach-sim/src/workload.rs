@@ -507,10 +507,12 @@ fn sample_pair_without_tie(tables: &RateTables, table: usize, word: u64) -> Opti
 }
 
 /// [`fill_packed`] with [`sample_pair`] for tables with guide pairs, fast: the tokens are drawn
-/// by a loop that calls nothing and works on a copy of the generator (kept in registers), up
-/// to a token whose draw ties; that token is drawn by [`sample_pair`] from the generator in
-/// the same state, and the loop goes on after it. The random words and values are those of
-/// drawing every token with [`sample_pair`].
+/// by a loop that calls nothing and works on a copy of the generator (kept in registers). With
+/// windows, that loop stops at a token its window cannot answer ([`fill_until_window_misses`]),
+/// which is drawn from the guide; without, at a token whose draw ties ([`fill_until_tie`]),
+/// which is drawn by [`sample_pair`] from the generator in the same state. Either way the loop
+/// goes on after it, and the random words and values are those of drawing every token with
+/// [`sample_pair`].
 fn fill_packed_guided(
     token_table: &[u32],
     tables: &RateTables,
@@ -520,6 +522,25 @@ fn fill_packed_guided(
     let count = token_table.len().min(packed.len());
     let mut start = 0;
     while start < count {
+        if !tables.windows.is_empty() {
+            let (generator, miss) = fill_until_window_misses(
+                &token_table[start..count],
+                &tables.windows,
+                rng.clone(),
+                &mut packed[start..count],
+            );
+            *rng = generator;
+            let Some((offset, word)) = miss else { return };
+            // The generator is past the token's word, where `sample_pair` draws a tie's lower
+            // bits from.
+            let token = start + offset;
+            let table = token_table[token] as usize;
+            let (reads, writes) = sample_pair_without_tie(tables, table, word)
+                .unwrap_or_else(|| sample_pair(tables, table, word, rng));
+            packed[token] = pack(reads + writes, writes);
+            start = token + 1;
+            continue;
+        }
         let (generator, tie) = fill_until_tie(
             &token_table[start..count],
             tables,
@@ -537,6 +558,28 @@ fn fill_packed_guided(
     }
 }
 
+/// Draws the tokens of `token_table` into `packed` with `generator` and their `windows` until
+/// a window cannot answer; returns the generator (after the words drawn, that token's
+/// included) and that token's index and random word. The loop holds nothing but the window
+/// search, so that its pointers and constants stay in registers (a function of its own, for the
+/// same reason).
+#[inline(never)]
+fn fill_until_window_misses(
+    token_table: &[u32],
+    windows: &[WindowPair],
+    mut generator: Pcg64Mcg,
+    packed: &mut [u64],
+) -> (Pcg64Mcg, Option<(usize, u64)>) {
+    for (index, (&table, word)) in token_table.iter().zip(packed.iter_mut()).enumerate() {
+        let uniform = generator.next_u64();
+        match windows[table as usize].sample(uniform) {
+            Some((reads, writes)) => *word = pack(reads + writes, writes),
+            None => return (generator, Some((index, uniform))),
+        }
+    }
+    (generator, None)
+}
+
 /// Draws the tokens of `token_table` into `packed` with `generator` until a draw ties;
 /// returns the generator (after the words drawn, the tied token's word not included) and the
 /// tied token's index.
@@ -544,35 +587,13 @@ fn fill_packed_guided(
 fn fill_until_tie(
     token_table: &[u32],
     tables: &RateTables,
-    generator: Pcg64Mcg,
-    packed: &mut [u64],
-) -> (Pcg64Mcg, Option<usize>) {
-    if tables.windows.is_empty() {
-        return fill_until_tie_with(token_table, generator, packed, |table, uniform| {
-            sample_pair_without_tie(tables, table, uniform)
-        });
-    }
-    let windows = tables.windows.as_slice();
-    fill_until_tie_with(token_table, generator, packed, |table, uniform| {
-        windows[table]
-            .sample(uniform)
-            .or_else(|| sample_pair_without_tie(tables, table, uniform))
-    })
-}
-
-/// [`fill_until_tie`] with `draw(table, word)`, the token's (reads, writes) from its table pair
-/// and its random word or `None` on a tie.
-#[inline(always)]
-fn fill_until_tie_with(
-    token_table: &[u32],
     mut generator: Pcg64Mcg,
     packed: &mut [u64],
-    draw: impl Fn(usize, u64) -> Option<(u64, u64)>,
 ) -> (Pcg64Mcg, Option<usize>) {
     for (index, (&table, word)) in token_table.iter().zip(packed.iter_mut()).enumerate() {
         let before = generator.clone();
         let uniform = generator.next_u64();
-        match draw(table as usize, uniform) {
+        match sample_pair_without_tie(tables, table as usize, uniform) {
             Some((reads, writes)) => *word = pack(reads + writes, writes),
             None => return (before, Some(index)),
         }

@@ -64,9 +64,7 @@ impl WindowPair {
     /// half), or `None` when either window cannot answer.
     #[inline(always)]
     pub(super) fn sample(&self, word: u64) -> Option<(u64, u64)> {
-        let (reads, writes) = self
-            .lanes
-            .values((word >> 48) as u16, (word >> 16) as u16)?;
+        let (reads, writes) = self.lanes.values(word)?;
         Some((u64::from(reads), u64::from(writes)))
     }
 }
@@ -105,7 +103,8 @@ mod sse2 {
 
     use safe_arch::{
         cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i, m128i, move_mask_i8_m128i,
-        pack_i16_to_i8_m128i, set_splat_i16_m128i,
+        pack_i16_to_i8_m128i, set_i64_m128i_s, shuffle_ai_f32_all_m128i,
+        shuffle_ai_i16_l64all_m128i,
     };
 
     use super::WINDOW_VALUES;
@@ -113,6 +112,10 @@ mod sse2 {
     /// SSE2 compares signed numbers: lanes and top bits are kept with their top bit flipped,
     /// which orders them as the unsigned numbers they are.
     const BIAS: u16 = 0x8000;
+
+    /// [`BIAS`] on the two 16-bit lanes of a random word that hold the top bits of its halves:
+    /// lane 3 (bits 48 to 63, the reads') and lane 1 (bits 16 to 31, the writes').
+    const WORD_BIAS: u64 = (BIAS as u64) << 48 | (BIAS as u64) << 16;
 
     /// The reads' lanes, then the writes' lanes, biased.
     #[derive(Clone, Copy, Debug)]
@@ -126,13 +129,17 @@ mod sse2 {
             Lanes([biased(reads), biased(writes)])
         }
 
-        /// The value of each of the top bits `reads_top` and `writes_top` (the number of its
-        /// table's lanes below them, at most `WINDOW_VALUES - 1`), or `None` when a lane equals
-        /// them or all its lanes are below them.
+        /// The values of the top 16 bits of each half of `word` (the reads' from its high half,
+        /// the writes' from its low half): each the number of its table's lanes below them, at
+        /// most `WINDOW_VALUES - 1`; or `None` when a lane equals them or all its lanes are
+        /// below them.
         #[inline(always)]
-        pub(super) fn values(&self, reads_top: u16, writes_top: u16) -> Option<(u32, u32)> {
-            let r = set_splat_i16_m128i((reads_top ^ BIAS) as i16);
-            let w = set_splat_i16_m128i((writes_top ^ BIAS) as i16);
+        pub(super) fn values(&self, word: u64) -> Option<(u32, u32)> {
+            // The word's 16-bit lanes in the low half of a register; each top is copied to the
+            // low four lanes, then to all eight.
+            let biased = set_i64_m128i_s((word ^ WORD_BIAS) as i64);
+            let r = shuffle_ai_f32_all_m128i::<0>(shuffle_ai_i16_l64all_m128i::<0xFF>(biased));
+            let w = shuffle_ai_f32_all_m128i::<0>(shuffle_ai_i16_l64all_m128i::<0x55>(biased));
             let [reads, writes] = self.0;
             // A comparison gives -1 or 0 per lane; a saturating pack keeps a byte per lane, so
             // bit i of a mask is reads lane i and bit 8 + i writes lane i.
@@ -179,13 +186,14 @@ mod portable {
             }
         }
 
-        /// The value of each of the top bits `reads_top` and `writes_top` (the number of its
-        /// table's lanes below them, at most `WINDOW_VALUES - 1`), or `None` when a lane equals
-        /// them or all its lanes are below them.
+        /// The values of the top 16 bits of each half of `word` (the reads' from its high half,
+        /// the writes' from its low half): each the number of its table's lanes below them, at
+        /// most `WINDOW_VALUES - 1`; or `None` when a lane equals them or all its lanes are
+        /// below them.
         #[inline(always)]
-        pub(super) fn values(&self, reads_top: u16, writes_top: u16) -> Option<(u32, u32)> {
-            let (reads, reads_open) = search(&self.reads, reads_top);
-            let (writes, writes_open) = search(&self.writes, writes_top);
+        pub(super) fn values(&self, word: u64) -> Option<(u32, u32)> {
+            let (reads, reads_open) = search(&self.reads, (word >> 48) as u16);
+            let (writes, writes_open) = search(&self.writes, (word >> 16) as u16);
             (reads_open & writes_open).then_some((reads, writes))
         }
     }
@@ -237,6 +245,7 @@ mod tests {
             writes in lanes(),
             picks in (0_usize..WINDOW_VALUES, -1_i64..=1, 0_usize..WINDOW_VALUES, -1_i64..=1),
             raw in any::<(u16, u16)>(),
+            rest in any::<u64>(),
             near in any::<bool>(),
         ) {
             let (halves_r, halves_w) = if near {
@@ -248,8 +257,12 @@ mod tests {
                 raw
             };
             let want = expected(&reads, halves_r).zip(expected(&writes, halves_w));
-            prop_assert_eq!(portable::Lanes::new(&reads, &writes).values(halves_r, halves_w), want);
-            prop_assert_eq!(lanes::Lanes::new(&reads, &writes).values(halves_r, halves_w), want);
+            // The top bits in a word whose other bits are random.
+            let word = u64::from(halves_r) << 48
+                | u64::from(halves_w) << 16
+                | rest & 0x0000_FFFF_0000_FFFF;
+            prop_assert_eq!(portable::Lanes::new(&reads, &writes).values(word), want);
+            prop_assert_eq!(lanes::Lanes::new(&reads, &writes).values(word), want);
         }
     }
 
