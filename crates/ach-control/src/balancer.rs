@@ -90,17 +90,27 @@ fn sort_by_token(moves: &mut Vec<TokenMove>, tokens: usize) {
 const RADIX_SORT_FROM: usize = 64;
 
 /// Sorts `moves`, whose tokens are all below `tokens`, stably by token: one counting pass per
-/// byte of `tokens - 1`, lowest byte first, each stable, so that the last pass leaves moves of
-/// equal tokens in their given order.
+/// digit of `tokens - 1`, lowest digit first, each stable, so that the last pass leaves moves
+/// of equal tokens in their given order. The digits are as few as bytes would need and as
+/// narrow as that allows (five bits each for a thousand tokens), so that a pass over a few
+/// hundred moves does not spend its time on empty buckets.
 fn radix_sort_by_token(moves: &mut Vec<TokenMove>, tokens: usize) {
     let token_bits = usize::BITS - tokens.saturating_sub(1).leading_zeros();
+    let passes = token_bits.div_ceil(8);
+    let Some(digit_bits) = token_bits.checked_div(passes) else {
+        return; // One token: every move is of token 0.
+    };
+    let digit_bits = digit_bits + u32::from(token_bits % passes != 0);
+    let buckets = 1_usize << digit_bits;
     let mut from = std::mem::take(moves);
     let mut to = from.clone();
-    for pass in 0..token_bits.div_ceil(8) {
-        let shift = 8 * pass;
-        let digit = |mv: &TokenMove| (mv.token >> shift) & 0xFF;
-        // `next[d]`: where the next move of digit `d` goes.
-        let mut next = [0_usize; 256];
+    // `next[d]`: where the next move of digit `d` goes.
+    let mut next = [0_usize; 256];
+    for pass in 0..passes {
+        let shift = digit_bits * pass;
+        let digit = |mv: &TokenMove| (mv.token >> shift) & (buckets - 1);
+        let next = &mut next[..buckets];
+        next.fill(0);
         for mv in &from {
             next[digit(mv)] += 1;
         }

@@ -108,7 +108,10 @@ pub fn take_shares(
     counts: &[usize],
     v_min: usize,
 ) -> Vec<Vec<usize>> {
-    take_shares_under(ring, order, shares, counts, SelectRules::paper(v_min))
+    // The paper's rules, with a `movable` the compiler sees is always true.
+    take_shares_with(ring, order, shares, counts, v_min, StepRule::Paper, |_| {
+        true
+    })
 }
 
 /// [`take_shares`] under explicit rules: under [`StepRule::Strict`] a node skips a token that
@@ -121,6 +124,24 @@ pub fn take_shares_under(
     counts: &[usize],
     rules: SelectRules<'_>,
 ) -> Vec<Vec<usize>> {
+    let SelectRules {
+        v_min,
+        step_rule,
+        movable,
+    } = rules;
+    take_shares_with(ring, order, shares, counts, v_min, step_rule, movable)
+}
+
+/// [`take_shares_under`] with the rules' parts, `movable` of a type the compiler can inline.
+fn take_shares_with(
+    ring: &TokenRing,
+    order: ArcOrder,
+    shares: &[(usize, f64)],
+    counts: &[usize],
+    v_min: usize,
+    step_rule: StepRule,
+    movable: impl Fn(usize) -> bool,
+) -> Vec<Vec<usize>> {
     let arcs = ring.arcs();
     let nodes: Vec<usize> = shares.iter().map(|&(i, _)| i).collect();
     let mut taken_arc = vec![0.0; shares.len()];
@@ -131,13 +152,13 @@ pub fn take_shares_under(
     offer_in_arc_order(ring, order, &nodes, |k, token| {
         let share = shares[k].1;
         // Written so that a NaN share stops the node, as it always has.
-        if !(taken_arc[k] < share && kept[k] > rules.v_min) {
+        if !(taken_arc[k] < share && kept[k] > v_min) {
             return Offer::Stop;
         }
-        if !(rules.movable)(token) {
+        if !movable(token) {
             return Offer::Skip;
         }
-        if rules.step_rule == StepRule::Strict && taken_arc[k] + arcs[token] > share {
+        if step_rule == StepRule::Strict && taken_arc[k] + arcs[token] > share {
             return Offer::Skip;
         }
         taken_arc[k] += arcs[token];

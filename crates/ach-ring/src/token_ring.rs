@@ -572,6 +572,27 @@ impl TokenRing {
         }
     }
 
+    /// [`TokenRing::set_owner`] of every move of `moves` (checked, each token once), each
+    /// order the ring keeps updated in a pass of its own.
+    fn set_owners_of_distinct(&mut self, moves: &[TokenMove]) {
+        for mv in moves {
+            self.count_out(self.owners[mv.token]);
+            self.count_in(mv.to);
+            self.owners[mv.token] = mv.to;
+        }
+        self.owner_changes += moves.len() as u64;
+        if let Some(owners) = self.owners_shortest_first.get_mut() {
+            for mv in moves {
+                owners[self.shortest_rank[mv.token]] = mv.to;
+            }
+        }
+        if let Some(owners) = self.owners_longest_first.get_mut() {
+            for mv in moves {
+                owners[self.longest_rank[mv.token]] = mv.to;
+            }
+        }
+    }
+
     /// How many times an owner was set since the ring was built (a clone carries the count
     /// on). Equal counts of one ring at two moments mean equal owners, so a caller can keep
     /// what it derived from the owners until the count changes. Undoing a failed
@@ -790,9 +811,7 @@ impl TokenRing {
         for mv in moves {
             self.check_move(mv)?;
         }
-        for mv in moves {
-            self.set_owner(mv.token, mv.to);
-        }
+        self.set_owners_of_distinct(moves);
         Ok(moves
             .iter()
             .filter(|mv| mv.from != mv.to)
