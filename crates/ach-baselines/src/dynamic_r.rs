@@ -1,6 +1,6 @@
 //! A2 Dynamic-R: dynamic reweighting without a budget.
 
-use ach_control::apportion::round_half_even_fixed_total;
+use ach_control::apportion::RoundHalfEvenSplit;
 use ach_control::planner::{ArcOrder, take_shares};
 use ach_control::{Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove, TokenRing};
@@ -68,10 +68,12 @@ impl Balancer for DynamicR {
             .collect();
         let taken_by_source = take_shares(ring, ArcOrder::ShortestFirst, &targets, &counts, V_MIN);
         let weights: Vec<f64> = needs.iter().map(|r| r / need_sum).collect();
+        let split = RoundHalfEvenSplit::new(&weights);
         // The split of n tokens depends only on n and the weights, so sources that give as
         // many tokens share it: with hundreds of sources and receivers the step's rounding costs
-        // O(distinct n x receivers) instead of O(sources x receivers), with the same result.
-        let mut quota_of: Vec<Option<Vec<i64>>> = Vec::new();
+        // O(distinct n x n log n), with the same result; a split lists only the receivers that
+        // get tokens, so handing them out costs O(n) per source, not O(receivers).
+        let mut quota_of: Vec<Option<Vec<(usize, u64)>>> = Vec::new();
         let mut moves = Vec::with_capacity(taken_by_source.iter().map(Vec::len).sum());
         for (&i, taken) in sources.iter().zip(&taken_by_source) {
             let node = NodeId(i as u32);
@@ -81,17 +83,14 @@ impl Balancer for DynamicR {
             if quota_of.len() <= n {
                 quota_of.resize(n + 1, None);
             }
-            let quota = quota_of[n].get_or_insert_with(|| {
-                let raw: Vec<f64> = weights.iter().map(|w| n as f64 * w).collect();
-                round_half_even_fixed_total(n, &raw)
-            });
+            let quota = quota_of[n].get_or_insert_with(|| split.positive_counts(n));
             let mut next = taken.iter().copied();
-            for (&j, &q) in receivers.iter().zip(quota.iter()) {
-                for token in next.by_ref().take(q.max(0) as usize) {
+            for &(receiver, count) in quota.iter() {
+                for token in next.by_ref().take(count as usize) {
                     moves.push(TokenMove {
                         token,
                         from: node,
-                        to: NodeId(j as u32),
+                        to: NodeId(receivers[receiver] as u32),
                     });
                 }
             }
