@@ -572,8 +572,8 @@ fn fill_until_window_misses(
 ) -> (Pcg64Mcg, Option<(usize, u64)>) {
     for (index, (&table, word)) in token_table.iter().zip(packed.iter_mut()).enumerate() {
         let uniform = generator.next_u64();
-        match windows[table as usize].sample(uniform) {
-            Some((reads, writes)) => *word = pack(reads + writes, writes),
+        match windows[table as usize].sample_packed(uniform) {
+            Some(packed) => *word = packed,
             None => return (generator, Some((index, uniform))),
         }
     }

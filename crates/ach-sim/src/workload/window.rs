@@ -60,12 +60,12 @@ impl WindowPair {
         windows
     }
 
-    /// The (reads, writes) drawn with `word` (reads from its high half, writes from its low
-    /// half), or `None` when either window cannot answer.
+    /// The reads and writes drawn with `word` (reads from its high half, writes from its low
+    /// half), packed as [`super::pack`] packs them, or `None` when either window cannot
+    /// answer.
     #[inline(always)]
-    pub(super) fn sample(&self, word: u64) -> Option<(u64, u64)> {
-        let (reads, writes) = self.lanes.values(word)?;
-        Some((u64::from(reads), u64::from(writes)))
+    pub(super) fn sample_packed(&self, word: u64) -> Option<u64> {
+        self.lanes.packed(word)
     }
 }
 
@@ -102,9 +102,10 @@ mod sse2 {
     //! table's eight lanes in one instruction, both tables' masks in one integer.
 
     use safe_arch::{
-        cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i, m128i, move_mask_i8_m128i,
-        pack_i16_to_i8_m128i, set_i64_m128i_s, shuffle_ai_f32_all_m128i,
-        shuffle_ai_i16_l64all_m128i,
+        add_i32_m128i, bitand_m128i, bitor_m128i, cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i,
+        get_i64_from_m128i_s, m128i, move_mask_i8_m128i, pack_i16_to_i8_m128i, set_i64_m128i_s,
+        set_reversed_i8_m128i, set_splat_i8_m128i, shuffle_ai_f32_all_m128i,
+        shuffle_ai_i16_l64all_m128i, sum_of_u8_abs_diff_m128i, zeroed_m128i,
     };
 
     use super::WINDOW_VALUES;
@@ -130,34 +131,43 @@ mod sse2 {
         }
 
         /// The values of the top 16 bits of each half of `word` (the reads' from its high half,
-        /// the writes' from its low half): each the number of its table's lanes below them, at
-        /// most `WINDOW_VALUES - 1`; or `None` when a lane equals them or all its lanes are
-        /// below them.
+        /// the writes' from its low half), each the number of its table's lanes below them (at
+        /// most `WINDOW_VALUES - 1`), packed as [`super::super::pack`] packs reads and writes;
+        /// or `None` when a lane equals them or all its lanes are below them.
         #[inline(always)]
-        pub(super) fn values(&self, word: u64) -> Option<(u32, u32)> {
+        pub(super) fn packed(&self, word: u64) -> Option<u64> {
             // The word's 16-bit lanes in the low half of a register; each top is copied to the
             // low four lanes, then to all eight.
             let biased = set_i64_m128i_s((word ^ WORD_BIAS) as i64);
             let r = shuffle_ai_f32_all_m128i::<0>(shuffle_ai_i16_l64all_m128i::<0xFF>(biased));
             let w = shuffle_ai_f32_all_m128i::<0>(shuffle_ai_i16_l64all_m128i::<0x55>(biased));
             let [reads, writes] = self.0;
-            // A comparison gives -1 or 0 per lane; a saturating pack keeps a byte per lane, so
-            // bit i of a mask is reads lane i and bit 8 + i writes lane i.
-            let mask = |a: m128i, b: m128i| move_mask_i8_m128i(pack_i16_to_i8_m128i(a, b)) as u32;
-            let below = mask(
+            // A comparison gives -1 or 0 per lane; a saturating pack keeps a byte per lane:
+            // bytes 0 to 7 are the reads' lanes, bytes 8 to 15 the writes'.
+            let below = pack_i16_to_i8_m128i(
                 cmp_gt_mask_i16_m128i(r, reads),
                 cmp_gt_mask_i16_m128i(w, writes),
             );
-            let ties = mask(
+            let ties = pack_i16_to_i8_m128i(
                 cmp_eq_mask_i16_m128i(r, reads),
                 cmp_eq_mask_i16_m128i(w, writes),
             );
-            // The lanes increase, so each byte's set bits are its lowest ones and their number
-            // is the value; its top bit set means the value is past the window.
-            if ties != 0 || below & 0x8080 != 0 {
+            // A value is past the window when its last lane is below too.
+            let last_lanes =
+                set_reversed_i8_m128i(0, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1);
+            if move_mask_i8_m128i(bitor_m128i(ties, bitand_m128i(below, last_lanes))) != 0 {
                 return None;
             }
-            Some(((!below).trailing_zeros(), (!(below >> 8)).trailing_zeros()))
+            // The number of lanes below in each half (the value), as two 64-bit sums: the
+            // reads' value in 32-bit lane 0, the writes' in lane 2.
+            let values = sum_of_u8_abs_diff_m128i(
+                bitand_m128i(below, set_splat_i8_m128i(1)),
+                zeroed_m128i(),
+            );
+            // Lanes 0 and 1 of (writes, reads) + (0, writes): the packed word.
+            let writes_reads = shuffle_ai_f32_all_m128i::<0b10_00_10>(values);
+            let zero_writes = shuffle_ai_f32_all_m128i::<0b10_01>(values);
+            Some(get_i64_from_m128i_s(add_i32_m128i(writes_reads, zero_writes)) as u64)
         }
     }
 }
@@ -187,14 +197,15 @@ mod portable {
         }
 
         /// The values of the top 16 bits of each half of `word` (the reads' from its high half,
-        /// the writes' from its low half): each the number of its table's lanes below them, at
-        /// most `WINDOW_VALUES - 1`; or `None` when a lane equals them or all its lanes are
-        /// below them.
+        /// the writes' from its low half), each the number of its table's lanes below them (at
+        /// most `WINDOW_VALUES - 1`), packed as [`super::super::pack`] packs reads and writes;
+        /// or `None` when a lane equals them or all its lanes are below them.
         #[inline(always)]
-        pub(super) fn values(&self, word: u64) -> Option<(u32, u32)> {
+        pub(super) fn packed(&self, word: u64) -> Option<u64> {
             let (reads, reads_open) = search(&self.reads, (word >> 48) as u16);
             let (writes, writes_open) = search(&self.writes, (word >> 16) as u16);
-            (reads_open & writes_open).then_some((reads, writes))
+            let (reads, writes) = (u64::from(reads), u64::from(writes));
+            (reads_open & writes_open).then_some(super::super::pack(reads + writes, writes))
         }
     }
 
@@ -261,8 +272,9 @@ mod tests {
             let word = u64::from(halves_r) << 48
                 | u64::from(halves_w) << 16
                 | rest & 0x0000_FFFF_0000_FFFF;
-            prop_assert_eq!(portable::Lanes::new(&reads, &writes).values(word), want);
-            prop_assert_eq!(lanes::Lanes::new(&reads, &writes).values(word), want);
+            let want = want.map(|(r, w)| super::super::pack(u64::from(r + w), u64::from(w)));
+            prop_assert_eq!(portable::Lanes::new(&reads, &writes).packed(word), want);
+            prop_assert_eq!(lanes::Lanes::new(&reads, &writes).packed(word), want);
         }
     }
 
@@ -280,9 +292,11 @@ mod tests {
             let mut answered = 0;
             for _ in 0..20_000 {
                 let word = rng.next_u64();
-                let Some((reads, writes)) = pair.sample(word) else {
+                let Some(packed) = pair.sample_packed(word) else {
                     continue;
                 };
+                let writes = super::super::packed_writes(packed);
+                let reads = super::super::packed_requests(packed) - writes;
                 answered += 1;
                 let mut unused = Pcg64Mcg::seed_from_u64(0);
                 assert_eq!(reads, tables.sample(0, (word >> 32) as u32, &mut unused));
