@@ -265,12 +265,13 @@ mod tests {
             let positions: Vec<f64> = (0..tokens).map(|s| s as f64 / tokens as f64).collect();
             let initial = TokenRing::round_robin(positions, nodes as usize).unwrap();
             let mut reference = Reference::new(&initial);
-            let mut rings = vec![initial.clone(); 3];
-            let mut routes: Vec<ArmRoute> = (0..3).map(|_| ArmRoute::default()).collect();
+            let mut rings = vec![initial.clone(); 4];
+            let mut routes: Vec<ArmRoute> = (0..4).map(|_| ArmRoute::default()).collect();
             let mut n = nodes as usize;
             for (step, (changes, spread, joined)) in steps.iter().enumerate() {
                 n += joined;
-                // Arm 0 never moves; arm 1 moves the few tokens drawn; arm 2 moves `spread`.
+                // Arm 0 never moves; arm 1 moves the few tokens drawn; arms 2 and 3 move `spread`
+                // (so that none, one or two arms are routed in full beside the reference).
                 let mut moves: Vec<ach_ring::TokenMove> = changes
                     .iter()
                     .map(|&(token, to)| {
@@ -289,8 +290,17 @@ mod tests {
                     })
                     .collect();
                 rings[2].apply(&spread_moves).unwrap();
+                let spread_moves: Vec<ach_ring::TokenMove> = (0..(*spread as usize).min(tokens))
+                    .map(|token| ach_ring::TokenMove {
+                        token,
+                        from: rings[3].owner(token),
+                        to: NodeId(((token * 3 + step + 1) % n) as u32),
+                    })
+                    .collect();
+                rings[3].apply(&spread_moves).unwrap();
                 let packed: Vec<u64> = (0..tokens)
-                    .map(|s| crate::workload::pack((s * 7 + step) as u64 % 50, (s + step) as u64 % 5))
+                    // At least 5 requests, so that the writes (fewer than 5) are some of them.
+                    .map(|s| crate::workload::pack((s * 7 + step) as u64 % 50 + 5, (s + step) as u64 % 5))
                     .collect();
                 let mut arms: Vec<(&TokenRing, &mut ArmRoute)> =
                     rings.iter().zip(routes.iter_mut()).collect();
