@@ -102,6 +102,15 @@ fn rank(key: f64, order: Order) -> i64 {
 /// fixed, the ones that can be given (or take back) a token are the first (or last) `k` of them
 /// in that order, with any receiver of an equal `raw`; those and the first ones are ranked
 /// exactly as [`round_half_even_fixed_total`] ranks them.
+///
+/// ```
+/// use ach_control::apportion::RoundHalfEvenSplit;
+/// let split = RoundHalfEvenSplit::new(&[0.5, 0.1, 0.4]);
+/// // 3 tokens: shares 1.5, 0.3 and 1.2 round (half to even) to 2, 0 and 1.
+/// assert_eq!(split.positive_counts(3), vec![(0, 2), (2, 1)]);
+/// // 1 token: shares 0.5, 0.1 and 0.4 all round to 0; the largest residual gets it.
+/// assert_eq!(split.positive_counts(1), vec![(0, 1)]);
+/// ```
 #[derive(Clone, Debug)]
 pub struct RoundHalfEvenSplit {
     weights: Vec<f64>,
