@@ -55,7 +55,8 @@ pub struct Plan {
 /// Sorts `moves` by token, keeping the given order of moves of one token: the order of a
 /// stable sort by token, which is what [`Plan::from_moves`] promises. A plan of at least
 /// [`RADIX_SORT_FROM`] moves on a ring of `tokens` tokens is sorted by a least-significant-digit
-/// radix sort of the token (linear in the moves, a pass per byte of the largest token); other
+/// radix sort of the token (linear in the moves, as many passes as the largest token has
+/// bytes); other
 /// plans by an unstable sort of `(token, position)` keys, which are all distinct, so the result
 /// is the stable order too. Both are several times faster than a stable sort of the moves
 /// themselves, which the planners' plans of hundreds of moves per step made a tenth of a
@@ -85,8 +86,8 @@ fn sort_by_token(moves: &mut Vec<TokenMove>, tokens: usize) {
         .collect();
 }
 
-/// The fewest moves [`sort_by_token`] sorts by radix: below it, the 256 buckets of each pass
-/// cost more than sorting the keys.
+/// The fewest moves [`sort_by_token`] sorts by radix: below it, the buckets of each pass (up
+/// to 256) cost more than sorting the keys.
 const RADIX_SORT_FROM: usize = 64;
 
 /// Sorts `moves`, whose tokens are all below `tokens`, stably by token: one counting pass per
@@ -96,11 +97,11 @@ const RADIX_SORT_FROM: usize = 64;
 /// hundred moves does not spend its time on empty buckets.
 fn radix_sort_by_token(moves: &mut Vec<TokenMove>, tokens: usize) {
     let token_bits = usize::BITS - tokens.saturating_sub(1).leading_zeros();
-    let passes = token_bits.div_ceil(8);
-    let Some(digit_bits) = token_bits.checked_div(passes) else {
+    if token_bits == 0 {
         return; // One token: every move is of token 0.
-    };
-    let digit_bits = digit_bits + u32::from(token_bits % passes != 0);
+    }
+    let passes = token_bits.div_ceil(8);
+    let digit_bits = token_bits.div_ceil(passes);
     let buckets = 1_usize << digit_bits;
     let mut from = std::mem::take(moves);
     let mut to = from.clone();

@@ -907,16 +907,21 @@ fn arc_orders(arcs: &[f64]) -> (Vec<usize>, Vec<usize>) {
     };
     let keys: Vec<u64> = arcs.iter().map(|&arc| key(arc)).collect();
     let shortest_first = indices_by_key(&keys);
+    // The keys in that order, so that runs of equal arcs are found without a lookup per token.
+    let sorted_keys: Vec<u64> = shortest_first.iter().map(|&token| keys[token]).collect();
     let mut longest_first = Vec::with_capacity(keys.len());
     let mut end = shortest_first.len();
     while end > 0 {
-        // The run of equal arcs ending at `end`, appended in increasing index order.
-        let last_key = keys[shortest_first[end - 1]];
-        let mut start = end - 1;
-        while start > 0 && keys[shortest_first[start - 1]] == last_key {
-            start -= 1;
+        // The run of equal arcs ending at `end`, appended in increasing index order (token by
+        // token: most runs are of one token, and a copy call per run cost more than the sort).
+        let last_key = sorted_keys[end - 1];
+        let start = sorted_keys[..end]
+            .iter()
+            .rposition(|&key| key != last_key)
+            .map_or(0, |before| before + 1);
+        for &token in &shortest_first[start..end] {
+            longest_first.push(token);
         }
-        longest_first.extend_from_slice(&shortest_first[start..end]);
         end = start;
     }
     (shortest_first, longest_first)
