@@ -560,21 +560,17 @@ impl TokenRing {
 
     /// Sets the owner of `token` (in range) in every order the ring keeps, and the counts.
     fn set_owner(&mut self, token: usize, owner: NodeId) {
-        self.count_out(self.owners[token]);
-        self.count_in(owner);
-        self.owner_changes += 1;
-        self.owners[token] = owner;
-        if let Some(owners) = self.owners_shortest_first.get_mut() {
-            owners[self.shortest_rank[token]] = owner;
-        }
-        if let Some(owners) = self.owners_longest_first.get_mut() {
-            owners[self.longest_rank[token]] = owner;
-        }
+        let from = self.owners[token];
+        self.set_owners(&[TokenMove {
+            token,
+            from,
+            to: owner,
+        }]);
     }
 
-    /// [`TokenRing::set_owner`] of every move of `moves` (checked, each token once), each
-    /// order the ring keeps updated in a pass of its own.
-    fn set_owners_of_distinct(&mut self, moves: &[TokenMove]) {
+    /// Sets the owner of each move's token (in range) to its `to`, in order, in every order
+    /// the ring keeps and in the counts; each kept order is updated in a pass of its own.
+    fn set_owners(&mut self, moves: &[TokenMove]) {
         for mv in moves {
             self.count_out(self.owners[mv.token]);
             self.count_in(mv.to);
@@ -811,7 +807,7 @@ impl TokenRing {
         for mv in moves {
             self.check_move(mv)?;
         }
-        self.set_owners_of_distinct(moves);
+        self.set_owners(moves);
         Ok(moves
             .iter()
             .filter(|mv| mv.from != mv.to)
@@ -913,7 +909,7 @@ fn arc_orders(arcs: &[f64]) -> (Vec<usize>, Vec<usize>) {
     let mut end = shortest_first.len();
     while end > 0 {
         // The run of equal arcs ending at `end`, appended in increasing index order (token by
-        // token: most runs are of one token, and a copy call per run cost more than the sort).
+        // token: most runs are of one token, and a copy call per run measured slower).
         let last_key = sorted_keys[end - 1];
         let start = sorted_keys[..end]
             .iter()
