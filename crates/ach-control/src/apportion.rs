@@ -69,7 +69,14 @@ fn first_by(keys: &[f64], order: Order, k: usize) -> Vec<usize> {
     let mut ranked: Vec<(i64, usize)> = keys
         .iter()
         .enumerate()
-        .map(|(index, &key)| (rank(key, order), index))
+        .map(|(index, key)| {
+            let bits = key.to_bits() as i64;
+            let total = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
+            match order {
+                Order::LargestFirst => (!total, index),
+                Order::SmallestFirst => (total, index),
+            }
+        })
         .collect();
     if k < ranked.len() {
         ranked.select_nth_unstable(k - 1);
@@ -77,17 +84,6 @@ fn first_by(keys: &[f64], order: Order, k: usize) -> Vec<usize> {
     }
     ranked.sort_unstable();
     ranked.into_iter().map(|(_, index)| index).collect()
-}
-
-/// `key` as an integer in the order of `f64::total_cmp` (the bits of a negative number's
-/// magnitude flipped, as `total_cmp` does), reversed for the largest first.
-fn rank(key: f64, order: Order) -> i64 {
-    let bits = key.to_bits() as i64;
-    let total = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
-    match order {
-        Order::LargestFirst => !total,
-        Order::SmallestFirst => total,
-    }
 }
 
 /// [`round_half_even_fixed_total`] of many totals over one set of weights, `raw_j = total *
@@ -193,30 +189,20 @@ impl RoundHalfEvenSplit {
                 &rest[start..]
             }
         };
-        let mut ranked: Vec<(i64, usize)> = counts
+        // Everyone who may be chosen, in receiver order (so that `first_by` breaks ties by
+        // receiver): its residual and where its count is kept, if it has one yet.
+        let mut pool: Vec<(usize, f64, Option<usize>)> = counts
             .iter()
             .enumerate()
-            .map(|(at, &(j, count))| (rank(raw(j) - count as f64, order), at))
-            .chain(
-                candidates
-                    .iter()
-                    .map(|&j| (rank(raw(j), order), rounded_up + j)),
-            )
+            .map(|(at, &(j, count))| (j, raw(j) - count as f64, Some(at)))
+            .chain(candidates.iter().map(|&j| (j, raw(j), None)))
             .collect();
-        // Ties go to the lower receiver: rank by it, not by where it is kept.
-        let receiver = |at: usize| {
-            if at < rounded_up {
-                counts[at].0
-            } else {
-                at - rounded_up
-            }
-        };
-        ranked.sort_unstable_by_key(|&(key, at)| (key, receiver(at)));
-        for &(_, at) in ranked.iter().take(k) {
-            if at < rounded_up {
-                counts[at].1 += step;
-            } else {
-                counts.push((at - rounded_up, step));
+        pool.sort_unstable_by_key(|&(j, _, _)| j);
+        let residuals: Vec<f64> = pool.iter().map(|&(_, residual, _)| residual).collect();
+        for chosen in first_by(&residuals, order, k) {
+            match pool[chosen] {
+                (_, _, Some(at)) => counts[at].1 += step,
+                (j, _, None) => counts.push((j, step)),
             }
         }
         counts

@@ -56,11 +56,10 @@ pub struct Plan {
 /// stable sort by token, which is what [`Plan::from_moves`] promises. A plan of at least
 /// [`RADIX_SORT_FROM`] moves on a ring of `tokens` tokens is sorted by a least-significant-digit
 /// radix sort of the token (linear in the moves, as many passes as the largest token has
-/// bytes); other
-/// plans by an unstable sort of `(token, position)` keys, which are all distinct, so the result
-/// is the stable order too. Both are several times faster than a stable sort of the moves
-/// themselves, which the planners' plans of hundreds of moves per step made a tenth of a
-/// simulated run.
+/// bytes); other plans by an unstable sort of `(token, position)` keys, which are all
+/// distinct, so the result is the stable order too. Both are several times faster than a
+/// stable sort of the moves themselves, which the planners' plans of hundreds of moves per
+/// step made a tenth of a simulated run.
 fn sort_by_token(moves: &mut Vec<TokenMove>, tokens: usize) {
     if moves.is_sorted_by_key(|mv| mv.token) {
         return;
