@@ -55,10 +55,11 @@
 //! Tables are built for a rate when it is first met, and kept for up to 64 rates; tokens with
 //! the same probability `p_s` (all tokens owning the same number of keys under uniform
 //! popularity) share one pair of tables. When the rate changes at two consecutive steps to a
-//! rate not met before, tables would likely serve a single step and cost more than they save: such a step draws with `rand_distr::Poisson` (Knuth's product
-//! method below a mean of 12, transformed rejection above), which is exact as well, and the rate
-//! is remembered; met again, it gets tables. A periodic load (series C2 from `t = 350`, whose
-//! rate repeats exactly every 50 steps) is therefore served from tables after its first period.
+//! rate not met before, tables would likely serve a single step and cost more than they save:
+//! such a step draws with `rand_distr::Poisson` (Knuth's product method below a mean of 12,
+//! transformed rejection above), which is exact as well, and the rate is remembered; met again,
+//! it gets tables. A periodic load (series C2 from `t = 350`, whose rate repeats exactly every
+//! 50 steps) is therefore served from tables after its first period.
 //! The choices depend only on the sequence of rates, so the draws stay a deterministic function
 //! of the rates and the generator's state. Means above [`MAX_TABLE_MEAN`], whose tables would be
 //! large, are drawn with `rand_distr::Poisson` instead.

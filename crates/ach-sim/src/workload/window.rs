@@ -99,7 +99,8 @@ use portable as lanes;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
     //! The comparison with SSE2 (which every x86-64 processor has, through `safe_arch`): a
-    //! table's eight lanes in one instruction, both tables' masks in one integer.
+    //! table's eight lanes in one instruction, and the packed word drawn without leaving the
+    //! vector registers.
 
     use safe_arch::{
         add_i32_m128i, bitand_m128i, bitor_m128i, cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i,
