@@ -4,6 +4,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
+use arc_order::{arc_orders, ranks};
+
 /// Identifier of a node (a server) of the cluster.
 ///
 /// Node ids are dense: a cluster of `n` nodes uses ids `0..n`. Ids are never reused; a removed
@@ -170,6 +172,14 @@ pub struct InvariantCheck<'a> {
 
 /// The first value that is not a finite number > 0, as a [`RingError::NotPositive`].
 fn check_positive(what: &'static str, values: &[f64]) -> Result<(), RingError> {
+    // One pass without an early exit, which the compiler can vectorize (NaN fails both
+    // comparisons); the index is looked for only when some value fails.
+    let all_positive = values
+        .iter()
+        .fold(true, |ok, &v| ok & (v > 0.0) & (v < f64::INFINITY));
+    if all_positive {
+        return Ok(());
+    }
     match values.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
         Some(index) => Err(RingError::NotPositive {
             what,
@@ -210,11 +220,11 @@ fn largest_remainder(total: usize, weights: &[f64]) -> Vec<usize> {
 /// Token `s` owns the arc that ends at its position: a key with hash `h` belongs to the first
 /// token whose position is `>= h`, or to token 0 when there is none (wrap-around).
 ///
-/// Lookup ([`TokenRing::lookup`]) is `O(1)` expected: a bucket index over the circle, built once
-/// in [`TokenRing::new`], narrows the search to the few positions that fall in the bucket of `h`.
+/// Lookup ([`TokenRing::lookup`]) is `O(1)` expected: a bucket index over the circle, built at
+/// the first lookup, narrows the search to the few positions that fall in the bucket of `h`.
 /// [`TokenRing::lookup_binary_search`] is the plain binary search it is tested against.
 ///
-/// Positions never change, so everything derived from them (arcs, bucket index, token orders) is
+/// Positions never change, so everything derived from them (arcs, token orders, bucket index) is
 /// shared between clones: cloning a ring copies only its owners (and their copies in arc order,
 /// once asked for, see [`TokenRing::owners_longest_first`]). That keeps the copy a commit of
 /// [`crate::shared::SharedRing`] makes small, and its readers' caches warm.
@@ -223,18 +233,9 @@ fn largest_remainder(total: usize, weights: &[f64]) -> Vec<usize> {
 /// them.
 #[derive(Clone, Debug)]
 pub struct TokenRing {
-    positions: Arc<[f64]>,
-    arcs: Arc<[f64]>,
+    /// The positions and what is derived from them alone, shared by every clone.
+    geometry: Arc<Geometry>,
     owners: Vec<NodeId>,
-    bucket_index: BucketIndex,
-    /// Token indices by arc length, shortest first; ties in increasing index order.
-    shortest_first: Arc<[usize]>,
-    /// Token indices by arc length, longest first; ties in increasing index order.
-    longest_first: Arc<[usize]>,
-    /// `shortest_rank[s]`: where token `s` stands in `shortest_first`.
-    shortest_rank: Arc<[usize]>,
-    /// `longest_rank[s]`: where token `s` stands in `longest_first`.
-    longest_rank: Arc<[usize]>,
     /// The owners in shortest-first order (entry `r` owns token `shortest_first[r]`), built
     /// when first asked for and kept up to date from then on.
     owners_shortest_first: OnceLock<Vec<NodeId>>,
@@ -251,9 +252,72 @@ pub struct TokenRing {
     owner_changes: u64,
 }
 
+/// A ring's positions and what depends on them alone. Positions never change, so a ring's
+/// clones share one. What only some uses need is built when first asked for, once for every
+/// ring that shares it: `ach-redis` builds a ring of 16384 slots at every control step and
+/// never looks a hash up, the simulator looks hashes up and never needs the ranks unless an
+/// algorithm keeps owners in arc order.
+#[derive(Debug)]
+struct Geometry {
+    positions: Vec<f64>,
+    /// `arcs[s] = positions[s] - positions[s - 1]`, token 0's wrapping round 0.
+    arcs: Vec<f64>,
+    /// Token indices by arc length, shortest first; ties in increasing index order.
+    shortest_first: Vec<usize>,
+    /// Token indices by arc length, longest first; ties in increasing index order.
+    longest_first: Vec<usize>,
+    /// Where each token stands in the two orders, for [`TokenRing::set_owners`].
+    ranks: OnceLock<ArcRanks>,
+    /// For [`TokenRing::lookup`].
+    bucket_index: OnceLock<BucketIndex>,
+}
+
+/// Where each token stands in the two arc orders of a [`Geometry`].
+#[derive(Debug)]
+struct ArcRanks {
+    /// `shortest[s]`: where token `s` stands in `shortest_first`.
+    shortest: Vec<usize>,
+    /// `longest[s]`: where token `s` stands in `longest_first`.
+    longest: Vec<usize>,
+}
+
+impl Geometry {
+    /// The geometry of strictly increasing positions in `[0, 1)` (checked by the caller).
+    fn new(positions: Vec<f64>) -> Geometry {
+        let arcs = arc_lengths(&positions);
+        // Positions never change, so neither do these orders: computed once, they spare every
+        // algorithm a sort of its tokens at every step. Stable sorts keep ties by index.
+        let (shortest_first, longest_first) = arc_orders(&arcs);
+        Geometry {
+            positions,
+            arcs,
+            shortest_first,
+            longest_first,
+            ranks: OnceLock::new(),
+            bucket_index: OnceLock::new(),
+        }
+    }
+
+    /// The bucket index, built at the first call: kept out of line, so that a lookup's own code
+    /// is only the check that it exists.
+    #[cold]
+    #[inline(never)]
+    fn built_bucket_index(&self) -> &BucketIndex {
+        self.bucket_index
+            .get_or_init(|| BucketIndex::new(&self.positions))
+    }
+
+    fn ranks(&self) -> &ArcRanks {
+        self.ranks.get_or_init(|| ArcRanks {
+            shortest: ranks(&self.shortest_first),
+            longest: ranks(&self.longest_first),
+        })
+    }
+}
+
 impl PartialEq for TokenRing {
     fn eq(&self, other: &TokenRing) -> bool {
-        self.positions == other.positions && self.owners == other.owners
+        self.positions() == other.geometry.positions && self.owners == other.owners
     }
 }
 
@@ -270,12 +334,11 @@ const LINEAR_SCAN_LIMIT: usize = 8;
 ///
 /// The index depends only on the positions, which never change, so rings are compared by
 /// their positions (and owners), not by their indexes.
-#[derive(Clone)]
 struct BucketIndex {
     /// `B` as an `f64`, to scale a hash into a bucket number.
     bucket_count_f64: f64,
     /// `starts[b]`: index of the first position `>= b / B`; `B + 1` entries.
-    starts: Arc<[usize]>,
+    starts: Vec<usize>,
 }
 
 impl std::fmt::Debug for BucketIndex {
@@ -292,20 +355,22 @@ impl BucketIndex {
     fn new(positions: &[f64]) -> Self {
         let bucket_count = (2 * positions.len()).next_power_of_two();
         let bucket_count_f64 = bucket_count as f64;
-        let mut starts = Vec::with_capacity(bucket_count + 1);
-        let mut first = 0;
-        for bucket in 0..bucket_count {
-            // Exact: dividing an integer below 2^53 by a power of two.
-            let bucket_start = bucket as f64 / bucket_count_f64;
-            while first < positions.len() && positions[first] < bucket_start {
-                first += 1;
+        // Bucket `b` starts at the first position `p` with `p * B >= b`, that is with
+        // `floor(p * B) >= b` (`b` is an integer, and `p * B` is exact): each position starts
+        // the buckets after the last one started up to its own, and the buckets after the last
+        // position's start at `V`.
+        let mut starts = vec![positions.len(); bucket_count + 1];
+        let mut bucket = 0;
+        for (index, &position) in positions.iter().enumerate() {
+            let last = (position * bucket_count_f64) as usize;
+            while bucket <= last {
+                starts[bucket] = index;
+                bucket += 1;
             }
-            starts.push(first);
         }
-        starts.push(positions.len());
         BucketIndex {
             bucket_count_f64,
-            starts: starts.into(),
+            starts,
         }
     }
 }
@@ -334,29 +399,14 @@ impl TokenRing {
                 });
             }
         }
-        let arcs = arc_lengths(&positions);
-        let bucket_index = BucketIndex::new(&positions);
-        // Positions never change, so neither do these orders: computed once, they spare every
-        // algorithm a sort of its tokens at every step. Stable sorts keep ties by index.
-        let (shortest_first, longest_first) = arc_orders(&arcs);
-        let ranks = |order: &[usize]| {
-            let mut rank_of = vec![0; order.len()];
-            for (rank, &token) in order.iter().enumerate() {
-                rank_of[token] = rank;
-            }
-            rank_of
-        };
-        let shortest_rank = ranks(&shortest_first).into();
-        let longest_rank = ranks(&longest_first).into();
+        Ok(TokenRing::from_checked_positions(positions, owners))
+    }
+
+    /// [`TokenRing::new`] once the positions are known to be strictly increasing in `[0, 1)`.
+    fn from_checked_positions(positions: Vec<f64>, owners: Vec<NodeId>) -> Self {
         let mut ring = TokenRing {
-            positions: positions.into(),
-            arcs: arcs.into(),
+            geometry: Arc::new(Geometry::new(positions)),
             owners: Vec::new(),
-            bucket_index,
-            shortest_first: shortest_first.into(),
-            longest_first: longest_first.into(),
-            shortest_rank,
-            longest_rank,
             owners_shortest_first: OnceLock::new(),
             owners_longest_first: OnceLock::new(),
             node_counts: Vec::new(),
@@ -367,7 +417,7 @@ impl TokenRing {
             ring.count_in(owner);
         }
         ring.owners = owners;
-        Ok(ring)
+        ring
     }
 
     /// Builds a ring with round-robin owners: token `s` goes to node `s mod n_nodes`.
@@ -461,22 +511,22 @@ impl TokenRing {
 
     /// Number of tokens `V`.
     pub fn len(&self) -> usize {
-        self.positions.len()
+        self.positions().len()
     }
 
     /// Always false: a ring has at least one token.
     pub fn is_empty(&self) -> bool {
-        self.positions.is_empty()
+        self.positions().is_empty()
     }
 
     /// The sorted token positions.
     pub fn positions(&self) -> &[f64] {
-        &self.positions
+        &self.geometry.positions
     }
 
     /// Arc lengths: `L[s] = pos[s] - pos[s-1]`, `L[0] = pos[0] - pos[V-1] + 1`.
     pub fn arcs(&self) -> &[f64] {
-        &self.arcs
+        &self.geometry.arcs
     }
 
     /// The owner of every token.
@@ -491,12 +541,12 @@ impl TokenRing {
 
     /// Every token index ordered by arc length, shortest first (ties: lower index first).
     pub fn tokens_shortest_first(&self) -> &[usize] {
-        &self.shortest_first
+        &self.geometry.shortest_first
     }
 
     /// Every token index ordered by arc length, longest first (ties: lower index first).
     pub fn tokens_longest_first(&self) -> &[usize] {
-        &self.longest_first
+        &self.geometry.longest_first
     }
 
     /// The owners in the order of [`TokenRing::tokens_shortest_first`]: entry `r` is the owner
@@ -508,7 +558,7 @@ impl TokenRing {
     /// owners keeps it up to date. A ring that is never asked for it never pays for it.
     pub fn owners_shortest_first(&self) -> &[NodeId] {
         self.owners_shortest_first.get_or_init(|| {
-            self.shortest_first
+            self.tokens_shortest_first()
                 .iter()
                 .map(|&s| self.owners[s])
                 .collect()
@@ -518,15 +568,19 @@ impl TokenRing {
     /// The owners in the order of [`TokenRing::tokens_longest_first`] (see
     /// [`TokenRing::owners_shortest_first`]).
     pub fn owners_longest_first(&self) -> &[NodeId] {
-        self.owners_longest_first
-            .get_or_init(|| self.longest_first.iter().map(|&s| self.owners[s]).collect())
+        self.owners_longest_first.get_or_init(|| {
+            self.tokens_longest_first()
+                .iter()
+                .map(|&s| self.owners[s])
+                .collect()
+        })
     }
 
     /// Owner ids below this are counted per node as owners change (so [`TokenRing::counts`]
     /// costs `O(n_nodes)`, not `O(V)`); tokens of larger ids, which only a ring with sparse
     /// ids has, are counted by a scan when asked for.
     fn counted_ids(&self) -> usize {
-        self.positions.len() + 1024
+        self.positions().len() + 1024
     }
 
     /// Counts one more token of `owner`.
@@ -578,13 +632,15 @@ impl TokenRing {
         }
         self.owner_changes += moves.len() as u64;
         if let Some(owners) = self.owners_shortest_first.get_mut() {
+            let ranks = &self.geometry.ranks().shortest;
             for mv in moves {
-                owners[self.shortest_rank[mv.token]] = mv.to;
+                owners[ranks[mv.token]] = mv.to;
             }
         }
         if let Some(owners) = self.owners_longest_first.get_mut() {
+            let ranks = &self.geometry.ranks().longest;
             for mv in moves {
-                owners[self.longest_rank[mv.token]] = mv.to;
+                owners[ranks[mv.token]] = mv.to;
             }
         }
     }
@@ -599,7 +655,7 @@ impl TokenRing {
 
     /// The longest arc.
     pub fn max_arc(&self) -> f64 {
-        self.arcs.iter().copied().fold(0.0, f64::max)
+        self.arcs().iter().copied().fold(0.0, f64::max)
     }
 
     /// The token that owns hash `h`: the first token whose position is `>= h`, wrapping around
@@ -620,7 +676,10 @@ impl TokenRing {
         if !(h > 0.0 && h < 1.0) {
             return 0;
         }
-        let index = &self.bucket_index;
+        let index = match self.geometry.bucket_index.get() {
+            Some(index) => index,
+            None => self.geometry.built_bucket_index(),
+        };
         let bucket = (h * index.bucket_count_f64) as usize;
         let (Some(&first), Some(&end)) = (index.starts.get(bucket), index.starts.get(bucket + 1))
         else {
@@ -629,7 +688,7 @@ impl TokenRing {
         };
         // The candidates are the positions inside the bucket, about half a token on average:
         // compare them one by one, unless positions cluster and a binary search is cheaper.
-        let candidates = self.positions.get(first..end).unwrap_or(&[]);
+        let candidates = self.positions().get(first..end).unwrap_or(&[]);
         let offset = if candidates.len() <= LINEAR_SCAN_LIMIT {
             candidates
                 .iter()
@@ -639,7 +698,7 @@ impl TokenRing {
             candidates.partition_point(|&p| p < h)
         };
         let token = first + offset;
-        if token == self.positions.len() {
+        if token == self.positions().len() {
             0
         } else {
             token
@@ -669,8 +728,8 @@ impl TokenRing {
     /// for inputs outside `[0, 1)` and `NaN`), found by a plain binary search over all positions,
     /// `O(log V)`. Obviously correct; the tests compare the fast lookup with it.
     pub fn lookup_binary_search(&self, h: f64) -> usize {
-        let s = self.positions.partition_point(|&p| p < h);
-        if s == self.positions.len() { 0 } else { s }
+        let s = self.positions().partition_point(|&p| p < h);
+        if s == self.positions().len() { 0 } else { s }
     }
 
     /// Number of tokens owned by each of the nodes `0..n_nodes`. Owners outside that range are
@@ -715,7 +774,7 @@ impl TokenRing {
     /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs).
     pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
         let mut shares = vec![0.0; n_nodes];
-        for (owner, arc) in self.owners.iter().zip(self.arcs.iter()) {
+        for (owner, arc) in self.owners.iter().zip(self.arcs().iter()) {
             if let Some(s) = shares.get_mut(owner.index()) {
                 *s += arc;
             }
@@ -727,7 +786,7 @@ impl TokenRing {
     pub fn share(&self, node: NodeId) -> f64 {
         self.owners
             .iter()
-            .zip(self.arcs.iter())
+            .zip(self.arcs().iter())
             .filter(|&(&o, _)| o == node)
             .map(|(_, a)| a)
             .sum()
@@ -776,7 +835,7 @@ impl TokenRing {
         let m_keys = before
             .iter()
             .filter(|&&(token, owner)| self.owners[token] != owner)
-            .map(|&(token, _)| self.arcs[token])
+            .map(|&(token, _)| self.arcs()[token])
             .sum();
         Ok(m_keys)
     }
@@ -811,7 +870,7 @@ impl TokenRing {
         Ok(moves
             .iter()
             .filter(|mv| mv.from != mv.to)
-            .map(|mv| self.arcs[mv.token])
+            .map(|mv| self.arcs()[mv.token])
             .sum())
     }
 
@@ -822,7 +881,7 @@ impl TokenRing {
         self.owners
             .iter()
             .zip(other)
-            .zip(self.arcs.iter())
+            .zip(self.arcs().iter())
             .filter(|((a, b), _)| a != b)
             .map(|(_, arc)| arc)
             .sum()
@@ -832,17 +891,17 @@ impl TokenRing {
     /// found (an empty vector when the ring is sound), in the order of the invariants.
     pub fn check_invariants(&self, check: &InvariantCheck<'_>) -> Vec<InvariantViolation> {
         let mut violations = Vec::new();
-        let sum: f64 = self.arcs.iter().sum();
+        let sum: f64 = self.arcs().iter().sum();
         if (sum - 1.0).abs() >= 1e-9 {
             violations.push(InvariantViolation::ArcSum { sum });
         }
         violations.extend(self.check_owner_invariants(check));
         if let Some(index) =
-            (1..self.positions.len()).find(|&s| self.positions[s] < self.positions[s - 1])
+            (1..self.positions().len()).find(|&s| self.positions()[s] < self.positions()[s - 1])
         {
             violations.push(InvariantViolation::Unsorted { index });
         }
-        for (token, &length) in self.arcs.iter().enumerate() {
+        for (token, &length) in self.arcs().iter().enumerate() {
             if length.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
                 violations.push(InvariantViolation::EmptyArc { token, length });
             }
@@ -887,76 +946,6 @@ impl TokenRing {
     }
 }
 
-/// The tokens by arc length, shortest first and longest first, ties by lower index in both: the
-/// orders of stable sorts of the indices by `f64::total_cmp` of their arcs. Computed by one
-/// stable radix sort of the indices by an integer key that orders as `total_cmp`
-/// ([`indices_by_key`]), and the longest-first order from it (reversed, ties put back in index
-/// order). Building the ring of 16384 slots at every control step of `ach-redis` was
-/// dominated by this sort.
-fn arc_orders(arcs: &[f64]) -> (Vec<usize>, Vec<usize>) {
-    // `f64::total_cmp`'s order as a signed integer order (its documented bit transform), then
-    // as an unsigned one (the sign bit flipped).
-    let key = |arc: f64| {
-        let bits = arc.to_bits() as i64;
-        let signed = bits ^ ((((bits >> 63) as u64) >> 1) as i64);
-        (signed as u64) ^ (1 << 63)
-    };
-    let keys: Vec<u64> = arcs.iter().map(|&arc| key(arc)).collect();
-    let shortest_first = indices_by_key(&keys);
-    // The keys in that order, so that runs of equal arcs are found without a lookup per token.
-    let sorted_keys: Vec<u64> = shortest_first.iter().map(|&token| keys[token]).collect();
-    let mut longest_first = Vec::with_capacity(keys.len());
-    let mut end = shortest_first.len();
-    while end > 0 {
-        // The run of equal arcs ending at `end`, appended in increasing index order (token by
-        // token: most runs are of one token, and a copy call per run measured slower).
-        let last_key = sorted_keys[end - 1];
-        let start = sorted_keys[..end]
-            .iter()
-            .rposition(|&key| key != last_key)
-            .map_or(0, |before| before + 1);
-        for &token in &shortest_first[start..end] {
-            longest_first.push(token);
-        }
-        end = start;
-    }
-    (shortest_first, longest_first)
-}
-
-/// The indices of `keys` in increasing order of their key, equal keys in increasing index
-/// order: a least-significant-byte-first radix sort, stable, that skips every byte all the
-/// keys share (the high bytes of arcs of similar length, which share their exponent). Eight
-/// counting passes at most, against the `log2 V` rounds of comparisons of a sort.
-fn indices_by_key(keys: &[u64]) -> Vec<usize> {
-    let mut counts = vec![[0usize; 256]; 8];
-    for &key in keys {
-        for (byte, count) in counts.iter_mut().enumerate() {
-            count[((key >> (8 * byte)) & 0xff) as usize] += 1;
-        }
-    }
-    let mut order: Vec<usize> = (0..keys.len()).collect();
-    let mut sorted = vec![0; keys.len()];
-    for (byte, count) in counts.iter().enumerate() {
-        if count.contains(&keys.len()) {
-            // Every key has the same value in this byte: the pass would keep the order.
-            continue;
-        }
-        let mut next = [0usize; 256];
-        let mut total = 0;
-        for (slot, &c) in next.iter_mut().zip(count) {
-            *slot = total;
-            total += c;
-        }
-        for &index in &order {
-            let digit = ((keys[index] >> (8 * byte)) & 0xff) as usize;
-            sorted[next[digit]] = index;
-            next[digit] += 1;
-        }
-        std::mem::swap(&mut order, &mut sorted);
-    }
-    order
-}
-
 /// Arc lengths of sorted positions on the unit circle.
 fn arc_lengths(positions: &[f64]) -> Vec<f64> {
     let v = positions.len();
@@ -971,5 +960,6 @@ fn arc_lengths(positions: &[f64]) -> Vec<f64> {
         .collect()
 }
 
+mod arc_order;
 #[cfg(test)]
 mod tests;

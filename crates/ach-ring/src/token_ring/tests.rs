@@ -285,9 +285,16 @@ mod properties {
             any_values in proptest::collection::vec(proptest::num::f64::ANY, 0..300),
             few_values in proptest::collection::vec(0u8..6, 0..300),
             close_values in proptest::collection::vec(1.0f64..1.0 + 1e-9, 0..300),
+            crowded_values in proptest::collection::vec((1u8..5, 0u8..40), 0..3000),
         ) {
             let few: Vec<f64> = few_values.iter().map(|&v| f64::from(v) / 8.0).collect();
-            for arcs in [any_values, few, close_values] {
+            // A few values, each with copies a few ulps apart: the arcs of slots with equal
+            // key counts, which the sort parts by their last bits.
+            let crowded: Vec<f64> = crowded_values
+                .iter()
+                .map(|&(value, ulps)| f64::from(value) * (1.0 + f64::from(ulps) * f64::EPSILON))
+                .collect();
+            for arcs in [any_values, few, close_values, crowded] {
                 let mut shortest: Vec<usize> = (0..arcs.len()).collect();
                 shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
                 let mut longest: Vec<usize> = (0..arcs.len()).collect();
@@ -402,4 +409,30 @@ mod properties {
             assert_fast_equals_binary_search(&ring, &[]);
         }
     }
+}
+
+#[test]
+fn arc_orders_are_those_of_stable_sorts_for_a_ring_of_slots() {
+    // A ring of 16384 slots weighted by key counts that repeat (as few keys per slot do):
+    // equal counts give arcs that differ in their last bits only, which the sort must order
+    // as total_cmp does.
+    let keys: Vec<f64> = (0..16384_u32)
+        .map(|s| f64::from(s * 7919 % 13 + 1))
+        .collect();
+    let ring = TokenRing::from_arc_weights(&keys, vec![NodeId(0); keys.len()]).unwrap();
+    let arcs = ring.arcs();
+    let mut shortest: Vec<usize> = (0..arcs.len()).collect();
+    shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
+    let mut longest: Vec<usize> = (0..arcs.len()).collect();
+    longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
+    assert_eq!(ring.tokens_shortest_first(), shortest.as_slice());
+    assert_eq!(ring.tokens_longest_first(), longest.as_slice());
+    let distinct_arcs = {
+        let mut sorted = arcs.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.dedup();
+        sorted.len()
+    };
+    // The test is only worth its name if equal counts gave arcs that are not all equal.
+    assert!(distinct_arcs > 13, "{distinct_arcs} distinct arcs");
 }
