@@ -307,6 +307,8 @@ impl Geometry {
             .get_or_init(|| BucketIndex::new(&self.positions))
     }
 
+    /// The ranks, built at the first call: at the first change of owners of a ring that keeps
+    /// its owners in an arc order.
     fn ranks(&self) -> &ArcRanks {
         self.ranks.get_or_init(|| ArcRanks {
             shortest: ranks(&self.shortest_first),
@@ -317,7 +319,7 @@ impl Geometry {
 
 impl PartialEq for TokenRing {
     fn eq(&self, other: &TokenRing) -> bool {
-        self.positions() == other.geometry.positions && self.owners == other.owners
+        self.positions() == other.positions() && self.owners == other.owners
     }
 }
 
