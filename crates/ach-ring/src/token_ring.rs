@@ -172,15 +172,13 @@ pub struct InvariantCheck<'a> {
 
 /// The first value that is not a finite number > 0, as a [`RingError::NotPositive`].
 fn check_positive(what: &'static str, values: &[f64]) -> Result<(), RingError> {
-    // One pass without an early exit, which the compiler can vectorize (NaN fails both
-    // comparisons); the index is looked for only when some value fails.
-    let all_positive = values
-        .iter()
-        .fold(true, |ok, &v| ok & (v > 0.0) & (v < f64::INFINITY));
-    if all_positive {
+    // NaN fails both comparisons. The first pass has no early exit, so the compiler can
+    // vectorize it; the index is looked for only when some value fails.
+    let positive = |v: f64| (v > 0.0) & (v < f64::INFINITY);
+    if values.iter().fold(true, |ok, &v| ok & positive(v)) {
         return Ok(());
     }
-    match values.iter().position(|v| !(v.is_finite() && *v > 0.0)) {
+    match values.iter().position(|&v| !positive(v)) {
         Some(index) => Err(RingError::NotPositive {
             what,
             index,
@@ -298,11 +296,19 @@ impl Geometry {
         }
     }
 
-    /// The bucket index, built at the first call: kept out of line, so that a lookup's own code
-    /// is only the check that it exists.
+    /// The bucket index, built at the first call. A lookup's own code is only the check that
+    /// it exists: building it is kept out of line.
+    #[inline]
+    fn bucket_index(&self) -> &BucketIndex {
+        match self.bucket_index.get() {
+            Some(index) => index,
+            None => self.build_bucket_index(),
+        }
+    }
+
     #[cold]
     #[inline(never)]
-    fn built_bucket_index(&self) -> &BucketIndex {
+    fn build_bucket_index(&self) -> &BucketIndex {
         self.bucket_index
             .get_or_init(|| BucketIndex::new(&self.positions))
     }
@@ -401,11 +407,6 @@ impl TokenRing {
                 });
             }
         }
-        Ok(TokenRing::from_checked_positions(positions, owners))
-    }
-
-    /// [`TokenRing::new`] once the positions are known to be strictly increasing in `[0, 1)`.
-    fn from_checked_positions(positions: Vec<f64>, owners: Vec<NodeId>) -> Self {
         let mut ring = TokenRing {
             geometry: Arc::new(Geometry::new(positions)),
             owners: Vec::new(),
@@ -419,7 +420,7 @@ impl TokenRing {
             ring.count_in(owner);
         }
         ring.owners = owners;
-        ring
+        Ok(ring)
     }
 
     /// Builds a ring with round-robin owners: token `s` goes to node `s mod n_nodes`.
@@ -678,10 +679,7 @@ impl TokenRing {
         if !(h > 0.0 && h < 1.0) {
             return 0;
         }
-        let index = match self.geometry.bucket_index.get() {
-            Some(index) => index,
-            None => self.geometry.built_bucket_index(),
-        };
+        let index = self.geometry.bucket_index();
         let bucket = (h * index.bucket_count_f64) as usize;
         let (Some(&first), Some(&end)) = (index.starts.get(bucket), index.starts.get(bucket + 1))
         else {

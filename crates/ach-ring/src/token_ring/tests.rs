@@ -2,20 +2,23 @@
 fn arc_orders_are_those_of_stable_sorts() {
     // Ties (equal arcs, and -0.0 against 0.0, which total_cmp orders) in both orders.
     let arcs: [f64; 10] = [0.25, 0.125, 0.25, -0.0, 0.0, 0.125, 0.5, 0.25, 1e-300, 0.0];
+    assert_eq!(arc_orders(&arcs), stable_sort_orders(&arcs));
+    let many: Vec<f64> = (0..5000_i32)
+        .map(|i| f64::from((i * 7919) % 97) / 97.0)
+        .collect();
+    assert_eq!(arc_orders(&many), stable_sort_orders(&many));
+}
+
+/// The two arc orders as stable sorts by `f64::total_cmp` give them: what `arc_orders` and a
+/// ring's token orders must equal.
+fn stable_sort_orders(arcs: &[f64]) -> (Vec<usize>, Vec<usize>) {
     let mut shortest: Vec<usize> = (0..arcs.len()).collect();
     shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
     let mut longest: Vec<usize> = (0..arcs.len()).collect();
     longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
-    assert_eq!(arc_orders(&arcs), (shortest, longest));
-    let many: Vec<f64> = (0..5000_i32)
-        .map(|i| f64::from((i * 7919) % 97) / 97.0)
-        .collect();
-    let mut shortest: Vec<usize> = (0..many.len()).collect();
-    shortest.sort_by(|&a, &b| many[a].total_cmp(&many[b]));
-    let mut longest: Vec<usize> = (0..many.len()).collect();
-    longest.sort_by(|&a, &b| many[b].total_cmp(&many[a]));
-    assert_eq!(arc_orders(&many), (shortest, longest));
+    (shortest, longest)
 }
+
 use super::*;
 
 fn ring() -> TokenRing {
@@ -295,11 +298,7 @@ mod properties {
                 .map(|&(value, ulps)| f64::from(value) * (1.0 + f64::from(ulps) * f64::EPSILON))
                 .collect();
             for arcs in [any_values, few, close_values, crowded] {
-                let mut shortest: Vec<usize> = (0..arcs.len()).collect();
-                shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
-                let mut longest: Vec<usize> = (0..arcs.len()).collect();
-                longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
-                prop_assert_eq!(arc_orders(&arcs), (shortest, longest));
+                prop_assert_eq!(arc_orders(&arcs), super::stable_sort_orders(&arcs));
             }
         }
 
@@ -421,10 +420,7 @@ fn arc_orders_are_those_of_stable_sorts_for_a_ring_of_slots() {
         .collect();
     let ring = TokenRing::from_arc_weights(&keys, vec![NodeId(0); keys.len()]).unwrap();
     let arcs = ring.arcs();
-    let mut shortest: Vec<usize> = (0..arcs.len()).collect();
-    shortest.sort_by(|&a, &b| arcs[a].total_cmp(&arcs[b]));
-    let mut longest: Vec<usize> = (0..arcs.len()).collect();
-    longest.sort_by(|&a, &b| arcs[b].total_cmp(&arcs[a]));
+    let (shortest, longest) = stable_sort_orders(arcs);
     assert_eq!(ring.tokens_shortest_first(), shortest.as_slice());
     assert_eq!(ring.tokens_longest_first(), longest.as_slice());
     let distinct_arcs = {
