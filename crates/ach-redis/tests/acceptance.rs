@@ -13,11 +13,11 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ach_redis::local::{LocalCluster, ServerKind};
+use ach_redis::local::{LocalCluster, LocalServer, ServerKind};
 use common::{
     DataSet, STEP_OPTIONS, Workload, ach_redis, add_replica_of, assert_check_clean,
-    assert_nothing_lost, first_step_of_rebalance, moves_of, read_events, serial, slot_map, text,
-    used_memory_mb,
+    assert_nothing_lost, first_step_of_rebalance, moves_of, read_events, serial, slot_map,
+    slot_map_of, text, used_memory_mb,
 };
 
 #[test]
@@ -75,6 +75,9 @@ fn six_masters_a_replica_and_a_big_tagged_slot_as_an_operator_runs_them() {
 
     // Without clients (a paused target would block their writes too).
     a_failed_migration_exits_non_zero(&cluster, &common);
+    // `fix` told every master the closed slots' owners; the replica hears them by gossip, and
+    // a client that reads the slot map off a node that has not heard yet is sent in circles.
+    wait_until_the_nodes_agree(&cluster, &replica);
 
     // The clients check every read against their own writes since version 0: reload first.
     data.load(&cluster, 2);
@@ -230,6 +233,29 @@ fn a_failed_migration_exits_non_zero(cluster: &LocalCluster, common: &[&str]) {
     let seed = cluster.seed();
     let fix = ach_redis(&["fix", "--cluster", &seed]);
     assert!(fix.status.success(), "{}", text(&fix.stderr));
+}
+
+/// Waits until every master and `replica` list the same owner of every slot.
+fn wait_until_the_nodes_agree(cluster: &LocalCluster, replica: &LocalServer) {
+    let started = Instant::now();
+    loop {
+        let (expected, _) = slot_map(cluster);
+        let disagreeing: Vec<String> = cluster
+            .servers()
+            .iter()
+            .chain([replica])
+            .filter(|server| slot_map_of(server).0 != expected)
+            .map(LocalServer::address)
+            .collect();
+        if disagreeing.is_empty() {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{disagreeing:?} still disagree with the first master on the slot map after 30 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// The pause made the cluster bus report nodes failing: waits until every master says ok.

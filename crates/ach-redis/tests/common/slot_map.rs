@@ -5,9 +5,15 @@ use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 
 use super::{ach_redis, follow, read_log};
 
-/// Every slot's owner (`host:port`) and the number of ranges, from `CLUSTER SLOTS`.
+/// Every slot's owner (`host:port`) and the number of ranges, from the first server's
+/// `CLUSTER SLOTS`.
 pub fn slot_map(cluster: &LocalCluster) -> (Vec<String>, usize) {
-    let mut connection = cluster.servers()[0].connection().unwrap();
+    slot_map_of(&cluster.servers()[0])
+}
+
+/// Every slot's owner (`host:port`) and the number of ranges, from `server`'s `CLUSTER SLOTS`.
+pub fn slot_map_of(server: &LocalServer) -> (Vec<String>, usize) {
+    let mut connection = server.connection().unwrap();
     let entries: Vec<redis::Value> = redis::cmd("CLUSTER")
         .arg("SLOTS")
         .query(&mut connection)
