@@ -32,9 +32,13 @@ pub struct Args {
     /// Output folder.
     #[arg(long, default_value = "results/live")]
     out: PathBuf,
-    /// Client threads.
+    /// Clients: seeded request streams, each over its own keys.
     #[arg(long, default_value_t = 4)]
     clients: usize,
+    /// Threads that send each client's requests, each for a fixed part of its keys (a request
+    /// waiting on a slow master holds up only its thread's part of the schedule).
+    #[arg(long, default_value_t = 8)]
+    senders_per_client: usize,
     /// Requests per second of all clients before the load step.
     #[arg(long, default_value_t = 6000.0)]
     rate: f64,
@@ -73,6 +77,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         repeats: args.repeats,
         out: args.out,
         clients: args.clients,
+        senders_per_client: args.senders_per_client,
         rate: args.rate,
         cpu_per_strong_node: args.cpu_per_strong_node,
         interval_ms: args.interval_ms,

@@ -1,6 +1,6 @@
 //! The service rate of every capacity class, measured before the arms: a one-node cluster of
 //! that class (the same server, quota and settings as in the arms) is loaded with keys and
-//! driven at saturation by the experiment's client threads (GET and SET of the workload's
+//! driven at saturation by as many threads as send the experiment's clients' requests (GET and SET of the workload's
 //! values, the workload's write share, no pause between requests) for a few seconds; the
 //! requests it answers per second is its service rate.
 //!
@@ -122,7 +122,7 @@ fn measure_class(
     let answered = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let write_fraction = config.workload(0).write_fraction;
-    let threads: Vec<_> = (0..config.clients)
+    let threads: Vec<_> = (0..config.client_threads())
         .map(|client| {
             let (counting, stop) = (Arc::clone(&counting), Arc::clone(&stop));
             let (answered, errors) = (Arc::clone(&answered), Arc::clone(&errors));

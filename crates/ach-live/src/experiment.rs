@@ -180,8 +180,11 @@ pub struct LiveConfig {
     pub repeats: u32,
     /// Output folder.
     pub out: PathBuf,
-    /// Client threads.
+    /// Clients: request streams, each over its own keys.
     pub clients: usize,
+    /// Threads that send each client's requests, each for a fixed part of its keys, so that a
+    /// request waiting on a slow master holds up only its thread's part of the schedule.
+    pub senders_per_client: usize,
     /// Requests per second of all clients before the load step.
     pub rate: f64,
     /// CPUs of a strong node's quota (a medium node gets 0.55 of it, a weak one 0.25).
@@ -210,6 +213,7 @@ impl Default for LiveConfig {
             repeats: 1,
             out: PathBuf::from("results/live"),
             clients: 4,
+            senders_per_client: 8,
             rate: 6000.0,
             cpu_per_strong_node: 0.2,
             interval_ms: 1000,
@@ -266,6 +270,21 @@ impl LiveConfig {
             "--clients",
             self.clients.to_string(),
             "must be 1 to 64",
+        )?;
+        rule(
+            (1..=64).contains(&self.senders_per_client),
+            "--senders-per-client",
+            self.senders_per_client.to_string(),
+            "must be 1 to 64",
+        )?;
+        rule(
+            self.client_threads() <= MAX_CLIENT_THREADS,
+            "--senders-per-client",
+            self.senders_per_client.to_string(),
+            &format!(
+                "times --clients {} must be at most {MAX_CLIENT_THREADS} threads",
+                self.clients
+            ),
         )?;
         rule(
             self.rate.is_finite() && self.rate > 0.0,
@@ -331,6 +350,11 @@ impl LiveConfig {
                 }
             })
             .collect()
+    }
+
+    /// The threads that send the clients' requests (and drive the calibration).
+    pub fn client_threads(&self) -> usize {
+        self.clients * self.senders_per_client
     }
 
     /// The workload of repeat `repeat`.
@@ -583,6 +607,9 @@ fn load_average() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// The most threads the clients may send with together.
+pub const MAX_CLIENT_THREADS: usize = 256;
+
 /// The share of late requests above which a run warns that the clients could not keep the
 /// schedule.
 pub const LATE_SHARE_WARNING: f64 = 0.01;
@@ -761,6 +788,15 @@ mod tests {
         assert_eq!(
             bad.validate().unwrap_err().to_string(),
             "--idle-cpu-s 0.1: must be 0 (whole readings) or 0.5 to 60 seconds"
+        );
+        let too_many_threads = LiveConfig {
+            clients: 64,
+            senders_per_client: 5,
+            ..LiveConfig::default()
+        };
+        assert_eq!(
+            too_many_threads.validate().unwrap_err().to_string(),
+            "--senders-per-client 5: times --clients 64 must be at most 256 threads"
         );
         let whole_readings = LiveConfig {
             idle_cpu_s: 0.0,

@@ -67,8 +67,8 @@ fn setup(text: &mut String, results: &LiveResults) {
     let _ = writeln!(
         text,
         "{} masters ({}), {} keys, {} s per arm in steps of {} ms ({} warm-up steps left out of \
-         every D-bar), {} client threads at {} requests/s before the load step, seed {}, {} \
-         repeat(s).\n",
+         every D-bar), {} clients sent by {} threads at {} requests/s before the load step, \
+         seed {}, {} repeat(s).\n",
         config.nodes,
         config
             .classes()
@@ -81,6 +81,7 @@ fn setup(text: &mut String, results: &LiveResults) {
         config.interval_ms,
         config.warmup(),
         config.clients,
+        config.client_threads(),
         config.rate,
         config.seed,
         config.repeats
@@ -119,7 +120,8 @@ fn setup(text: &mut String, results: &LiveResults) {
         "Service rates, measured before the arms ({} s per class, {} client threads at \
          saturation, the workload's GET/SET mix):\n\n| class | CPU | requests/s | demand/s | \
          errors |\n| :--- | ---: | ---: | ---: | ---: |",
-        config.calibration_s, config.clients
+        config.calibration_s,
+        config.client_threads()
     );
     for rate in &results.service_rates {
         let _ = writeln!(

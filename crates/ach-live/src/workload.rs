@@ -7,6 +7,10 @@
 //! node's initial slot range. Request `j` of a client is due at a fixed time (the base rate
 //! until the load step, then the stepped rate), and its phase follows from that due time, so
 //! every arm sends the same sequence; a client that falls behind sends as fast as it can.
+//!
+//! A client's requests are sent by several threads ([`SenderShare`]), each for a fixed part of
+//! its keys: a request that waits on a slow master then holds up that part only, not the whole
+//! client's schedule, and the requests of one key still go out in order (freshness holds).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -221,6 +225,23 @@ pub struct ClientReport {
     pub late: u64,
 }
 
+/// Which of a client's requests one sending thread sends: those of the client's keys whose
+/// index among them, `key / clients`, is `index` modulo `count`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SenderShare {
+    /// This thread's part, `0..count`.
+    pub index: usize,
+    /// The threads that send one client's requests.
+    pub count: usize,
+}
+
+impl SenderShare {
+    /// Whether this thread sends the requests of `key` (a key of the thread's client).
+    pub fn sends(&self, key: usize, clients: usize) -> bool {
+        (key / clients) % self.count == self.index
+    }
+}
+
 /// Shared state between the clients and the monitor.
 pub struct Shared {
     /// Set to stop the clients.
@@ -233,10 +254,11 @@ pub struct Shared {
     pub interval: Duration,
 }
 
-/// Runs client `client` until its stream ends or `shared.stop` is set.
+/// Sends `share` of client `client`'s requests until its stream ends or `shared.stop` is set.
 pub fn run_client(
     config: &WorkloadConfig,
     client: usize,
+    share: SenderShare,
     hot: &[usize],
     urls: Vec<String>,
     shared: Arc<Shared>,
@@ -257,7 +279,10 @@ pub fn run_client(
         }
     };
     let mut versions: std::collections::HashMap<usize, u64> = Default::default();
-    for (due, request) in config.stream(client, hot) {
+    let mine = config
+        .stream(client, hot)
+        .filter(|(_, request)| share.sends(request.key, config.clients));
+    for (due, request) in mine {
         if shared.stop.load(Ordering::Relaxed) {
             break;
         }
@@ -374,6 +399,41 @@ mod tests {
         assert_ne!(a, c);
         // Client 1 owns keys 1, 4, 7, ... only.
         assert!(a.iter().all(|(_, r)| r.key % 3 == 1));
+    }
+
+    #[test]
+    fn the_senders_of_a_client_split_its_requests_by_key() {
+        let config = config();
+        let hot = config.hot_keys_in((0, 5000));
+        let count = 4;
+        for client in 0..config.clients {
+            let stream: Vec<_> = config.stream(client, &hot).collect();
+            let shares: Vec<SenderShare> = (0..count)
+                .map(|index| SenderShare { index, count })
+                .collect();
+            let mut sent: Vec<&(f64, Request)> = Vec::new();
+            for share in &shares {
+                let part: Vec<_> = stream
+                    .iter()
+                    .filter(|(_, r)| share.sends(r.key, config.clients))
+                    .collect();
+                assert!(
+                    !part.is_empty(),
+                    "client {client}, sender {}: no request",
+                    share.index
+                );
+                sent.extend(part);
+            }
+            // Every request is sent by exactly one thread, and a key's requests by one only.
+            assert_eq!(sent.len(), stream.len());
+            for (_, request) in &stream {
+                let senders = shares
+                    .iter()
+                    .filter(|share| share.sends(request.key, config.clients))
+                    .count();
+                assert_eq!(senders, 1, "key {}", request.key);
+            }
+        }
     }
 
     #[test]

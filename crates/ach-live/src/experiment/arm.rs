@@ -23,7 +23,7 @@ use crate::calibrate::{ServiceRate, demand_per_step};
 use crate::cgroup::CpuLimiter;
 use crate::error::ExperimentError;
 use crate::truth::{GroundTruth, NO_OWNER, Schedule, ground_truth, settle_step};
-use crate::workload::{self, ClientReport, Shared, WorkloadConfig};
+use crate::workload::{self, ClientReport, SenderShare, Shared, WorkloadConfig};
 
 /// What every arm of a run shares: the server, the CPU limiter and the measured service
 /// rates.
@@ -313,13 +313,17 @@ fn start_workload(
         },
         Arc::clone(&rebalance_stop),
     )?;
+    let count = config.senders_per_client;
     let clients = (0..config.clients)
-        .map(|client| {
+        .flat_map(|client| (0..count).map(move |index| (client, SenderShare { index, count })))
+        .map(|(client, share)| {
             let workload = workload.clone();
             let hot = hot.clone();
             let urls = loaded.live.cluster.urls();
             let shared = Arc::clone(&shared);
-            std::thread::spawn(move || workload::run_client(&workload, client, &hot, urls, shared))
+            std::thread::spawn(move || {
+                workload::run_client(&workload, client, share, &hot, urls, shared)
+            })
         })
         .collect();
     Ok(Running {
