@@ -8,8 +8,8 @@ use ach_report::report::Figure;
 use ach_sim::algorithms::names;
 use ach_sim::config::NodeClass;
 
-use crate::experiment::LiveResults;
 use crate::experiment::REDIS_CLI;
+use crate::experiment::{LiveResults, NodeInfo};
 use crate::output::tables_markdown;
 use crate::summary::{ArmSummary, Comparison, order_text, same_order};
 
@@ -255,7 +255,9 @@ fn simulator_agreement(text: &mut String, arms: &[ArmSummary]) {
     );
 }
 
-/// The CPU throttling counters of every node's cgroup, per arm and repeat.
+/// The CPU throttling counters of every node's cgroup, per arm and repeat. Every arm and repeat
+/// has its own cluster, so a column is a class, not an address: a run's masters are put in
+/// class order (strong first, by address within a class) and each cell names its master's port.
 fn throttling(text: &mut String, results: &LiveResults) {
     if results
         .runs
@@ -267,16 +269,17 @@ fn throttling(text: &mut String, results: &LiveResults) {
     let _ = writeln!(
         text,
         "## CPU throttling\n\nShare of the {} µs periods in which each master's quota ran out \
-         (and the time throttled), per arm and repeat; masters in address order.\n",
+         (and the time throttled), per arm and repeat; each run's masters in class order, its \
+         port beside.\n",
         crate::cgroup::PERIOD_US
     );
     let header: Vec<String> = results
         .runs
         .first()
         .map(|r| {
-            r.nodes
+            in_class_order(&r.nodes)
                 .iter()
-                .map(|n| format!("{} ({:?})", n.address, n.class).to_lowercase())
+                .map(|n| format!("{:?}", n.class).to_lowercase())
                 .collect()
         })
         .unwrap_or_default();
@@ -287,13 +290,13 @@ fn throttling(text: &mut String, results: &LiveResults) {
         " ---: |".repeat(header.len())
     );
     for run in &results.runs {
-        let cells: Vec<String> = run
-            .nodes
+        let cells: Vec<String> = in_class_order(&run.nodes)
             .iter()
             .map(|n| {
-                n.throttling.map_or("—".into(), |t| {
+                let port = n.address.rsplit(':').next().unwrap_or(&n.address);
+                n.throttling.map_or(format!("— ({port})"), |t| {
                     format!(
-                        "{:.0} % ({:.1} s)",
+                        "{:.0} % ({:.1} s, {port})",
                         t.share() * 100.0,
                         t.throttled_ms / 1000.0
                     )
@@ -308,7 +311,18 @@ fn throttling(text: &mut String, results: &LiveResults) {
             cells.join(" | ")
         );
     }
-    let _ = writeln!(text);
+}
+
+/// A run's masters, strong first, then medium, then weak; by address within a class.
+fn in_class_order(nodes: &[NodeInfo]) -> Vec<&NodeInfo> {
+    let rank = |class: NodeClass| match class {
+        NodeClass::Strong => 0,
+        NodeClass::Medium => 1,
+        NodeClass::Weak => 2,
+    };
+    let mut ordered: Vec<&NodeInfo> = nodes.iter().collect();
+    ordered.sort_by(|a, b| (rank(a.class), &a.address).cmp(&(rank(b.class), &b.address)));
+    ordered
 }
 
 /// Every class's idle cpu use, measured before each arm's workload and taken off the
@@ -396,5 +410,43 @@ fn notes(text: &mut String, results: &LiveResults) {
             "## Rebalancer and client notes\n\n{}\n",
             notes.join("\n")
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(address: &str, class: NodeClass) -> NodeInfo {
+        NodeInfo {
+            address: address.to_string(),
+            class,
+            quota_us: None,
+            throttling: None,
+            idle_cpu_cores: None,
+            p50_ms: None,
+            p99_ms: None,
+        }
+    }
+
+    #[test]
+    fn the_throttling_columns_are_classes_whatever_the_ports() {
+        // Two runs' clusters: the same classes on other ports, in another address order.
+        let first = [
+            node("127.0.0.1:4001", NodeClass::Weak),
+            node("127.0.0.1:4002", NodeClass::Strong),
+            node("127.0.0.1:4003", NodeClass::Medium),
+        ];
+        let second = [
+            node("127.0.0.1:5001", NodeClass::Medium),
+            node("127.0.0.1:5002", NodeClass::Weak),
+            node("127.0.0.1:5003", NodeClass::Strong),
+        ];
+        let classes = |nodes: &[NodeInfo]| -> Vec<NodeClass> {
+            in_class_order(nodes).iter().map(|n| n.class).collect()
+        };
+        let expected = [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak];
+        assert_eq!(classes(&first), expected);
+        assert_eq!(classes(&second), expected);
     }
 }

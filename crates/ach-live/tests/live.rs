@@ -30,6 +30,7 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         repeats: 2,
         out: out.path().to_path_buf(),
         clients: 2,
+        senders_per_client: 2,
         rate: 400.0,
         cpu_per_strong_node: 0.3,
         interval_ms: 500,
