@@ -291,14 +291,27 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         );
     }
     if !resimulation.reading_parts.is_empty() {
-        println!("the observer's readings against the truth (means per arm and class):");
         println!(
-            "{:<14} {:<7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9}",
-            "algorithm", "class", "samples", "true", "cpu", "memory", "latency", "composite"
+            "the observer's readings against the truth (means per arm and class), and the \
+             clients' p99 of a master's step (its median and 90th percentile over the steps):"
         );
+        println!(
+            "{:<14} {:<7} {:>7} {:>8} {:>8} {:>8} {:>8} {:>9} {:>14} {:>14}",
+            "algorithm",
+            "class",
+            "samples",
+            "true",
+            "cpu",
+            "memory",
+            "latency",
+            "composite",
+            "step p99 p50",
+            "step p99 p90"
+        );
+        let ms = |value: Option<f64>| value.map_or("—".to_string(), |v| format!("{v:.1} ms"));
         for part in &resimulation.reading_parts {
             println!(
-                "{:<14} {:<7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3}",
+                "{:<14} {:<7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>14} {:>14}",
                 part.algorithm,
                 format!("{:?}", part.class).to_lowercase(),
                 part.samples,
@@ -306,7 +319,9 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
                 part.cpu,
                 part.memory,
                 part.latency,
-                part.composite
+                part.composite,
+                ms(part.step_p99_ms_median),
+                ms(part.step_p99_ms_p90)
             );
         }
     }

@@ -126,6 +126,8 @@ pub struct ObservedStep {
     /// Every master's `[cpu, memory, latency]` as the load tracker took them (`None`: not
     /// read).
     pub parts: Vec<[Option<f64>; 3]>,
+    /// Every master's client p99 in the step, in milliseconds (`None`: no request answered).
+    pub p99_ms: Vec<Option<f64>>,
 }
 
 /// One run's observed steps, for [`parts_by_class`].
@@ -143,7 +145,7 @@ pub struct PartsRun<'a> {
 
 /// The mean parts of the observer's readings of one class's masters under one arm, beside
 /// their mean true load: which part of the composite carries an offset the truth does not
-/// have.
+/// have; and the clients' p99 of those masters' steps: where a tail comes from.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ClassParts {
     /// The arm.
@@ -162,6 +164,13 @@ pub struct ClassParts {
     pub latency: f64,
     /// Mean composite.
     pub composite: f64,
+    /// The median, over the class's master-steps after the warm-up, of the clients' p99 in
+    /// the step, in milliseconds (`None`: no step with a request answered).
+    #[serde(default)]
+    pub step_p99_ms_median: Option<f64>,
+    /// The 90th percentile of the same.
+    #[serde(default)]
+    pub step_p99_ms_p90: Option<f64>,
 }
 
 /// Every (arm, class) of `runs`' means, arms in the order they first come, classes strong,
@@ -178,10 +187,12 @@ pub fn parts_by_class(runs: &[PartsRun<'_>]) -> Vec<ClassParts> {
         for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
             let mut sums = [0.0; 5];
             let mut samples = 0;
+            let mut step_p99s = Vec::new();
             for run in runs.iter().filter(|r| r.algorithm == algorithm) {
                 let steps = run.steps.iter().zip(run.true_loads);
                 for (step, truth) in steps.filter(|(s, _)| !s.warmup) {
                     for (i, _) in run.nodes.iter().enumerate().filter(|(_, n)| n.1 == class) {
+                        step_p99s.extend(step.p99_ms.get(i).copied().flatten());
                         let (
                             Some(truth),
                             Some(composite),
@@ -202,6 +213,7 @@ pub fn parts_by_class(runs: &[PartsRun<'_>]) -> Vec<ClassParts> {
             }
             if samples > 0 {
                 let mean = |k: usize| sums[k] / samples as f64;
+                step_p99s.sort_by(f64::total_cmp);
                 means.push(ClassParts {
                     algorithm: algorithm.to_string(),
                     class,
@@ -211,11 +223,19 @@ pub fn parts_by_class(runs: &[PartsRun<'_>]) -> Vec<ClassParts> {
                     memory: mean(2),
                     latency: mean(3),
                     composite: mean(4),
+                    step_p99_ms_median: nearest_rank(&step_p99s, 0.5),
+                    step_p99_ms_p90: nearest_rank(&step_p99s, 0.9),
                 });
             }
         }
     }
     means
+}
+
+/// The `q`-quantile of `sorted` by the nearest rank (`None` when empty).
+fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
 }
 
 #[cfg(test)]
@@ -273,21 +293,23 @@ mod tests {
 
     #[test]
     fn the_parts_are_averaged_per_arm_and_class_over_the_steps_read() {
-        let step = |warmup: bool, cpu: Option<f64>| ObservedStep {
+        let step = |warmup: bool, cpu: Option<f64>, weak_p99: Option<f64>| ObservedStep {
             warmup,
             composite: vec![0.3, 0.6],
             parts: vec![
                 [cpu, Some(0.0), Some(0.1)],
                 [Some(0.7), Some(0.0), Some(0.0)],
             ],
+            p99_ms: vec![weak_p99, Some(2.0)],
         };
         // The warm-up step and the step whose weak cpu was not read are left out for the weak
         // master; the strong one is read at both measured steps.
+        // The weak master's step p99s after the warm-up: 40, 10 and none.
         let steps = [
-            step(true, Some(9.0)),
-            step(false, Some(0.4)),
-            step(false, None),
-            step(false, Some(0.6)),
+            step(true, Some(9.0), Some(99.0)),
+            step(false, Some(0.4), Some(40.0)),
+            step(false, None, Some(10.0)),
+            step(false, Some(0.6), None),
         ];
         let nodes = [
             ("w".to_string(), NodeClass::Weak),
@@ -320,6 +342,12 @@ mod tests {
         assert_eq!((weak.class, weak.samples), (NodeClass::Weak, 2));
         assert!((weak.cpu - 0.5).abs() < 1e-12 && (weak.latency - 0.1).abs() < 1e-12);
         assert!((weak.true_load - 0.2).abs() < 1e-12 && (weak.composite - 0.3).abs() < 1e-12);
+        // Every step with a p99 counts, read or not: the median of [10, 40] by nearest rank.
+        assert_eq!(
+            (weak.step_p99_ms_median, weak.step_p99_ms_p90),
+            (Some(10.0), Some(40.0))
+        );
+        assert_eq!(parts[0].step_p99_ms_median, Some(2.0));
         assert_eq!(parts[2].algorithm, "a0");
     }
 

@@ -317,10 +317,17 @@ fn observed_step(step: &serde_json::Value) -> ObservedStep {
         .flatten()
         .map(|master| [0, 1, 2].map(|k| master[k].as_f64()))
         .collect();
+    let p99_ms = step["p99_ms"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(serde_json::Value::as_f64)
+        .collect();
     ObservedStep {
         warmup: step["warmup"].as_bool().unwrap_or(false),
         composite: numbers(&step["telemetry_loads"]),
         parts,
+        p99_ms,
     }
 }
 

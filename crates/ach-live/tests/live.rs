@@ -229,12 +229,17 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         "the folder gives the calibration the run used"
     );
     assert_eq!(resimulation.arms.len(), 5);
-    // The observer's readings of every arm are set beside the truth, per class.
+    // The observer's readings of every arm are set beside the truth, per class, with the
+    // clients' step p99s read back from the per-step files.
     for arm in &resimulation.arms {
         let classes = resimulation
             .reading_parts
             .iter()
             .filter(|p| p.algorithm == arm.algorithm && p.samples > 0 && p.cpu.is_finite())
+            .filter(|p| {
+                matches!((p.step_p99_ms_median, p.step_p99_ms_p90),
+                    (Some(median), Some(p90)) if median > 0.0 && median <= p90)
+            })
             .count();
         assert_eq!(
             classes, 3,
