@@ -1,8 +1,8 @@
 //! The service rate of every capacity class, measured before the arms: a one-node cluster of
 //! that class (the same server, quota and settings as in the arms) is loaded with keys and
-//! driven at saturation by as many threads as send the experiment's clients' requests (GET and SET of the workload's
-//! values, the workload's write share, no pause between requests) for a few seconds; the
-//! requests it answers per second is its service rate.
+//! driven at saturation by as many threads as send the experiment's clients' requests (GET and
+//! SET of the workload's values, the workload's write share, no pause between requests) for a
+//! few seconds; the requests it answers per second is its service rate.
 //!
 //! The simulator's unit of load is demand, `requests + 0.5 writes`, so the rate is also given
 //! in demand per second: `requests_per_s * (1 + 0.5 * write_fraction)`. A node answering this

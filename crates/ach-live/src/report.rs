@@ -311,6 +311,7 @@ fn throttling(text: &mut String, results: &LiveResults) {
             cells.join(" | ")
         );
     }
+    let _ = writeln!(text);
 }
 
 /// A run's masters, strong first, then medium, then weak; by address within a class.
