@@ -632,9 +632,26 @@ fn schedule_warnings(config: &LiveConfig, runs: &[ArmRun]) -> Vec<String> {
                 r.outcome
                     .requests_offered
                     .saturating_sub(r.outcome.requests_answered + r.outcome.client_errors)
-            )
+            ) + &most_throttled(&r.nodes).unwrap_or_default()
         })
         .collect()
+}
+
+/// The master whose CPU quota ran out in the most periods, as a clause for a warning that the
+/// clients fell behind: a thread waiting on an overloaded master falls behind with it.
+fn most_throttled(nodes: &[NodeInfo]) -> Option<String> {
+    nodes
+        .iter()
+        .filter_map(|node| node.throttling.map(|t| (t.share(), node)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(share, node)| {
+            format!(
+                "; the most throttled master, {} ({}), ran out of quota in {:.0} % of the periods",
+                node.address,
+                format!("{:?}", node.class).to_lowercase(),
+                100.0 * share
+            )
+        })
 }
 
 /// Gives every run of one repeat A0's client p99 over the steps in which the run moved keys,
@@ -803,5 +820,39 @@ mod tests {
             ..LiveConfig::default()
         };
         assert!(whole_readings.validate().is_ok());
+    }
+
+    #[test]
+    fn a_late_warning_names_the_most_throttled_master() {
+        let node = |address: &str, class: NodeClass, throttled_periods: u64| NodeInfo {
+            address: address.to_string(),
+            class,
+            quota_us: Some(1000),
+            throttling: Some(crate::cgroup::Throttling {
+                periods: 100,
+                throttled_periods,
+                throttled_ms: 0.0,
+            }),
+            idle_cpu_cores: None,
+            p50_ms: None,
+            p99_ms: None,
+        };
+        let nodes = [
+            node("127.0.0.1:1", NodeClass::Strong, 3),
+            node("127.0.0.1:2", NodeClass::Weak, 57),
+            node("127.0.0.1:3", NodeClass::Medium, 12),
+        ];
+        assert_eq!(
+            most_throttled(&nodes).as_deref(),
+            Some(
+                "; the most throttled master, 127.0.0.1:2 (weak), ran out of quota in 57 % of \
+                 the periods"
+            )
+        );
+        let unread = NodeInfo {
+            throttling: None,
+            ..nodes[0].clone()
+        };
+        assert_eq!(most_throttled(&[unread]), None);
     }
 }
