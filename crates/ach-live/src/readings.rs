@@ -232,8 +232,9 @@ pub fn parts_by_class(runs: &[PartsRun<'_>]) -> Vec<ClassParts> {
     means
 }
 
-/// The `q`-quantile of `sorted` by the nearest rank (`None` when empty).
-fn nearest_rank(sorted: &[f64], q: f64) -> Option<f64> {
+/// The `q`-quantile of `sorted` by the nearest rank (`None` when empty): the one rule of the
+/// live experiment's percentiles.
+pub(crate) fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     let rank = (q * sorted.len() as f64).ceil() as usize;
     sorted.get(rank.clamp(1, sorted.len().max(1)) - 1).copied()
 }

@@ -8,11 +8,7 @@ use crate::workload::WorkloadConfig;
 
 /// The `q` quantile (nearest rank) of sorted microseconds, in milliseconds.
 pub(super) fn percentile(sorted: &[f32], q: f64) -> Option<f64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    Some(f64::from(sorted[rank - 1]) / 1000.0)
+    crate::readings::nearest_rank(sorted, q).map(|micros| f64::from(micros) / 1000.0)
 }
 
 /// A phase of the workload: its name and steps `[from, to)`.
