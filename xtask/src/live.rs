@@ -313,7 +313,7 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             println!(
                 "{:<14} {:<7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>14} {:>14}",
                 part.algorithm,
-                format!("{:?}", part.class).to_lowercase(),
+                part.class.name(),
                 part.samples,
                 part.true_load,
                 part.cpu,

@@ -64,7 +64,7 @@ pub fn measure(
         let _ = writeln!(
             progress,
             "service rate of a {} node{}: {:.0} requests/s ({:.0} demand/s) over {:.1} s",
-            format!("{class:?}").to_lowercase(),
+            class.name(),
             rate.cpus
                 .map_or(String::new(), |c| format!(" ({c:.3} CPU)")),
             rate.requests_per_s,

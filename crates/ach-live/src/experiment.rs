@@ -648,7 +648,7 @@ fn most_throttled(nodes: &[NodeInfo]) -> Option<String> {
             format!(
                 "; the most throttled master, {} ({}), ran out of quota in {:.0} % of the periods",
                 node.address,
-                format!("{:?}", node.class).to_lowercase(),
+                node.class.name(),
                 100.0 * share
             )
         })

@@ -73,7 +73,7 @@ fn setup(text: &mut String, results: &LiveResults) {
         config
             .classes()
             .iter()
-            .map(|c| format!("{c:?}").to_lowercase())
+            .map(|c| c.name())
             .collect::<Vec<_>>()
             .join(", "),
         config.keys,
@@ -127,7 +127,7 @@ fn setup(text: &mut String, results: &LiveResults) {
         let _ = writeln!(
             text,
             "| {} | {} | {:.0} | {:.0} | {} |",
-            format!("{:?}", rate.class).to_lowercase(),
+            rate.class.name(),
             rate.cpus.map_or("—".into(), |c| format!("{c:.3}")),
             rate.requests_per_s,
             rate.demand_per_s,
@@ -273,13 +273,13 @@ fn throttling(text: &mut String, results: &LiveResults) {
          port beside.\n",
         crate::cgroup::PERIOD_US
     );
-    let header: Vec<String> = results
+    let header: Vec<&str> = results
         .runs
         .first()
         .map(|r| {
             in_class_order(&r.nodes)
                 .iter()
-                .map(|n| format!("{:?}", n.class).to_lowercase())
+                .map(|n| n.class.name())
                 .collect()
         })
         .unwrap_or_default();
@@ -345,7 +345,7 @@ fn idle_cpu(text: &mut String, results: &LiveResults) {
         let quota = class.capacity() * results.config.cpu_per_strong_node;
         rows.push(format!(
             "| {} | {:.1} | {:.1} % | {} |",
-            format!("{class:?}").to_lowercase(),
+            class.name(),
             mean * 1000.0,
             mean / quota * 100.0,
             cores.len()

@@ -62,6 +62,15 @@ impl NodeClass {
             NodeClass::Weak => 0.25,
         }
     }
+
+    /// Its name as configurations and outputs spell it (`strong`, `medium`, `weak`).
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeClass::Strong => "strong",
+            NodeClass::Medium => "medium",
+            NodeClass::Weak => "weak",
+        }
+    }
 }
 
 /// The request rate `Lambda(t)` over time.
@@ -560,6 +569,14 @@ impl SeriesConfig {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_class_name_is_its_serialised_name() {
+        for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
+            let serialised = serde_json::to_string(&class).unwrap();
+            assert_eq!(serialised, format!("\"{}\"", class.name()));
+        }
+    }
+
     use super::*;
 
     #[test]
