@@ -314,15 +314,16 @@ fn throttling(text: &mut String, results: &LiveResults) {
     let _ = writeln!(text);
 }
 
-/// A run's masters, strong first, then medium, then weak; by address within a class.
+/// A run's masters, strong first, then medium, then weak (by capacity); by address within a
+/// class.
 fn in_class_order(nodes: &[NodeInfo]) -> Vec<&NodeInfo> {
-    let rank = |class: NodeClass| match class {
-        NodeClass::Strong => 0,
-        NodeClass::Medium => 1,
-        NodeClass::Weak => 2,
-    };
     let mut ordered: Vec<&NodeInfo> = nodes.iter().collect();
-    ordered.sort_by(|a, b| (rank(a.class), &a.address).cmp(&(rank(b.class), &b.address)));
+    ordered.sort_by(|a, b| {
+        b.class
+            .capacity()
+            .total_cmp(&a.class.capacity())
+            .then_with(|| a.address.cmp(&b.address))
+    });
     ordered
 }
 
