@@ -285,9 +285,18 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
     let calibration = &resimulation.calibration;
     println!("measured: {}", calibration.pace.describe());
     for line in &calibration.class_readings {
+        let bend = line.knee.map_or(String::new(), |knee| {
+            format!(
+                " up to {:.3}, then {:.3} per unit more",
+                knee.load, knee.scale
+            )
+        });
         println!(
-            "reading of a {:?} node: {:.3} + {:.3} x true load ({} samples)",
-            line.class, line.offset, line.scale, line.samples
+            "reading of a {} node: {:.3} + {:.3} x true load{bend} ({} samples)",
+            line.class.name(),
+            line.offset,
+            line.scale,
+            line.samples
         );
     }
     if !resimulation.reading_parts.is_empty() {

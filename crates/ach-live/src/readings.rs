@@ -1,14 +1,17 @@
 //! What the rebalance loop read of each node class's load, against the ground truth: a
 //! least-squares line `reading = offset + scale * true load` per class, pooled over every
 //! control step of every loop arm, for the calibrated simulator's readings
-//! ([`ach_sim::reading`]).
+//! ([`ach_sim::reading`]). Where a line bent at a knee fits the readings better (a node's
+//! CPU reading saturates as its quota runs out), the class's reading is that bent line: the
+//! knee is chosen among the true loads' percentiles 5 to 95 by the Bayesian information
+//! criterion, which charges the bend its two more parameters.
 //!
 //! A control step's reading covers the time since the one before; it is paired with the true
 //! load of the step it ended in (`round((t_k - t_0) / interval)` steps after the loop's first
 //! step, which reads step 0), after the warm-up.
 
 use ach_sim::config::NodeClass;
-use ach_sim::reading::Reading;
+use ach_sim::reading::{Knee, Reading};
 
 /// One loop run's figures for the fit.
 #[derive(Clone, Copy, Debug)]
@@ -30,13 +33,19 @@ pub struct ClassReading {
     pub samples: usize,
     /// The reading of an idle node of the class.
     pub offset: f64,
-    /// The reading's growth per unit of true load.
+    /// The reading's growth per unit of true load (up to the knee, if there is one).
     pub scale: f64,
+    /// Where the reading bends (`None`: a line; absent in calibrations saved before knees).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<Knee>,
 }
 
 /// The smallest scale a fit is given: a reading that does not grow with the load (or falls)
 /// is taken as flat, not as inverted.
 pub const MIN_SCALE: f64 = 1e-3;
+
+/// The fewest readings on either side of a knee.
+pub const MIN_KNEE_SIDE: usize = 30;
 
 /// The line of every class with readings, for steps of `interval_s` seconds and a warm-up of
 /// `warmup` steps.
@@ -55,20 +64,139 @@ pub fn measure(runs: &[LoopReadings<'_>], interval_s: f64, warmup: usize) -> Vec
             .filter(|s| s.0 == class)
             .map(|s| (s.1, s.2))
             .collect();
-        if let Some((_, scale)) = crate::pace::least_squares(&points) {
-            let scale = scale.max(MIN_SCALE);
-            let mean =
-                |f: fn(&(f64, f64)) -> f64| points.iter().map(f).sum::<f64>() / points.len() as f64;
-            lines.push(ClassReading {
-                class,
-                samples: points.len(),
-                // Through the means, whatever the scale became.
-                offset: mean(|p| p.1) - scale * mean(|p| p.0),
-                scale,
-            });
+        if let Some(line) = fit_class(class, &points) {
+            lines.push(line);
         }
     }
     lines
+}
+
+/// The reading of one class from its (true load, reading) points: the least-squares line, or
+/// the bent line whose knee fits best when the information criterion prefers it.
+fn fit_class(class: NodeClass, points: &[(f64, f64)]) -> Option<ClassReading> {
+    let (_, scale) = crate::pace::least_squares(points)?;
+    let scale = scale.max(MIN_SCALE);
+    let n = points.len() as f64;
+    let mean = |f: fn(&(f64, f64)) -> f64| points.iter().map(f).sum::<f64>() / n;
+    // Through the means, whatever the scale became.
+    let offset = mean(|p| p.1) - scale * mean(|p| p.0);
+    let line = ClassReading {
+        class,
+        samples: points.len(),
+        offset,
+        scale,
+        knee: None,
+    };
+    let line_sse = squared_error(points, |x| offset + scale * x);
+    let Some(bent) = best_knee(points) else {
+        return Some(line);
+    };
+    // BIC = n ln(SSE / n) + parameters * ln n: the line has 2, the bent line 4 (its knee and
+    // the second slope besides).
+    let bic = |sse: f64, parameters: f64| n * (sse / n).ln() + parameters * n.ln();
+    if line_sse > 0.0 && bic(bent.sse, 4.0) < bic(line_sse, 2.0) {
+        Some(ClassReading {
+            offset: bent.offset,
+            scale: bent.scale,
+            knee: Some(bent.knee),
+            ..line
+        })
+    } else {
+        Some(line)
+    }
+}
+
+/// A bent line fitted to some points, and its sum of squared errors.
+struct BentFit {
+    offset: f64,
+    scale: f64,
+    knee: Knee,
+    sse: f64,
+}
+
+/// The best bent line with its knee at one of the true loads' percentiles 5 to 95, at least
+/// [`MIN_KNEE_SIDE`] points on either side, rising on both sides (`None`: no such knee).
+fn best_knee(points: &[(f64, f64)]) -> Option<BentFit> {
+    let mut xs: Vec<f64> = points.iter().map(|p| p.0).collect();
+    xs.sort_by(f64::total_cmp);
+    let mut best: Option<BentFit> = None;
+    let mut tried = f64::NAN;
+    for percentile in 5..=95 {
+        let Some(knee) = nearest_rank(&xs, f64::from(percentile) / 100.0) else {
+            continue;
+        };
+        if knee == tried || knee <= 0.0 {
+            continue;
+        }
+        tried = knee;
+        let below = xs.partition_point(|&x| x <= knee);
+        if below < MIN_KNEE_SIDE || xs.len() - below < MIN_KNEE_SIDE {
+            continue;
+        }
+        let Some([offset, scale, above]) = bent_least_squares(points, knee) else {
+            continue;
+        };
+        if scale < MIN_SCALE || above < 0.0 {
+            continue;
+        }
+        let sse = squared_error(points, |x| {
+            offset + scale * x.min(knee) + above * (x - knee).max(0.0)
+        });
+        if best.as_ref().is_none_or(|b| sse < b.sse) {
+            best = Some(BentFit {
+                offset,
+                scale,
+                knee: Knee {
+                    load: knee,
+                    scale: above,
+                },
+                sse,
+            });
+        }
+    }
+    best
+}
+
+/// The least-squares `[a, b, c]` of `y = a + b min(x, knee) + c max(x - knee, 0)` (`None`
+/// when the points do not determine them).
+fn bent_least_squares(points: &[(f64, f64)], knee: f64) -> Option<[f64; 3]> {
+    // The normal equations, solved by Gaussian elimination with partial pivoting.
+    let mut m = [[0.0f64; 4]; 3];
+    for &(x, y) in points {
+        let row = [1.0, x.min(knee), (x - knee).max(0.0)];
+        for i in 0..3 {
+            for j in 0..3 {
+                m[i][j] += row[i] * row[j];
+            }
+            m[i][3] += row[i] * y;
+        }
+    }
+    for column in 0..3 {
+        let pivot =
+            (column..3).max_by(|&a, &b| m[a][column].abs().total_cmp(&m[b][column].abs()))?;
+        m.swap(column, pivot);
+        if m[column][column].abs() < 1e-12 {
+            return None;
+        }
+        let pivot_row = m[column];
+        for row in &mut m[column + 1..] {
+            let factor = row[column] / pivot_row[column];
+            for (value, pivot_value) in row.iter_mut().zip(pivot_row).skip(column) {
+                *value -= factor * pivot_value;
+            }
+        }
+    }
+    let mut solution = [0.0; 3];
+    for i in (0..3).rev() {
+        let rest: f64 = (i + 1..3).map(|j| m[i][j] * solution[j]).sum();
+        solution[i] = (m[i][3] - rest) / m[i][i];
+    }
+    solution.iter().all(|v| v.is_finite()).then_some(solution)
+}
+
+/// The sum of the squared differences between the points' readings and `f` of their loads.
+fn squared_error(points: &[(f64, f64)], f: impl Fn(f64) -> f64) -> f64 {
+    points.iter().map(|&(x, y)| (y - f(x)).powi(2)).sum()
 }
 
 /// The simulator's readings of a cluster of `classes` (node `i` of class `classes[i]`).
@@ -81,6 +209,7 @@ pub fn readings(lines: &[ClassReading], classes: &[NodeClass]) -> Vec<Reading> {
                 .collect(),
             offset: line.offset,
             scale: line.scale,
+            knee: line.knee,
         })
         .filter(|reading| !reading.nodes.is_empty())
         .collect()
@@ -371,5 +500,67 @@ mod tests {
         let line = measure(&[run], 1.0, 0)[0];
         assert_eq!(line.scale, MIN_SCALE);
         assert!((line.offset - (0.4 - MIN_SCALE * 0.2)).abs() < 1e-12);
+    }
+
+    /// A run of one weak master whose reading is `reading(x)` at the true loads `xs`.
+    fn fit_one(xs: &[f64], reading: impl Fn(f64) -> f64) -> ClassReading {
+        let truth: Vec<Vec<f64>> = xs.iter().map(|&x| vec![x]).collect();
+        let log: Vec<String> = xs
+            .iter()
+            .enumerate()
+            .map(|(t, &x)| step(1000 * t as u64, &[("w", reading(x))]))
+            .collect();
+        let steps = crate::cadence::step_events(&log.join("\n"));
+        let nodes = [("w".to_string(), NodeClass::Weak)];
+        let run = LoopReadings {
+            steps: &steps,
+            nodes: &nodes,
+            true_loads: &truth,
+        };
+        measure(&[run], 1.0, 0)[0]
+    }
+
+    /// 200 true loads spread over [0, 0.8), not in order.
+    fn spread_loads() -> Vec<f64> {
+        (0..200)
+            .map(|i| f64::from((i * 37) % 200) * 0.004)
+            .collect()
+    }
+
+    #[test]
+    fn a_reading_that_saturates_is_fitted_with_its_knee() {
+        // Rises by 1 per unit of load up to 0.4, then by 0.2; a small deterministic wobble
+        // stands in for the noise.
+        let wobble = |x: f64| 0.01 * (x * 97.0).sin();
+        let line = fit_one(&spread_loads(), |x| {
+            0.25 + x.min(0.4) + 0.2 * (x - 0.4).max(0.0) + wobble(x)
+        });
+        let knee = line.knee.expect("the bend is found");
+        assert!((knee.load - 0.4).abs() <= 0.02, "knee at {}", knee.load);
+        assert!((knee.scale - 0.2).abs() < 0.05, "{}", knee.scale);
+        assert!((line.scale - 1.0).abs() < 0.05 && (line.offset - 0.25).abs() < 0.02);
+        // The simulator reads the same bent line.
+        let reading = &readings(&[line], &[NodeClass::Weak])[0];
+        assert_eq!(reading.knee, line.knee);
+    }
+
+    #[test]
+    fn a_straight_reading_stays_a_line() {
+        let wobble = |x: f64| 0.01 * (x * 97.0).sin();
+        let line = fit_one(&spread_loads(), |x| 0.3 + 0.6 * x + wobble(x));
+        assert_eq!(line.knee, None, "the bend does not pay for its parameters");
+        assert!((line.scale - 0.6).abs() < 0.02);
+        // Too few readings on a side of any knee: a line, however bent the readings.
+        let few: Vec<f64> = spread_loads().into_iter().take(50).collect();
+        assert_eq!(fit_one(&few, |x| 0.2 + x.min(0.4)).knee, None);
+    }
+
+    #[test]
+    fn a_calibration_saved_before_knees_reads_back_as_lines() {
+        let saved = r#"{"class": "weak", "samples": 9, "offset": 0.38, "scale": 0.46}"#;
+        let line: ClassReading = serde_json::from_str(saved).unwrap();
+        assert_eq!(line.knee, None);
+        let written = serde_json::to_value(line).unwrap();
+        assert!(written.get("knee").is_none());
     }
 }

@@ -4,13 +4,15 @@
 //! A live node's reading is not that load: its CPU also serves the cluster bus, the timers and
 //! the observers, which a small CPU quota shows as a floor under the reading, and the reading
 //! grows with the load at its own rate. A series' `[[readings]]` entries give the nodes they
-//! name an affine reading, `offset + scale * load`: the algorithms observe it (their plans
-//! and the observed `D`), while the true loads (`D_true`, recorded whenever readings are set)
-//! stay the model's. Without entries a series is exactly the paper's.
+//! name an affine reading, `offset + scale * load`, or one that bends at a knee (a reading
+//! that saturates as the node's CPU quota runs out grows more slowly above it): the
+//! algorithms observe it (their plans and the observed `D`), while the true loads (`D_true`,
+//! recorded whenever readings are set) stay the model's. Without entries a series is exactly
+//! the paper's.
 
 use serde::{Deserialize, Serialize};
 
-/// The reading of some nodes: `offset + scale * load`.
+/// The reading of some nodes: `offset + scale * load`, up to the knee's load if there is one.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Reading {
@@ -18,8 +20,49 @@ pub struct Reading {
     pub nodes: Vec<u32>,
     /// The reading of an idle node (finite).
     pub offset: f64,
-    /// The reading's growth per unit of load (finite, > 0).
+    /// The reading's growth per unit of load (finite, > 0), up to the knee.
     pub scale: f64,
+    /// Where the reading bends, if it does (`None`: a line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub knee: Option<Knee>,
+}
+
+/// The load above which a reading grows at another rate.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knee {
+    /// The load at the knee (finite, > 0).
+    pub load: f64,
+    /// The reading's growth per unit of load above it (finite, >= 0).
+    pub scale: f64,
+}
+
+/// One node's reading of its load, as [`per_node`] gives it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct NodeReading {
+    offset: f64,
+    scale: f64,
+    /// The knee's load and scale; an infinite load for a line.
+    knee: (f64, f64),
+}
+
+impl NodeReading {
+    /// A node no entry names reads its load.
+    pub(crate) const IDENTITY: NodeReading = NodeReading {
+        offset: 0.0,
+        scale: 1.0,
+        knee: (f64::INFINITY, 0.0),
+    };
+
+    /// What the node reads at `load`.
+    pub(crate) fn read(&self, load: f64) -> f64 {
+        let (knee, above) = self.knee;
+        if load <= knee {
+            self.offset + self.scale * load
+        } else {
+            self.offset + self.scale * knee + above * (load - knee)
+        }
+    }
 }
 
 impl Reading {
@@ -41,6 +84,22 @@ impl Reading {
         }
         if !(self.scale.is_finite() && self.scale > 0.0) {
             return Err((field("scale"), self.scale.to_string(), "must be > 0".into()));
+        }
+        if let Some(knee) = self.knee {
+            if !(knee.load.is_finite() && knee.load > 0.0) {
+                return Err((
+                    field("knee.load"),
+                    knee.load.to_string(),
+                    "must be finite and > 0".into(),
+                ));
+            }
+            if !(knee.scale.is_finite() && knee.scale >= 0.0) {
+                return Err((
+                    field("knee.scale"),
+                    knee.scale.to_string(),
+                    "must be finite and >= 0".into(),
+                ));
+            }
         }
         for (k, &node) in self.nodes.iter().enumerate() {
             let field = format!("readings[{index}].nodes[{k}]");
@@ -64,16 +123,23 @@ impl Reading {
     }
 }
 
-/// Every node's (offset, scale) under `readings`, for `nodes` nodes ((0, 1) for a node no
-/// entry names); `None` without entries.
-pub(crate) fn per_node(readings: &[Reading], nodes: usize) -> Option<Vec<(f64, f64)>> {
+/// Every node's reading under `readings`, for `nodes` nodes ([`NodeReading::IDENTITY`] for a
+/// node no entry names); `None` without entries.
+pub(crate) fn per_node(readings: &[Reading], nodes: usize) -> Option<Vec<NodeReading>> {
     if readings.is_empty() {
         return None;
     }
-    let mut maps = vec![(0.0, 1.0); nodes];
+    let mut maps = vec![NodeReading::IDENTITY; nodes];
     for reading in readings {
+        let knee = reading
+            .knee
+            .map_or((f64::INFINITY, 0.0), |knee| (knee.load, knee.scale));
         for &node in &reading.nodes {
-            maps[node as usize] = (reading.offset, reading.scale);
+            maps[node as usize] = NodeReading {
+                offset: reading.offset,
+                scale: reading.scale,
+                knee,
+            };
         }
     }
     Some(maps)
@@ -88,6 +154,7 @@ mod tests {
             nodes: nodes.to_vec(),
             offset: 0.3,
             scale: 0.8,
+            knee: None,
         }
     }
 
@@ -95,7 +162,31 @@ mod tests {
     fn nodes_no_entry_names_read_their_load() {
         assert_eq!(per_node(&[], 3), None);
         let maps = per_node(&[reading(&[2])], 3).unwrap();
-        assert_eq!(maps, [(0.0, 1.0), (0.0, 1.0), (0.3, 0.8)]);
+        assert_eq!(maps[0], NodeReading::IDENTITY);
+        assert_eq!(maps[1].read(0.7), 0.7);
+        assert_eq!(maps[2].read(0.5), 0.3 + 0.8 * 0.5);
+    }
+
+    #[test]
+    fn a_reading_bends_at_its_knee_and_is_continuous_there() {
+        let mut bent = reading(&[0]);
+        bent.knee = Some(Knee {
+            load: 0.4,
+            scale: 0.1,
+        });
+        let map = per_node(&[bent], 1).unwrap()[0];
+        assert_eq!(map.read(0.2), 0.3 + 0.8 * 0.2);
+        assert_eq!(map.read(0.4), 0.3 + 0.8 * 0.4);
+        assert!((map.read(0.9) - (0.3 + 0.8 * 0.4 + 0.1 * 0.5)).abs() < 1e-15);
+        assert!((map.read(0.4 + 1e-12) - map.read(0.4)).abs() < 1e-11);
+    }
+
+    #[test]
+    fn a_knee_is_written_only_when_there_is_one() {
+        let line = serde_json::to_value(reading(&[0])).unwrap();
+        assert!(line.get("knee").is_none(), "a line serialises as before");
+        let back: Reading = serde_json::from_value(line).unwrap();
+        assert_eq!(back, reading(&[0]));
     }
 
     #[test]
@@ -116,5 +207,19 @@ mod tests {
             ("readings[1].nodes[0]", "is read by an earlier entry")
         );
         assert_eq!(reading(&[0, 1]).check(0, &[], 3), Ok(()));
+        let mut bad = reading(&[0]);
+        bad.knee = Some(Knee {
+            load: 0.0,
+            scale: 0.5,
+        });
+        assert_eq!(bad.check(0, &[], 3).unwrap_err().0, "readings[0].knee.load");
+        bad.knee = Some(Knee {
+            load: 0.5,
+            scale: -0.1,
+        });
+        assert_eq!(
+            bad.check(0, &[], 3).unwrap_err().0,
+            "readings[0].knee.scale"
+        );
     }
 }

@@ -143,7 +143,7 @@ struct Arm {
     /// The live clock of a paced algorithm (`None`: the paper's instant switch).
     pacer: Option<Pacer>,
     /// Every node's reading, `(offset, scale)` of its load (`None`: the load itself).
-    readings: Option<Vec<(f64, f64)>>,
+    readings: Option<Vec<crate::reading::NodeReading>>,
     /// The readings of the last step.
     read_loads: Vec<f64>,
     telemetry: TelemetryPipeline,
@@ -720,8 +720,10 @@ impl Arm {
             self.read_loads.clear();
             self.read_loads
                 .extend(observed.loads.iter().enumerate().map(|(i, &load)| {
-                    let (offset, scale) = readings.get(i).copied().unwrap_or((0.0, 1.0));
-                    offset + scale * load
+                    let reading = readings
+                        .get(i)
+                        .unwrap_or(&crate::reading::NodeReading::IDENTITY);
+                    reading.read(load)
                 }));
             observed = ach_telemetry::StepLoads {
                 loads: &self.read_loads,

@@ -416,6 +416,7 @@ fn an_identity_reading_changes_nothing_but_records_the_true_loads() {
         nodes: (0..4).collect(),
         offset: 0.0,
         scale: 1.0,
+        knee: None,
     }];
     let read = run(&read, Profile::Paper, 0);
     for (plain, read) in plain.algorithms.iter().zip(&read.algorithms) {
@@ -438,6 +439,7 @@ fn a_node_that_reads_high_is_relieved_of_tokens_its_load_does_not_call_for() {
         nodes: vec![0],
         offset: 0.9,
         scale: 1.0,
+        knee: None,
     }];
     let read = run(&config, Profile::Paper, 0);
     let arm = &read.algorithms[0];
@@ -493,4 +495,37 @@ fn a_contiguous_layout_deals_out_blocks_with_the_hot_keys_in_the_hot_nodes_block
     assert!(on_node_1 > 0.6, "{on_node_1}");
     let record = run(&config, Profile::Paper, 0);
     assert!(record.algorithms.iter().all(|a| a.aggregates.n_viol == 0));
+}
+
+#[test]
+fn a_knee_above_every_load_reads_as_its_line() {
+    let mut config = small("C1");
+    config.algorithms = vec!["Dynamic-R".into()];
+    let line = crate::reading::Reading {
+        nodes: vec![0, 1],
+        offset: 0.4,
+        scale: 0.7,
+        knee: None,
+    };
+    config.readings = vec![line.clone()];
+    let straight = run(&config, Profile::Paper, 0);
+    config.readings = vec![crate::reading::Reading {
+        knee: Some(crate::reading::Knee {
+            load: 1e6,
+            scale: 0.0,
+        }),
+        ..line.clone()
+    }];
+    let far = run(&config, Profile::Paper, 0);
+    assert_eq!(far.algorithms[0].d_trace, straight.algorithms[0].d_trace);
+    // A knee inside the loads' range reads them otherwise.
+    config.readings = vec![crate::reading::Reading {
+        knee: Some(crate::reading::Knee {
+            load: 0.05,
+            scale: 5.0,
+        }),
+        ..line
+    }];
+    let bent = run(&config, Profile::Paper, 0);
+    assert_ne!(bent.algorithms[0].d_trace, straight.algorithms[0].d_trace);
 }
