@@ -20,6 +20,9 @@ mod cluster;
 mod observer;
 mod outcome;
 mod rebalancer;
+mod server_work;
+
+pub use server_work::{CommandWork, ServerWork};
 
 /// One arm of the experiment: what rebalances the cluster while the workload runs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -468,6 +471,9 @@ pub struct NodeInfo {
     pub p50_ms: Option<f64>,
     /// Client latency p99 over the run, in milliseconds.
     pub p99_ms: Option<f64>,
+    /// What the server counted of its work while the clients ran (`None`: not read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_work: Option<ServerWork>,
 }
 
 /// One arm in one repeat.
@@ -836,6 +842,7 @@ mod tests {
             idle_cpu_cores: None,
             p50_ms: None,
             p99_ms: None,
+            server_work: None,
         };
         let nodes = [
             node("127.0.0.1:1", NodeClass::Strong, 3),

@@ -2,6 +2,7 @@
 //! average), the arms, ACH paired against each, the targets read from those figures, the
 //! calibrated simulator's agreement, the phases, the CPU throttling of every node, the figures.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use ach_report::report::Figure;
@@ -47,6 +48,7 @@ pub fn render(
     simulator_agreement(&mut text, arms);
     let _ = writeln!(text, "## Phases\n\n{phases_md}");
     throttling(&mut text, results);
+    server_work(&mut text, results);
     idle_cpu(&mut text, results);
     let _ = writeln!(text, "## Figures\n");
     for figure in figures {
@@ -327,6 +329,109 @@ fn in_class_order(nodes: &[NodeInfo]) -> Vec<&NodeInfo> {
     ordered
 }
 
+/// What the servers counted of their own work while the clients ran, per arm and class: the
+/// mean over the class's masters and the repeats.
+fn server_work(text: &mut String, results: &LiveResults) {
+    let mut arms: Vec<&str> = Vec::new();
+    for run in &results.runs {
+        if !arms.contains(&run.algorithm.as_str()) {
+            arms.push(&run.algorithm);
+        }
+    }
+    let seconds = results.config.duration_s as f64;
+    let mut rows = Vec::new();
+    for arm in arms {
+        for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
+            let works: Vec<&crate::experiment::ServerWork> = results
+                .runs
+                .iter()
+                .filter(|r| r.algorithm == arm)
+                .flat_map(|r| &r.nodes)
+                .filter(|n| n.class == class)
+                .filter_map(|n| n.server_work.as_ref())
+                .collect();
+            let cpu_per_strong_node = results.config.cpu_per_strong_node;
+            if let Some(row) = server_work_row(arm, class, &works, seconds, cpu_per_strong_node) {
+                rows.push(row);
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "## The servers' own count of their work\n\nWhat each master counted while the clients \
+         ran (`INFO cpu`, `stats` and `commandstats` before and after): its cpu and that of its \
+         forked children (an atomic migration's snapshot), its forks, and the commands besides \
+         GET and SET that took it the most time. Means per arm and class over the masters and \
+         repeats. A command's time is wall time inside it, which on a throttled master includes \
+         the wait for the next period.\n\n\
+         | arm | class | cpu ms per s | of its quota | children ms per s | forks | GET and SET \
+         per s | cpu µs per GET or SET | most time besides GET and SET (ms) |\n\
+         | :--- | :--- | ---: | ---: | ---: | ---: | ---: | ---: | :--- |\n{}\n",
+        rows.join("\n")
+    );
+}
+
+/// One row of [`server_work`]; `None` without figures.
+fn server_work_row(
+    arm: &str,
+    class: NodeClass,
+    works: &[&crate::experiment::ServerWork],
+    seconds: f64,
+    cpu_per_strong_node: f64,
+) -> Option<String> {
+    if works.is_empty() || seconds <= 0.0 {
+        return None;
+    }
+    let n = works.len() as f64;
+    let cpu_s: f64 = works.iter().map(|w| w.cpu_s).sum();
+    let children_s: f64 = works.iter().map(|w| w.children_cpu_s).sum();
+    let forks: u64 = works.iter().map(|w| w.forks).sum();
+    let mut usec: BTreeMap<&str, u64> = BTreeMap::new();
+    for command in works.iter().flat_map(|w| &w.commands) {
+        *usec.entry(command.command.as_str()).or_default() += command.usec;
+    }
+    let data_calls: u64 = works
+        .iter()
+        .flat_map(|w| &w.commands)
+        .filter(|c| c.command == "get" || c.command == "set")
+        .map(|c| c.calls)
+        .sum();
+    let mut others: Vec<(&str, u64)> = usec
+        .into_iter()
+        .filter(|(command, _)| *command != "get" && *command != "set")
+        .collect();
+    others.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let most: Vec<String> = others
+        .iter()
+        .take(3)
+        // A subcommand's name (`cluster|slots`) would split the table's cell.
+        .map(|(command, usec)| {
+            let name = command.replace('|', "\\|");
+            format!("{name} {:.0}", *usec as f64 / n / 1000.0)
+        })
+        .collect();
+    let quota = class.capacity() * cpu_per_strong_node;
+    let cpu_ms_per_s = cpu_s / n / seconds * 1000.0;
+    Some(format!(
+        "| {arm} | {} | {:.1} | {:.0} % | {:.2} | {:.1} | {:.0} | {} | {} |",
+        class.name(),
+        cpu_ms_per_s,
+        cpu_ms_per_s / 1000.0 / quota * 100.0,
+        children_s / n / seconds * 1000.0,
+        forks as f64 / n,
+        data_calls as f64 / n / seconds,
+        if data_calls > 0 {
+            format!("{:.1}", cpu_s / data_calls as f64 * 1e6)
+        } else {
+            "—".into()
+        },
+        most.join(", ")
+    ))
+}
+
 /// Every class's idle cpu use, measured before each arm's workload and taken off the
 /// readings: the mean over its masters, arms and repeats.
 fn idle_cpu(text: &mut String, results: &LiveResults) {
@@ -428,6 +533,7 @@ mod tests {
             idle_cpu_cores: None,
             p50_ms: None,
             p99_ms: None,
+            server_work: None,
         }
     }
 
@@ -450,5 +556,48 @@ mod tests {
         let expected = [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak];
         assert_eq!(classes(&first), expected);
         assert_eq!(classes(&second), expected);
+    }
+
+    #[test]
+    fn a_server_work_row_averages_over_the_masters_and_names_the_costliest_commands() {
+        use crate::experiment::{CommandWork, ServerWork};
+        let work = |cpu_s: f64, forks: u64, slots_usec: u64| ServerWork {
+            cpu_s,
+            children_cpu_s: 0.1,
+            forks,
+            commands: vec![
+                CommandWork {
+                    command: "get".into(),
+                    calls: 600,
+                    usec: 1200,
+                },
+                CommandWork {
+                    command: "cluster|slots".into(),
+                    calls: 4,
+                    usec: slots_usec,
+                },
+                CommandWork {
+                    command: "set".into(),
+                    calls: 400,
+                    usec: 900,
+                },
+                CommandWork {
+                    command: "info".into(),
+                    calls: 10,
+                    usec: 1000,
+                },
+            ],
+        };
+        let (a, b) = (work(1.0, 3, 4000), work(2.0, 5, 2000));
+        // A weak master's quota is 0.25 of a strong one's 0.2 cores: 0.05 cores.
+        let row = server_work_row("ACH", NodeClass::Weak, &[&a, &b], 60.0, 0.2).unwrap();
+        assert_eq!(
+            row,
+            "| ACH | weak | 25.0 | 50 % | 1.67 | 4.0 | 17 | 1500.0 | cluster\\|slots 3, info 1 |"
+        );
+        assert_eq!(
+            server_work_row("ACH", NodeClass::Weak, &[], 60.0, 0.2),
+            None
+        );
     }
 }

@@ -18,6 +18,7 @@ use super::cluster::{LiveCluster, check_keys, connect, load_keys, start_cluster}
 use super::observer::{IdleReaders, Observation, Observer, idle_cpu};
 use super::outcome::{self, percentile};
 use super::rebalancer::{Rebalancer, RebalancerSetup, finish_rebalancer, start_rebalancer};
+use super::server_work::read_counters;
 use super::{Arm, ArmRun, LiveConfig, NodeInfo, StepRecord};
 use crate::calibrate::{ServiceRate, demand_per_step};
 use crate::cgroup::CpuLimiter;
@@ -65,6 +66,7 @@ pub(super) fn run_arm(
         cpu_per_weight,
         &idle_cpu,
     )?;
+    let counters_before = read_counters(&mut loaded.cluster, &loaded.snapshot)?;
     let running = start_workload(
         config,
         &arm,
@@ -88,6 +90,7 @@ pub(super) fn run_arm(
         },
     );
     let settled = settle(running, &mut loaded.cluster, &mut measured)?;
+    let counters_after = read_counters(&mut loaded.cluster, &loaded.snapshot)?;
     let clients = ClientTotals::gather(settled.reports, config.steps());
     let keys = check_keys(&mut loaded.cluster, config.keys, &clients.versions)?;
     loaded.live.read_throttling();
@@ -101,6 +104,10 @@ pub(super) fn run_arm(
             .iter()
             .find(|(address, _)| *address == node.address)
             .map(|&(_, cores)| cores);
+        node.server_work = counters_before
+            .get(&node.address)
+            .zip(counters_after.get(&node.address))
+            .map(|(before, after)| before.work_until(after));
     }
     let interval_s = config.interval_ms as f64 / 1000.0;
     let schedule = Schedule::of(&workload, &hot, config.steps(), interval_s);

@@ -53,6 +53,7 @@ pub(super) fn start_cluster(
             idle_cpu_cores: None,
             p50_ms: None,
             p99_ms: None,
+            server_work: None,
         });
     }
     Ok(LiveCluster {
