@@ -3,7 +3,8 @@
 //! [`run`] measures each capacity class's service rate ([`calibrate`]), then, per arm and
 //! repeat, starts a local Valkey 9 or Redis 7 cluster of heterogeneous nodes (the paper's strong,
 //! medium and weak classes made real with a CPU quota per server process, see [`cgroup`]), loads
-//! the keys, drives the same seeded request sequence ([`workload`]) against it while the arm
+//! the keys, drives the same seeded request sequence ([`workload`], each client routing by its own slot
+//! map, [`routes`]) against it while the arm
 //! rebalances (nothing, `redis-cli --cluster rebalance` with the capacity weights, or any
 //! algorithm of the catalogue through `ach-redis`'s rebalance loop), grades every step by the
 //! ground truth ([`truth`]: the simulator's load of the requests scheduled for the slots each
@@ -27,6 +28,7 @@ pub mod pace;
 pub mod readings;
 pub mod report;
 pub mod resimulate;
+pub mod routes;
 pub mod simulator;
 pub mod summary;
 pub mod truth;

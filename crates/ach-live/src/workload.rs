@@ -17,6 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use ach_sim::keys::KeyTable;
+
+use crate::routes::{ClientRoutes, SlotConnections};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_pcg::Pcg64;
@@ -254,30 +256,18 @@ pub struct Shared {
     pub interval: Duration,
 }
 
-/// Sends `share` of client `client`'s requests until its stream ends or `shared.stop` is set.
+/// Sends `share` of client `client`'s requests until its stream ends or `shared.stop` is set,
+/// each to its slot's owner as the client's `routes` know it.
 pub fn run_client(
     config: &WorkloadConfig,
     client: usize,
     share: SenderShare,
     hot: &[usize],
-    urls: Vec<String>,
+    routes: Arc<ClientRoutes>,
     shared: Arc<Shared>,
 ) -> ClientReport {
     let mut report = ClientReport::default();
-    let connection = redis::cluster::ClusterClientBuilder::new(urls)
-        .retries(16)
-        .build()
-        .and_then(|c| c.get_connection());
-    let mut connection = match connection {
-        Ok(connection) => connection,
-        Err(error) => {
-            report.errors += 1;
-            report
-                .error_samples
-                .push(format!("client {client}: cannot connect: {error}"));
-            return report;
-        }
-    };
+    let mut connection = SlotConnections::new(routes);
     let mut versions: std::collections::HashMap<usize, u64> = Default::default();
     let mine = config
         .stream(client, hot)
@@ -303,18 +293,15 @@ pub fn run_client(
         let version = versions.get(&request.key).copied().unwrap_or(0);
         let outcome: Result<bool, redis::RedisError> = if request.write {
             let text = value(request.key, version + 1);
-            redis::cmd("SET")
-                .arg(&name)
-                .arg(&text)
-                .query::<()>(&mut connection)
+            connection
+                .query::<()>(slot, redis::cmd("SET").arg(&name).arg(&text))
                 .map(|()| {
                     versions.insert(request.key, version + 1);
                     true
                 })
         } else {
-            redis::cmd("GET")
-                .arg(&name)
-                .query::<Option<String>>(&mut connection)
+            connection
+                .query::<Option<String>>(slot, redis::cmd("GET").arg(&name))
                 .map(|got| got.as_deref() == Some(value(request.key, version).as_str()))
         };
         let micros = sent.elapsed().as_secs_f64() * 1e6;
@@ -347,9 +334,8 @@ pub fn run_client(
                 if request.write {
                     // The write may or may not have happened: read to learn which.
                     let attempted = value(request.key, version + 1);
-                    if let Ok(Some(now)) = redis::cmd("GET")
-                        .arg(&name)
-                        .query::<Option<String>>(&mut connection)
+                    if let Ok(Some(now)) =
+                        connection.query::<Option<String>>(slot, redis::cmd("GET").arg(&name))
                         && now == attempted
                     {
                         versions.insert(request.key, version + 1);

@@ -23,6 +23,7 @@ use super::{Arm, ArmRun, LiveConfig, NodeInfo, StepRecord};
 use crate::calibrate::{ServiceRate, demand_per_step};
 use crate::cgroup::CpuLimiter;
 use crate::error::ExperimentError;
+use crate::routes::ClientRoutes;
 use crate::truth::{GroundTruth, NO_OWNER, Schedule, ground_truth, settle_step};
 use crate::workload::{self, ClientReport, SenderShare, Shared, WorkloadConfig};
 
@@ -321,15 +322,30 @@ fn start_workload(
         Arc::clone(&rebalance_stop),
     )?;
     let count = config.senders_per_client;
+    // Each client starts with the slot map at hand, as one `CLUSTER SLOTS` would give it.
+    let addresses: Vec<String> = loaded
+        .snapshot
+        .masters
+        .iter()
+        .map(|m| m.address.clone())
+        .collect();
+    let routes: Vec<Arc<ClientRoutes>> = (0..config.clients)
+        .map(|_| {
+            Arc::new(ClientRoutes::new(
+                addresses.clone(),
+                &loaded.snapshot.owners,
+            ))
+        })
+        .collect();
     let clients = (0..config.clients)
         .flat_map(|client| (0..count).map(move |index| (client, SenderShare { index, count })))
         .map(|(client, share)| {
             let workload = workload.clone();
             let hot = hot.clone();
-            let urls = loaded.live.cluster.urls();
+            let routes = Arc::clone(&routes[client]);
             let shared = Arc::clone(&shared);
             std::thread::spawn(move || {
-                workload::run_client(&workload, client, share, &hot, urls, shared)
+                workload::run_client(&workload, client, share, &hot, routes, shared)
             })
         })
         .collect();
