@@ -125,7 +125,7 @@ impl SlotConnections {
                     self.connections.remove(&address);
                     address = self.routes.owner(slot);
                 }
-                RetryMethod::NoRetry => return Err(error),
+                // `NoRetry`, and any way to retry a later redis-rs may add.
                 _ => return Err(error),
             }
         }

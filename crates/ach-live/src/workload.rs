@@ -17,11 +17,11 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use ach_sim::keys::KeyTable;
-
-use crate::routes::{ClientRoutes, SlotConnections};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Zipf};
 use rand_pcg::Pcg64;
+
+use crate::routes::{ClientRoutes, SlotConnections};
 
 /// The shape of the workload.
 #[derive(Clone, Debug, serde::Serialize)]
