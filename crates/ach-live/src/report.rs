@@ -407,9 +407,9 @@ fn server_work_row(
     let most: Vec<String> = others
         .iter()
         .take(3)
-        // A subcommand's name (`cluster|slots`) would split the table's cell.
+        // As it is typed (`CLUSTER SLOTS`): the server's `cluster|slots` would split the cell.
         .map(|(command, usec)| {
-            let name = command.replace('|', "\\|");
+            let name = command.replace('|', " ").to_uppercase();
             format!("{name} {:.0}", *usec as f64 / n / 1000.0)
         })
         .collect();
@@ -593,7 +593,7 @@ mod tests {
         let row = server_work_row("ACH", NodeClass::Weak, &[&a, &b], 60.0, 0.2).unwrap();
         assert_eq!(
             row,
-            "| ACH | weak | 25.0 | 50 % | 1.67 | 4.0 | 17 | 1500.0 | cluster\\|slots 3, info 1 |"
+            "| ACH | weak | 25.0 | 50 % | 1.67 | 4.0 | 17 | 1500.0 | CLUSTER SLOTS 3, INFO 1 |"
         );
         assert_eq!(
             server_work_row("ACH", NodeClass::Weak, &[], 60.0, 0.2),
