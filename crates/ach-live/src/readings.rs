@@ -11,7 +11,7 @@
 //! step, which reads step 0), after the warm-up.
 
 use ach_sim::config::NodeClass;
-use ach_sim::reading::{Knee, Reading};
+use ach_sim::reading::{Knee, Reading, read};
 
 /// One loop run's figures for the fit.
 #[derive(Clone, Copy, Debug)]
@@ -87,7 +87,7 @@ fn fit_class(class: NodeClass, points: &[(f64, f64)]) -> Option<ClassReading> {
         scale,
         knee: None,
     };
-    let line_sse = squared_error(points, |x| offset + scale * x);
+    let line_sse = squared_error(points, |x| read(offset, scale, None, x));
     let Some(bent) = best_knee(points) else {
         return Some(line);
     };
@@ -139,17 +139,16 @@ fn best_knee(points: &[(f64, f64)]) -> Option<BentFit> {
         if scale < MIN_SCALE || above < 0.0 {
             continue;
         }
-        let sse = squared_error(points, |x| {
-            offset + scale * x.min(knee) + above * (x - knee).max(0.0)
-        });
+        let knee = Knee {
+            load: knee,
+            scale: above,
+        };
+        let sse = squared_error(points, |x| read(offset, scale, Some(knee), x));
         if best.as_ref().is_none_or(|b| sse < b.sse) {
             best = Some(BentFit {
                 offset,
                 scale,
-                knee: Knee {
-                    load: knee,
-                    scale: above,
-                },
+                knee,
                 sse,
             });
         }

@@ -569,6 +569,8 @@ impl SeriesConfig {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn a_class_name_is_its_serialised_name() {
         for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
@@ -576,8 +578,6 @@ mod tests {
             assert_eq!(serialised, format!("\"{}\"", class.name()));
         }
     }
-
-    use super::*;
 
     #[test]
     fn c5s_sweep_keeps_its_original_serialised_form() {

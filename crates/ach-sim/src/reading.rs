@@ -37,13 +37,23 @@ pub struct Knee {
     pub scale: f64,
 }
 
+/// What a reading of `offset + scale * load`, bent at `knee` if there is one, shows at
+/// `load`: the one formula of a reading, for the simulator and for the fits of readings.
+pub fn read(offset: f64, scale: f64, knee: Option<Knee>, load: f64) -> f64 {
+    match knee {
+        Some(knee) if load > knee.load => {
+            offset + scale * knee.load + knee.scale * (load - knee.load)
+        }
+        _ => offset + scale * load,
+    }
+}
+
 /// One node's reading of its load, as [`per_node`] gives it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct NodeReading {
     offset: f64,
     scale: f64,
-    /// The knee's load and scale; an infinite load for a line.
-    knee: (f64, f64),
+    knee: Option<Knee>,
 }
 
 impl NodeReading {
@@ -51,17 +61,12 @@ impl NodeReading {
     pub(crate) const IDENTITY: NodeReading = NodeReading {
         offset: 0.0,
         scale: 1.0,
-        knee: (f64::INFINITY, 0.0),
+        knee: None,
     };
 
     /// What the node reads at `load`.
     pub(crate) fn read(&self, load: f64) -> f64 {
-        let (knee, above) = self.knee;
-        if load <= knee {
-            self.offset + self.scale * load
-        } else {
-            self.offset + self.scale * knee + above * (load - knee)
-        }
+        read(self.offset, self.scale, self.knee, load)
     }
 }
 
@@ -131,14 +136,11 @@ pub(crate) fn per_node(readings: &[Reading], nodes: usize) -> Option<Vec<NodeRea
     }
     let mut maps = vec![NodeReading::IDENTITY; nodes];
     for reading in readings {
-        let knee = reading
-            .knee
-            .map_or((f64::INFINITY, 0.0), |knee| (knee.load, knee.scale));
         for &node in &reading.nodes {
             maps[node as usize] = NodeReading {
                 offset: reading.offset,
                 scale: reading.scale,
-                knee,
+                knee: reading.knee,
             };
         }
     }
