@@ -332,15 +332,10 @@ fn in_class_order(nodes: &[NodeInfo]) -> Vec<&NodeInfo> {
 /// What the servers counted of their own work while the clients ran, per arm and class: the
 /// mean over the class's masters and the repeats.
 fn server_work(text: &mut String, results: &LiveResults) {
-    let mut arms: Vec<&str> = Vec::new();
-    for run in &results.runs {
-        if !arms.contains(&run.algorithm.as_str()) {
-            arms.push(&run.algorithm);
-        }
-    }
     let seconds = results.config.duration_s as f64;
+    let cpu_per_strong_node = results.config.cpu_per_strong_node;
     let mut rows = Vec::new();
-    for arm in arms {
+    for arm in results.config.arms.iter().map(|arm| arm.name()) {
         for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
             let works: Vec<&crate::experiment::ServerWork> = results
                 .runs
@@ -350,7 +345,6 @@ fn server_work(text: &mut String, results: &LiveResults) {
                 .filter(|n| n.class == class)
                 .filter_map(|n| n.server_work.as_ref())
                 .collect();
-            let cpu_per_strong_node = results.config.cpu_per_strong_node;
             if let Some(row) = server_work_row(arm, class, &works, seconds, cpu_per_strong_node) {
                 rows.push(row);
             }
@@ -389,20 +383,17 @@ fn server_work_row(
     let cpu_s: f64 = works.iter().map(|w| w.cpu_s).sum();
     let children_s: f64 = works.iter().map(|w| w.children_cpu_s).sum();
     let forks: u64 = works.iter().map(|w| w.forks).sum();
+    // The requests' commands on one side, every other command's time on the other.
+    let mut data_calls = 0;
     let mut usec: BTreeMap<&str, u64> = BTreeMap::new();
     for command in works.iter().flat_map(|w| &w.commands) {
-        *usec.entry(command.command.as_str()).or_default() += command.usec;
+        if command.command == "get" || command.command == "set" {
+            data_calls += command.calls;
+        } else {
+            *usec.entry(command.command.as_str()).or_default() += command.usec;
+        }
     }
-    let data_calls: u64 = works
-        .iter()
-        .flat_map(|w| &w.commands)
-        .filter(|c| c.command == "get" || c.command == "set")
-        .map(|c| c.calls)
-        .sum();
-    let mut others: Vec<(&str, u64)> = usec
-        .into_iter()
-        .filter(|(command, _)| *command != "get" && *command != "set")
-        .collect();
+    let mut others: Vec<(&str, u64)> = usec.into_iter().collect();
     others.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let most: Vec<String> = others
         .iter()
