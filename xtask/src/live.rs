@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use ach_live::{Arm, ConfigError, LiveBackend, LiveConfig, LiveError};
+use ach_live::{Arm, ConfigError, CpuReading, LiveBackend, LiveConfig, LiveError};
 
 /// Arguments of `cargo xtask live`.
 #[derive(clap::Args, Debug)]
@@ -56,9 +56,15 @@ pub struct Args {
     #[arg(long, default_value_t = 3.0)]
     calibration_s: f64,
     /// Seconds every arm's masters are read without clients, for their idle cpu use, which
-    /// the controllers take off their cpu readings (0: whole readings).
+    /// the controllers take off their cpu readings (0: whole readings; only with
+    /// --cpu-reading cores).
     #[arg(long, default_value_t = 2.0)]
     idle_cpu_s: f64,
+    /// What the cpu part of the controllers' and the observer's readings counts: requests
+    /// (each master's data commands per second over its class's measured service rate,
+    /// ach-redis --request-capacity) or cores (its cpu use over its quota, less its idle use).
+    #[arg(long, default_value = "requests")]
+    cpu_reading: String,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -84,6 +90,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         backend: LiveBackend::parse(&args.backend)?,
         calibration_s: args.calibration_s,
         idle_cpu_s: args.idle_cpu_s,
+        cpu_reading: CpuReading::parse(&args.cpu_reading)?,
     };
     config.validate()?;
     Ok(config)

@@ -201,8 +201,39 @@ pub struct LiveConfig {
     /// Seconds every arm's masters are read without clients, once the keys are loaded, for
     /// their idle cpu use, which the controllers and the observer take off their cpu readings
     /// (`ach-redis --idle-cpu`): the cluster bus, the timers and the readings cost a node the
-    /// same whatever slots it owns. 0 keeps the whole readings.
+    /// same whatever slots it owns. 0 keeps the whole readings. Not read under
+    /// [`CpuReading::Requests`], which has no idle part.
     pub idle_cpu_s: f64,
+    /// What the cpu part of the controllers' and the observer's readings counts.
+    pub cpu_reading: CpuReading,
+}
+
+/// What the cpu part of a master's reading counts, for the controllers and the observer alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CpuReading {
+    /// Its data commands per second over its class's measured service rate (`ach-redis
+    /// --request-capacity`): what its clients ask of it, without the cluster bus, the timers,
+    /// the readings and the migrations, which its cpu use also counts.
+    Requests,
+    /// Its cpu use over its quota, less its idle use when `idle_cpu_s` is not 0 (`ach-redis
+    /// --idle-cpu`).
+    Cores,
+}
+
+impl CpuReading {
+    /// Parses `requests` or `cores`.
+    pub fn parse(text: &str) -> Result<CpuReading, ConfigError> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "requests" => Ok(CpuReading::Requests),
+            "cores" => Ok(CpuReading::Cores),
+            _ => Err(ConfigError::Invalid {
+                option: "--cpu-reading",
+                value: text.to_string(),
+                rule: "must be requests or cores".into(),
+            }),
+        }
+    }
 }
 
 impl Default for LiveConfig {
@@ -223,6 +254,7 @@ impl Default for LiveConfig {
             backend: LiveBackend::Auto,
             calibration_s: 3.0,
             idle_cpu_s: 2.0,
+            cpu_reading: CpuReading::Requests,
         }
     }
 }
@@ -467,6 +499,9 @@ pub struct NodeInfo {
     /// Its cpu use without clients, in cores, measured before the workload and taken off its
     /// cpu readings (`None`: not measured, `--idle-cpu-s 0`).
     pub idle_cpu_cores: Option<f64>,
+    /// Its capacity in requests per second, over which its cpu part counted its data
+    /// commands (`None`: its cpu use counted, `--cpu-reading cores`).
+    pub request_capacity: Option<f64>,
     /// Client latency p50 over the run, in milliseconds.
     pub p50_ms: Option<f64>,
     /// Client latency p99 over the run, in milliseconds.
@@ -840,6 +875,7 @@ mod tests {
                 throttled_ms: 0.0,
             }),
             idle_cpu_cores: None,
+            request_capacity: None,
             p50_ms: None,
             p99_ms: None,
             server_work: None,

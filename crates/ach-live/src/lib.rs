@@ -37,4 +37,4 @@ pub mod workload;
 pub use error::{
     CadenceError, CgroupError, ConfigError, ExperimentError, LiveError, OutputError, SimulatorError,
 };
-pub use experiment::{Arm, LiveBackend, LiveConfig, run};
+pub use experiment::{Arm, CpuReading, LiveBackend, LiveConfig, run};

@@ -10,7 +10,7 @@ use ach_sim::algorithms::names;
 use ach_sim::config::NodeClass;
 
 use crate::experiment::REDIS_CLI;
-use crate::experiment::{LiveResults, NodeInfo};
+use crate::experiment::{CpuReading, LiveResults, NodeInfo};
 use crate::output::tables_markdown;
 use crate::summary::{ArmSummary, Comparison, order_text, same_order};
 
@@ -37,7 +37,7 @@ pub fn render(
          load (the requests scheduled for the slots it owned in the step, over its class's \
          measured service rate, through the simulator's rho and composite). CV true: the mean \
          coefficient of variation of the unclipped demand over capacity. D-bar telemetry: the \
-         same mean of the INFO composite the controllers steer by. Migration: from the first to \
+         same mean of the composite of the readings the controllers steer by. Migration: from the first to \
          the last step that moved keys; settle: until D_true stays within 10 % of its final \
          level (the mean of the last tenth of the steps).\n"
     );
@@ -136,9 +136,24 @@ fn setup(text: &mut String, results: &LiveResults) {
             rate.errors
         );
     }
-    let _ = writeln!(text);
+    let _ = writeln!(text, "\n{}\n", cpu_part(config.cpu_reading));
     for warning in &results.warnings {
         let _ = writeln!(text, "**Warning:** {warning}\n");
+    }
+}
+
+/// What the cpu part of every reading counted, in a sentence.
+fn cpu_part(reading: CpuReading) -> &'static str {
+    match reading {
+        CpuReading::Requests => {
+            "The cpu part of every reading (the controllers' and the observer's) counted the \
+             master's data commands per second over its class's service rate (`--cpu-reading \
+             requests`, `ach-redis --request-capacity`)."
+        }
+        CpuReading::Cores => {
+            "The cpu part of every reading (the controllers' and the observer's) counted the \
+             master's cpu use over its quota (`--cpu-reading cores`)."
+        }
     }
 }
 
@@ -522,6 +537,7 @@ mod tests {
             quota_us: None,
             throttling: None,
             idle_cpu_cores: None,
+            request_capacity: None,
             p50_ms: None,
             p99_ms: None,
             server_work: None,

@@ -2,9 +2,41 @@
 //! arm, two repeats; no client error, no lost or stale key, every file written, `d_bar_true`
 //! recomputed from the per-step files, no server or cgroup left.
 
+use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
-use ach_live::{Arm, LiveBackend, LiveConfig};
+use ach_live::{Arm, CpuReading, LiveBackend, LiveConfig};
+
+/// One experiment at a time: each starts servers under CPU quotas, and the cgroup check
+/// counts every cgroup of the process.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+/// A short experiment: 3 masters, 2000 keys, 3 s per arm in 500 ms steps, 2 clients.
+fn short_config(
+    out: &std::path::Path,
+    arms: Vec<Arm>,
+    repeats: u32,
+    cpu_reading: CpuReading,
+) -> LiveConfig {
+    LiveConfig {
+        nodes: 3,
+        keys: 2000,
+        duration_s: 3,
+        arms,
+        seed: 7,
+        repeats,
+        out: out.to_path_buf(),
+        clients: 2,
+        senders_per_client: 2,
+        rate: 400.0,
+        cpu_per_strong_node: 0.3,
+        interval_ms: 500,
+        backend: LiveBackend::Auto,
+        calibration_s: 1.0,
+        idle_cpu_s: 1.0,
+        cpu_reading,
+    }
+}
 
 fn leftover_cgroups() -> Vec<String> {
     let prefix = format!("ach-live-{}-", std::process::id());
@@ -20,30 +52,28 @@ fn leftover_cgroups() -> Vec<String> {
 
 #[test]
 fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir().expect("temporary directory");
-    let config = LiveConfig {
-        nodes: 3,
-        keys: 2000,
-        duration_s: 3,
-        arms: Arm::defaults(),
-        seed: 7,
-        repeats: 2,
-        out: out.path().to_path_buf(),
-        clients: 2,
-        senders_per_client: 2,
-        rate: 400.0,
-        cpu_per_strong_node: 0.3,
-        interval_ms: 500,
-        backend: LiveBackend::Auto,
-        calibration_s: 1.0,
-        idle_cpu_s: 1.0,
-    };
+    let config = short_config(out.path(), Arm::defaults(), 2, CpuReading::Requests);
     let stop = AtomicBool::new(false);
     let mut progress = Vec::new();
     let results = ach_live::experiment::run(&config, &stop, &mut progress)
         .unwrap_or_else(|e| panic!("the live experiment failed: {e}"));
     let progress = String::from_utf8_lossy(&progress);
     assert!(progress.contains("ACH t="), "{progress}");
+    // Every master's cpu part counted its requests over its class's service rate, and no
+    // idle use was read for it.
+    for run in &results.runs {
+        for node in &run.nodes {
+            let rate = results
+                .service_rates
+                .iter()
+                .find(|r| r.class == node.class)
+                .map(|r| r.requests_per_s);
+            assert_eq!(node.request_capacity, rate, "{}", node.address);
+            assert_eq!(node.idle_cpu_cores, None, "{}", node.address);
+        }
+    }
     assert_eq!(results.runs.len(), 10);
     assert_eq!(results.service_rates.len(), 3);
     for rate in &results.service_rates {
@@ -74,16 +104,6 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         assert!(run.d_bar_telemetry.is_finite(), "{}: no D", run.algorithm);
         assert!(outcome.p999_ms >= outcome.p99_ms && outcome.p99_ms >= outcome.p50_ms);
         assert_eq!(run.phases.len(), 3, "{}", run.algorithm);
-        // Every master's idle cpu was read before the workload, and is less than its quota.
-        for node in &run.nodes {
-            let idle = node
-                .idle_cpu_cores
-                .unwrap_or_else(|| panic!("{}: {} has no idle cpu", run.algorithm, node.address));
-            let quota = node
-                .quota_us
-                .map_or(1.0, |us| us as f64 / ach_live::cgroup::PERIOD_US as f64);
-            assert!(idle > 0.0 && idle < quota, "{}: idle {idle}", node.address);
-        }
     }
     // The same seeded schedule per repeat index: every arm of a repeat was offered the same
     // requests.
@@ -377,4 +397,33 @@ fn recompute_d_bar_true(out: &std::path::Path, arm: &serde_json::Value) {
     let mean = means.iter().sum::<f64>() / means.len() as f64;
     let listed = arm["d_bar_true"].as_f64().expect("d_bar_true");
     assert!((mean - listed).abs() < 1e-12, "{name}: {mean} {listed}");
+}
+
+/// `--cpu-reading cores`: every master's idle cpu is read before the workload, is less than
+/// its quota, and the loop steers by cpu readings without a capacity.
+#[test]
+fn with_cpu_readings_every_masters_idle_use_is_read_first() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let out = tempfile::tempdir().expect("temporary directory");
+    let arms = vec![Arm::parse("static-w").unwrap(), Arm::parse("ach").unwrap()];
+    let config = short_config(out.path(), arms, 1, CpuReading::Cores);
+    let stop = AtomicBool::new(false);
+    let results = ach_live::experiment::run(&config, &stop, &mut std::io::sink())
+        .unwrap_or_else(|e| panic!("the live experiment failed: {e}"));
+    assert_eq!(results.runs.len(), 2);
+    for run in &results.runs {
+        assert_eq!(run.outcome.client_errors, 0, "{}", run.algorithm);
+        assert_eq!((run.lost_keys, run.stale_keys), (0, 0), "{}", run.algorithm);
+        for node in &run.nodes {
+            let idle = node
+                .idle_cpu_cores
+                .unwrap_or_else(|| panic!("{}: {} has no idle cpu", run.algorithm, node.address));
+            let quota = node
+                .quota_us
+                .map_or(1.0, |us| us as f64 / ach_live::cgroup::PERIOD_US as f64);
+            assert!(idle > 0.0 && idle < quota, "{}: idle {idle}", node.address);
+            assert_eq!(node.request_capacity, None, "{}", node.address);
+        }
+    }
+    assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
 }

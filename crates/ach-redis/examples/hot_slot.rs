@@ -42,6 +42,7 @@ fn options() -> ControlOptions {
         parameters: Vec::new(),
         weights: Vec::new(),
         idle_cpu: Vec::new(),
+        request_capacity: Vec::new(),
         rules: ReadingRules {
             memory_capacity: None,
             latency_target_usec: 1000.0,

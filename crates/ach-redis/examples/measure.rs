@@ -38,6 +38,7 @@ fn options(capacity_mb: f64, beta: f64, min_slot_keys: u64) -> ControlOptions {
         parameters: Vec::new(),
         weights: Vec::new(),
         idle_cpu: Vec::new(),
+        request_capacity: Vec::new(),
         rules: ReadingRules {
             memory_capacity: Some(capacity_mb * 1024.0 * 1024.0),
             latency_target_usec: 1000.0,

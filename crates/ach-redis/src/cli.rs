@@ -214,6 +214,14 @@ struct Common {
     /// slots it owns, so moving slots cannot change that part. Repeatable.
     #[arg(long, value_name = "NODE=CORES", value_parser = parse_idle_cpu)]
     idle_cpu: Vec<(String, f64)>,
+    /// A master's capacity in data commands per second (address or node id): the requests it
+    /// answers at saturation, as a benchmark of the workload's mix measures them. Its cpu
+    /// reading becomes its data commands per second over this (INFO commandstats, or the
+    /// exporter's redis_commands_total, without the rebalancer's and operators' commands)
+    /// instead of its cpu use, which also counts the cluster bus, the timers, the readings and
+    /// the migrations. Not with --idle-cpu for the same master. Repeatable.
+    #[arg(long, value_name = "NODE=REQUESTS_PER_S", value_parser = parse_request_capacity)]
+    request_capacity: Vec<(String, f64)>,
     /// Memory capacity per node in MiB, for nodes without maxmemory (default: the machine's
     /// memory).
     #[arg(long, value_name = "MIB")]
@@ -293,7 +301,7 @@ impl TelemetryOptions {
     }
 }
 
-/// A `NODE=VALUE` option (`--weight`, `--idle-cpu`) that does not read as one, or whose
+/// A `NODE=VALUE` option (`--weight`, `--idle-cpu`, `--request-capacity`) that does not read as one, or whose
 /// value breaks its rule.
 #[derive(Debug, thiserror::Error)]
 #[error("{text:?}: {rule}")]
@@ -335,6 +343,14 @@ fn parse_idle_cpu(text: &str) -> Result<(String, f64), NodeValueError> {
         text,
         "is not NODE=CORES (for example 127.0.0.1:7000=0.01)",
         "the node must be named and the cores finite and >= 0",
+    )
+}
+
+fn parse_request_capacity(text: &str) -> Result<(String, f64), NodeValueError> {
+    parse_node_value(
+        text,
+        "is not NODE=REQUESTS_PER_S (for example 127.0.0.1:7000=20000)",
+        "the node must be named and the capacity finite and >= 0",
     )
 }
 
@@ -443,6 +459,7 @@ fn control_options(
             .chain(common.drain.iter().map(|node| (node.clone(), 0.0)))
             .collect(),
         idle_cpu: common.idle_cpu.clone(),
+        request_capacity: common.request_capacity.clone(),
         rules: ReadingRules {
             memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
             latency_target_usec: common.latency_target_us,

@@ -63,6 +63,10 @@ pub struct NodeReading {
     /// Commands per second: INFO's data commands (`commandstats` without the rebalancer's
     /// and operators' commands) over the interval; Prometheus's rate of every command.
     pub ops_per_sec: f64,
+    /// The data commands per second over the interval, without the rebalancer's and
+    /// operators' commands: INFO's `commandstats`, or Prometheus's rate of
+    /// `redis_commands_total` (NaN when missing).
+    pub data_ops_per_sec: f64,
     /// The raw INFO figures (INFO only).
     pub sample: Option<NodeSample>,
     /// The raw Prometheus figures (Prometheus only).
@@ -162,6 +166,7 @@ impl NodeReader {
                         p99_usec: f64::NAN,
                         mean_latency_usec: figures.mean_latency_usec.unwrap_or(f64::NAN),
                         ops_per_sec: figures.ops_per_sec.unwrap_or(f64::NAN),
+                        data_ops_per_sec: figures.data_ops_per_sec.unwrap_or(f64::NAN),
                         sample: None,
                         prometheus: Some(figures),
                     })
@@ -184,6 +189,7 @@ fn info_reading(
             .unwrap_or(f64::NAN),
         mean_latency_usec: f64::NAN,
         ops_per_sec: sample.map_or(f64::NAN, |now| data_ops_per_sec(previous, now)),
+        data_ops_per_sec: sample.map_or(f64::NAN, |now| data_ops_per_sec(previous, now)),
         sample: sample.cloned(),
         prometheus: None,
     }

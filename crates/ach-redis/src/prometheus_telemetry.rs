@@ -25,7 +25,9 @@
 //! - latency: the mean time per data command over the window,
 //!   `rate(redis_commands_duration_seconds_total) / rate(redis_commands_total)` without the
 //!   cluster, info, config and migration commands (the rebalancer's own);
-//! - ops/s: `rate(redis_commands_processed_total)`.
+//! - ops/s: `rate(redis_commands_processed_total)`;
+//! - data ops/s: `rate(redis_commands_total)` without those commands, the count a
+//!   `--request-capacity` divides.
 //!
 //! **Missing samples.** A node whose exporter reports `redis_up 0`, whose newest sample is
 //! older than [`PrometheusTelemetry::max_age`], or that has no series for a reading gets no
@@ -70,6 +72,8 @@ pub struct PrometheusReadings {
     pub mean_latency_usec: Option<f64>,
     /// Commands per second over the window.
     pub ops_per_sec: Option<f64>,
+    /// Data commands per second over the window (without the rebalancer's and monitoring's).
+    pub data_ops_per_sec: Option<f64>,
 }
 
 impl PrometheusReadings {
@@ -155,6 +159,10 @@ impl PrometheusTelemetry {
                 format!("sum by ({by}) (rate(redis_commands_processed_total[{w}]))"),
             ),
             (
+                "data_ops_per_sec",
+                format!("sum by ({by}) (rate(redis_commands_total{data}[{w}]))"),
+            ),
+            (
                 "fresh",
                 format!(
                     "max by ({by}) (redis_up == 1 and (time() - timestamp(redis_up)) < {})",
@@ -191,6 +199,7 @@ impl PrometheusTelemetry {
                     "total_system_memory" => node.total_system_memory = value,
                     "latency" => node.mean_latency_usec = value,
                     "ops_per_sec" => node.ops_per_sec = value,
+                    "data_ops_per_sec" => node.data_ops_per_sec = value,
                     _ => fresh[i] = value.is_some(),
                 }
             }
@@ -262,6 +271,7 @@ mod tests {
             total_system_memory: Some(400.0),
             mean_latency_usec: Some(250.0),
             ops_per_sec: Some(10.0),
+            data_ops_per_sec: Some(8.0),
         };
         assert_eq!(read.reading(&rules), [0.5, 0.25, 0.25]);
         let capped = PrometheusReadings {

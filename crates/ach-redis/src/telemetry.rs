@@ -3,7 +3,8 @@
 //!
 //! - **cpu**: the growth of `used_cpu_sys + used_cpu_user` (seconds of cpu the server used)
 //!   over the wall time between two samples; 1.0 is one core, the most a single-threaded
-//!   Redis can use.
+//!   Redis can use. With `--request-capacity` a master's cpu part is its data commands per
+//!   second over its capacity instead (`control::CpuBasis`).
 //! - **memory**: `used_memory` over `maxmemory` when the node sets one, otherwise over the
 //!   configured capacity (`--memory-capacity`), otherwise over `total_system_memory`.
 //!   With per-slot statistics (the valkey backend, `cluster-slot-stats-enabled yes`), each

@@ -106,6 +106,16 @@ fn status_and_plan_report_the_cluster_and_move_nothing(kind: ServerKind) {
         (0..4).all(|i| i == first || corrected[i] > 0.0),
         "{corrected:?}"
     );
+    // `--request-capacity`: server 0's cpu part counts its data commands, of which an idle
+    // cluster has none: the rebalancer's own readings (INFO, CLUSTER ..., LATENCY) do not
+    // count, while they do take cpu.
+    let capacity = format!("{}=1000", cluster.servers()[0].address());
+    let by_requests = status(&["--request-capacity", &capacity]);
+    assert_eq!(by_requests[first], 0.0, "{by_requests:?}");
+    assert!(
+        (0..4).all(|i| i == first || by_requests[i] > 0.0),
+        "{by_requests:?}"
+    );
     let plan = ach_redis(&[
         "plan",
         "--cluster",
@@ -343,6 +353,31 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
     check(
         &["--idle-cpu", &format!("{}=1", all[0])],
         "must be below the node's cpu allowance, 1 cores",
+    );
+    check(
+        &["--request-capacity", "nonsense"],
+        "is not NODE=REQUESTS_PER_S",
+    );
+    check(
+        &["--request-capacity", "x=-1"],
+        "the capacity finite and >= 0",
+    );
+    check(
+        &["--request-capacity", "127.0.0.1:1=10"],
+        "--request-capacity 127.0.0.1:1=10: no master",
+    );
+    check(
+        &["--request-capacity", &format!("{}=0", all[0])],
+        "must be a number of requests per second above 0",
+    );
+    check(
+        &[
+            "--idle-cpu",
+            &format!("{}=0.01", all[0]),
+            "--request-capacity",
+            &format!("{}=1000", all[0]),
+        ],
+        "also has an --idle-cpu",
     );
     check(&["--interval-ms", "0"], "--interval-ms");
     check(&["--interval-ms", "-5"], "--interval-ms");

@@ -465,6 +465,25 @@ fn status_from_prometheus_agrees_with_status_from_info() {
     prometheus_args.extend(monitored.telemetry_args(10));
     prometheus_args.extend(["--sample-ms".to_string(), "1".to_string()]);
     let prometheus = run_json(&prometheus_args);
+    // `--request-capacity` at four times each master's rate: from either source its cpu part
+    // is its data commands per second over the capacity, about a quarter.
+    let capacities: Vec<f64> = info_rates.iter().map(|rate| (4.0 * rate).round()).collect();
+    let with_capacities = |args: &[String]| -> serde_json::Value {
+        let mut args = args.to_vec();
+        for (server, capacity) in cluster.servers().iter().zip(&capacities) {
+            args.extend([
+                "--request-capacity".to_string(),
+                format!("{}={capacity}", server.address()),
+            ]);
+        }
+        run_json(&args)
+    };
+    let mut short_info_args = base.to_vec();
+    short_info_args.extend(["--sample-ms".to_string(), "3000".to_string()]);
+    let by_requests = [
+        with_capacities(&short_info_args),
+        with_capacities(&prometheus_args),
+    ];
     let report = workload.finish();
     assert_eq!(report.errors, 0, "{:?}", report.error_samples);
     assert_eq!(info["observed"]["signals"]["telemetry"], "info");
@@ -475,7 +494,17 @@ fn status_from_prometheus_agrees_with_status_from_info() {
     let near = |a: f64, b: f64, relative: f64, absolute: f64| {
         a.is_finite() && b.is_finite() && (a - b).abs() <= relative * a.max(b) + absolute
     };
-    for ((i, p), info_rate) in info_nodes.iter().zip(prometheus_nodes).zip(&info_rates) {
+    // INFO's rates and the capacities are in the servers' start order; the nodes of a status
+    // are in address order.
+    let server_of = |node: &serde_json::Value| -> usize {
+        cluster
+            .servers()
+            .iter()
+            .position(|s| node["address"] == s.address().as_str())
+            .unwrap_or_else(|| panic!("no server {}", node["address"]))
+    };
+    for (i, p) in info_nodes.iter().zip(prometheus_nodes) {
+        let info_rate = &info_rates[server_of(i)];
         let figures = format!("INFO {i}\nPrometheus {p}\nINFO's commands/s {info_rate:.0}");
         println!("{}", figures.replace('\n', " | "));
         assert_eq!(i["address"], p["address"]);
@@ -506,6 +535,22 @@ fn status_from_prometheus_agrees_with_status_from_info() {
             near(column(i, &["load"]), column(p, &["load"]), 0.35, 0.01),
             "load: {figures}"
         );
+    }
+    for (source, status) in ["info", "prometheus"].iter().zip(&by_requests) {
+        let nodes = status["observed"]["nodes"].as_array().unwrap();
+        for node in nodes {
+            let (info_rate, capacity) = (info_rates[server_of(node)], capacities[server_of(node)]);
+            let cpu = node["reading"][0].as_f64().unwrap_or(f64::NAN);
+            let figures = format!(
+                "{source}: cpu part {cpu}, capacity {capacity}, INFO's commands/s {info_rate:.0}"
+            );
+            println!("{figures}");
+            assert!(near(cpu, info_rate / capacity, 0.35, 0.0), "{figures}");
+            if *source == "info" {
+                // INFO's ops/s are the data commands the cpu part divides.
+                assert_eq!(cpu, column(node, &["ops_per_sec"]) / capacity, "{figures}");
+            }
+        }
     }
 }
 

@@ -15,11 +15,11 @@ use ach_redis::local::ServerKind;
 use ach_redis::migrate::{MigrationOptions, fix};
 
 use super::cluster::{LiveCluster, check_keys, connect, load_keys, start_cluster};
-use super::observer::{IdleReaders, Observation, Observer, idle_cpu};
+use super::observer::{CpuRules, IdleReaders, Observation, Observer, idle_cpu};
 use super::outcome::{self, percentile};
 use super::rebalancer::{Rebalancer, RebalancerSetup, finish_rebalancer, start_rebalancer};
 use super::server_work::read_counters;
-use super::{Arm, ArmRun, LiveConfig, NodeInfo, StepRecord};
+use super::{Arm, ArmRun, CpuReading, LiveConfig, NodeInfo, StepRecord};
 use crate::calibrate::{ServiceRate, demand_per_step};
 use crate::cgroup::CpuLimiter;
 use crate::error::ExperimentError;
@@ -48,37 +48,10 @@ pub(super) fn run_arm(
     let mut loaded = LoadedCluster::start(config, setup.kind, limiter)?;
     let workload = config.workload(repeat);
     let hot = hot_keys(config, &loaded, &workload)?;
-    let cpu_per_weight = cpu_per_weight(config, limiter);
-    let interval = Duration::from_millis(config.interval_ms);
-    let idle_cpu = idle_cpu(
-        &mut loaded.cluster,
-        &loaded.snapshot,
-        IdleReaders {
-            seconds: config.idle_cpu_s,
-            interval,
-            weights: &loaded.weights,
-            cpu_per_weight,
-        },
-    )?;
-    let mut observer = Observer::new(
-        &mut loaded.cluster,
-        &loaded.snapshot,
-        &loaded.weights,
-        cpu_per_weight,
-        &idle_cpu,
-    )?;
+    let cpu = cpu_rules(config, &mut loaded, limiter, setup.service_rates)?;
+    let mut observer = Observer::new(&mut loaded.cluster, &loaded.snapshot, &loaded.weights, &cpu)?;
     let counters_before = read_counters(&mut loaded.cluster, &loaded.snapshot)?;
-    let running = start_workload(
-        config,
-        &arm,
-        &loaded,
-        &workload,
-        hot.clone(),
-        ReadingSetup {
-            cpu_per_weight,
-            idle_cpu: &idle_cpu,
-        },
-    )?;
+    let running = start_workload(config, &arm, &loaded, &workload, hot.clone(), &cpu)?;
     let mut measured = measure(
         config,
         &arm,
@@ -101,10 +74,14 @@ pub(super) fn run_arm(
         &clients,
     );
     for node in &mut nodes {
-        node.idle_cpu_cores = idle_cpu
-            .iter()
-            .find(|(address, _)| *address == node.address)
-            .map(|&(_, cores)| cores);
+        let named = |entries: &[(String, f64)]| {
+            entries
+                .iter()
+                .find(|(address, _)| *address == node.address)
+                .map(|&(_, value)| value)
+        };
+        node.idle_cpu_cores = named(&cpu.idle_cpu);
+        node.request_capacity = named(&cpu.request_capacity);
         node.server_work = counters_before
             .get(&node.address)
             .zip(counters_after.get(&node.address))
@@ -256,6 +233,51 @@ fn hot_keys(
     Ok(workload.hot_keys_in((first, last)))
 }
 
+/// How the arm's observer and rebalancer read a master's cpu part, as `config.cpu_reading`
+/// says: each master's data commands over its class's service rate, or its cpu use less the
+/// idle use read now for `config.idle_cpu_s`.
+fn cpu_rules(
+    config: &LiveConfig,
+    loaded: &mut LoadedCluster,
+    limiter: &CpuLimiter,
+    service_rates: &[ServiceRate],
+) -> Result<CpuRules, ExperimentError> {
+    let cpu_per_weight = cpu_per_weight(config, limiter);
+    match config.cpu_reading {
+        CpuReading::Requests => {
+            let request_capacity = loaded
+                .live
+                .nodes
+                .iter()
+                .map(|node| {
+                    let rate = service_rates
+                        .iter()
+                        .find(|r| r.class == node.class)
+                        .map_or(f64::NAN, |r| r.requests_per_s);
+                    (node.address.clone(), rate)
+                })
+                .collect();
+            Ok(CpuRules {
+                request_capacity,
+                ..CpuRules::cores(cpu_per_weight)
+            })
+        }
+        CpuReading::Cores => Ok(CpuRules {
+            idle_cpu: idle_cpu(
+                &mut loaded.cluster,
+                &loaded.snapshot,
+                IdleReaders {
+                    seconds: config.idle_cpu_s,
+                    interval: Duration::from_millis(config.interval_ms),
+                    weights: &loaded.weights,
+                    cpu_per_weight,
+                },
+            )?,
+            ..CpuRules::cores(cpu_per_weight)
+        }),
+    }
+}
+
 /// The cpu of a node of relative weight 1: the mean quota, or the whole machine without
 /// quotas.
 fn cpu_per_weight(config: &LiveConfig, limiter: &CpuLimiter) -> f64 {
@@ -277,13 +299,6 @@ struct Running {
     clients: Vec<JoinHandle<ClientReport>>,
 }
 
-/// How the rebalancer reads cpu: the cores of a node of relative weight 1 and every master's
-/// idle use.
-struct ReadingSetup<'a> {
-    cpu_per_weight: f64,
-    idle_cpu: &'a [(String, f64)],
-}
-
 /// Starts the rebalancer, then the client threads.
 fn start_workload(
     config: &LiveConfig,
@@ -291,7 +306,7 @@ fn start_workload(
     loaded: &LoadedCluster,
     workload: &WorkloadConfig,
     hot: Vec<usize>,
-    reading: ReadingSetup<'_>,
+    cpu: &CpuRules,
 ) -> Result<Running, ExperimentError> {
     let interval = Duration::from_millis(config.interval_ms);
     let shared = Arc::new(Shared {
@@ -315,8 +330,7 @@ fn start_workload(
             snapshot: &loaded.snapshot,
             steps: config.steps(),
             interval,
-            cpu_per_weight: reading.cpu_per_weight,
-            idle_cpu: reading.idle_cpu,
+            cpu,
             security: &security,
         },
         Arc::clone(&rebalance_stop),

@@ -51,6 +51,7 @@ pub(super) fn start_cluster(
             quota_us,
             throttling: None,
             idle_cpu_cores: None,
+            request_capacity: None,
             p50_ms: None,
             p99_ms: None,
             server_work: None,

@@ -4,29 +4,52 @@
 use std::time::{Duration, Instant};
 
 use ach_redis::cluster::{Cluster, Snapshot};
-use ach_redis::control::{ControlOptions, Controller, idle_shares, live_ach_config, without_idle};
+use ach_redis::control::{ControlOptions, Controller, CpuBasis, cpu_bases, live_ach_config};
 use ach_redis::migrate::MigrationOptions;
 use ach_redis::node_telemetry::info_samples;
-use ach_redis::telemetry::{NodeSample, ReadingRules, reading};
+use ach_redis::telemetry::{NodeSample, ReadingRules, data_ops_per_sec, reading};
 use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
 use crate::error::ExperimentError;
+
+/// How the observer and the rebalancers read a master's cpu part (`ach-redis --idle-cpu` and
+/// `--request-capacity`).
+#[derive(Clone, Debug)]
+pub(super) struct CpuRules {
+    /// The cores of a master of relative weight 1.
+    pub(super) cpu_per_weight: f64,
+    /// Every master's idle cpu use in cores, by address (none: whole readings).
+    pub(super) idle_cpu: Vec<(String, f64)>,
+    /// Every master's capacity in requests per second, by address (none: cpu readings).
+    pub(super) request_capacity: Vec<(String, f64)>,
+}
+
+impl CpuRules {
+    /// Whole cpu readings over `cpu_per_weight` cores per weight.
+    pub(super) fn cores(cpu_per_weight: f64) -> CpuRules {
+        CpuRules {
+            cpu_per_weight,
+            idle_cpu: Vec::new(),
+            request_capacity: Vec::new(),
+        }
+    }
+}
 
 /// The controller options of `algorithm` in the experiment (the observer uses Static-W's: it
 /// only samples).
 pub(super) fn control_options(
     algorithm: Entry,
     weights: Vec<(String, f64)>,
-    cpu_per_weight: f64,
-    idle_cpu: Vec<(String, f64)>,
+    cpu: &CpuRules,
 ) -> ControlOptions {
     ControlOptions {
         algorithm,
         parameters: Vec::new(),
         weights,
-        idle_cpu,
-        rules: reading_rules(cpu_per_weight),
+        idle_cpu: cpu.idle_cpu.clone(),
+        request_capacity: cpu.request_capacity.clone(),
+        rules: reading_rules(cpu.cpu_per_weight),
         telemetry: TelemetryConfig::paper(),
         ach: live_ach_config(),
         migration: MigrationOptions::default(),
@@ -52,8 +75,8 @@ pub(super) struct Observer {
     tracker: LoadTracker,
     rules: ReadingRules,
     relative_weights: Vec<f64>,
-    /// Every master's idle share of its cpu allowance, taken off its cpu reading.
-    idle_shares: Vec<f64>,
+    /// What every master's cpu part counts.
+    bases: Vec<CpuBasis>,
     previous: Vec<Option<NodeSample>>,
     masters: Vec<String>,
 }
@@ -64,26 +87,26 @@ impl Observer {
         cluster: &mut Cluster,
         snapshot: &Snapshot,
         weights: &[(String, f64)],
-        cpu_per_weight: f64,
-        idle_cpu: &[(String, f64)],
+        cpu: &CpuRules,
     ) -> Result<Observer, ExperimentError> {
-        let options = control_options(
-            reader(),
-            weights.to_vec(),
-            cpu_per_weight,
-            idle_cpu.to_vec(),
-        );
+        let options = control_options(reader(), weights.to_vec(), cpu);
         let telemetry = options.telemetry;
         let mut sampler = Controller::new(options)?;
         let relative_weights = sampler.relative_weights(snapshot)?;
-        let idle_shares = idle_shares(idle_cpu, snapshot, &relative_weights, cpu_per_weight)?;
+        let bases = cpu_bases(
+            &cpu.idle_cpu,
+            &cpu.request_capacity,
+            snapshot,
+            &relative_weights,
+            cpu.cpu_per_weight,
+        )?;
         let previous = sampler.sample(cluster, snapshot);
         Ok(Observer {
             sampler,
             tracker: LoadTracker::new(snapshot.masters.len(), telemetry)?,
-            rules: reading_rules(cpu_per_weight),
+            rules: reading_rules(cpu.cpu_per_weight),
             relative_weights,
-            idle_shares,
+            bases,
             previous,
             masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
         })
@@ -102,12 +125,16 @@ impl Observer {
         let samples = self.sampler.sample(cluster, &snapshot);
         let mut readings = Vec::with_capacity(samples.len());
         for (index, sample) in samples.iter().enumerate() {
-            let raw = match sample {
-                Some(now) => reading(self.previous[index].as_ref(), now, &self.rules),
-                None => [f64::NAN; 3],
+            let previous = self.previous[index].as_ref();
+            let (raw, data_ops) = match sample {
+                Some(now) => (
+                    reading(previous, now, &self.rules),
+                    data_ops_per_sec(previous, now),
+                ),
+                None => ([f64::NAN; 3], f64::NAN),
             };
             let mut weighted = raw.map(|value| value / self.relative_weights[index]);
-            weighted[0] = without_idle(weighted[0], self.idle_shares[index]);
+            weighted[0] = self.bases[index].cpu_part(weighted[0], data_ops);
             readings.push(weighted.map(|value| value.is_finite().then_some(value)));
             self.tracker.record(index, weighted)?;
             if sample.is_some() {
@@ -150,8 +177,7 @@ pub(super) fn idle_cpu(
     let options = control_options(
         reader(),
         readers.weights.to_vec(),
-        readers.cpu_per_weight,
-        Vec::new(),
+        &CpuRules::cores(readers.cpu_per_weight),
     );
     let mut controller = Controller::new(options)?;
     let first = info_samples(cluster, snapshot);

@@ -16,7 +16,7 @@ use ach_redis::security::Security;
 
 use super::Arm;
 use super::cluster::connect;
-use super::observer::control_options;
+use super::observer::{CpuRules, control_options};
 use crate::cadence::{LoopCadence, step_events};
 use crate::error::ExperimentError;
 
@@ -51,9 +51,8 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) snapshot: &'a Snapshot,
     pub(super) steps: u32,
     pub(super) interval: Duration,
-    pub(super) cpu_per_weight: f64,
-    /// Every master's idle cpu use in cores, by address (`--idle-cpu`).
-    pub(super) idle_cpu: &'a [(String, f64)],
+    /// How the loop reads a master's cpu part.
+    pub(super) cpu: &'a CpuRules,
     /// How to log in to the cluster: `redis-cli` gets the password in `REDISCLI_AUTH`.
     pub(super) security: &'a Security,
 }
@@ -70,8 +69,7 @@ pub(super) fn start_rebalancer(
         snapshot,
         steps,
         interval,
-        cpu_per_weight,
-        idle_cpu,
+        cpu,
         security,
     } = *setup;
     if *arm == Arm::RedisCli {
@@ -104,12 +102,7 @@ pub(super) fn start_rebalancer(
     let buffer = SharedBuffer::default();
     let mut log = buffer.clone();
     let seed = seed.to_string();
-    let options = control_options(
-        algorithm,
-        weights.to_vec(),
-        cpu_per_weight,
-        idle_cpu.to_vec(),
-    );
+    let options = control_options(algorithm, weights.to_vec(), cpu);
     let handle = std::thread::spawn(move || {
         let mut cluster = connect(&seed)?;
         let mut controller = Controller::new(options.clone())?;

@@ -23,11 +23,13 @@ use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
 use crate::topology::format_slot_ranges;
 
+mod cpu_basis;
 mod idle;
 mod observed;
 mod order;
 mod step;
 
+pub use cpu_basis::{CpuBasis, cpu_bases};
 pub use idle::{idle_shares, without_idle};
 pub use observed::{HotSlot, NodeView, Observed, Signals, imbalance};
 use observed::{hot_slots, token_loads};
@@ -57,6 +59,10 @@ pub struct ControlOptions {
     /// readings cost a node the same whatever slots it owns. Masters not named keep their
     /// whole reading.
     pub idle_cpu: Vec<(String, f64)>,
+    /// `--request-capacity NODE=REQUESTS_PER_S` as given: a master's data commands per second
+    /// at saturation; its cpu part becomes its data commands per second over this (see
+    /// [`CpuBasis`]). Masters not named keep their cpu reading.
+    pub request_capacity: Vec<(String, f64)>,
     /// Smoothing and composite load.
     pub telemetry: TelemetryConfig,
     /// ACH's parameters (budget included).
@@ -321,8 +327,9 @@ impl Controller {
         let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
         let slot_cpu = self.slot_cpu(&snapshot, &figures);
         let readings = self.nodes.read(cluster, &snapshot, &self.options.rules)?;
-        let idle = idle::idle_shares(
+        let bases = cpu_bases(
             &self.options.idle_cpu,
+            &self.options.request_capacity,
             &snapshot,
             &weights,
             self.options.rules.cpu_per_weight,
@@ -343,7 +350,7 @@ impl Controller {
                 1.0
             };
             let mut weighted = read.reading.map(|value| value / divisor);
-            weighted[0] = idle::without_idle(weighted[0], idle[index]);
+            weighted[0] = bases[index].cpu_part(weighted[0], read.data_ops_per_sec);
             let maxmemory = match (&read.sample, &read.prometheus) {
                 (Some(sample), _) => sample.maxmemory,
                 (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
@@ -394,7 +401,7 @@ impl Controller {
         Ok(Observed {
             imbalance: undrained_imbalance(&nodes, &loads),
             total_load,
-            signals: Signals::of(backend, &figures, &self.nodes.source),
+            signals: Signals::of(backend, &figures, &self.nodes.source, &bases),
             hot_slots,
             token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
             snapshot,
@@ -727,7 +734,7 @@ fn confirmed_moves(group: &GroupPlan, switched: &[u16], slot_keys: &[u64]) -> Ve
     confirmed
 }
 
-/// What a node name of an option (`--weight`, `--idle-cpu`) names.
+/// What a node name of an option (`--weight`, `--idle-cpu`, `--request-capacity`) names.
 enum Named {
     /// The master of this index.
     Master(usize),

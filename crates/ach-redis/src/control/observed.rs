@@ -8,6 +8,8 @@ use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::NodeSample;
 
+use super::CpuBasis;
+
 /// One observation of the cluster.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Observed {
@@ -45,7 +47,7 @@ pub struct Signals {
     /// True when the slots' loads come from `CLUSTER SLOT-STATS`.
     pub slot_stats: bool,
     /// Where the cpu reading comes from.
-    pub cpu: &'static str,
+    pub cpu: String,
     /// Where the memory reading comes from.
     pub memory: &'static str,
     /// Where the latency reading comes from.
@@ -57,10 +59,12 @@ pub struct Signals {
 }
 
 impl Signals {
+    /// The signals of an observation; `bases` says what every master's cpu part counts.
     pub(super) fn of(
         backend: BackendKind,
         figures: &SlotFigures,
         telemetry: &NodeTelemetry,
+        bases: &[CpuBasis],
     ) -> Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
@@ -89,6 +93,23 @@ impl Signals {
                  redis_total_system_memory_bytes)",
                 "mean time per data command over the window \
                  (redis_commands_duration_seconds_total / redis_commands_total)",
+            ),
+        };
+        let by_requests = bases
+            .iter()
+            .filter(|b| matches!(b, CpuBasis::Requests { .. }))
+            .count();
+        let cpu = match by_requests {
+            0 => cpu.to_string(),
+            n if n == bases.len() => {
+                "data commands per second over the interval over each master's \
+                 --request-capacity"
+                    .to_string()
+            }
+            n => format!(
+                "data commands per second over --request-capacity on {n} of {} masters; on \
+                 the others {cpu}",
+                bases.len()
             ),
         };
         Signals {
