@@ -182,14 +182,15 @@ fn info_reading(
     sample: Option<&NodeSample>,
     rules: &ReadingRules,
 ) -> NodeReading {
+    let data_ops = sample.map_or(f64::NAN, |now| data_ops_per_sec(previous, now));
     NodeReading {
         reading: sample.map_or([f64::NAN; 3], |now| reading(previous, now, rules)),
         p99_usec: sample
             .and_then(|now| interval_p99(previous, now))
             .unwrap_or(f64::NAN),
         mean_latency_usec: f64::NAN,
-        ops_per_sec: sample.map_or(f64::NAN, |now| data_ops_per_sec(previous, now)),
-        data_ops_per_sec: sample.map_or(f64::NAN, |now| data_ops_per_sec(previous, now)),
+        ops_per_sec: data_ops,
+        data_ops_per_sec: data_ops,
         sample: sample.cloned(),
         prometheus: None,
     }

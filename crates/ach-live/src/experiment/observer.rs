@@ -133,8 +133,7 @@ impl Observer {
                 ),
                 None => ([f64::NAN; 3], f64::NAN),
             };
-            let mut weighted = raw.map(|value| value / self.relative_weights[index]);
-            weighted[0] = self.bases[index].cpu_part(weighted[0], data_ops);
+            let weighted = self.bases[index].weighted(raw, self.relative_weights[index], data_ops);
             readings.push(weighted.map(|value| value.is_finite().then_some(value)));
             self.tracker.record(index, weighted)?;
             if sample.is_some() {

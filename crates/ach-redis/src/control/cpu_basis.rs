@@ -35,6 +35,25 @@ pub enum CpuBasis {
 }
 
 impl CpuBasis {
+    /// A master's `[cpu, memory, latency]` reading as the load tracker takes it: every part
+    /// divided by its relative weight (a drained master's, weight 0, taken as it is), then
+    /// the cpu part as this basis counts it.
+    pub fn weighted(
+        &self,
+        reading: [f64; 3],
+        relative_weight: f64,
+        data_ops_per_sec: f64,
+    ) -> [f64; 3] {
+        let divisor = if relative_weight > 0.0 {
+            relative_weight
+        } else {
+            1.0
+        };
+        let mut weighted = reading.map(|value| value / divisor);
+        weighted[0] = self.cpu_part(weighted[0], data_ops_per_sec);
+        weighted
+    }
+
     /// The cpu part from the master's cpu reading (over its allowance, divided by its relative
     /// weight) and its data commands per second; NaN (a missing sample) when the figure it
     /// counts is missing.
@@ -128,6 +147,20 @@ mod tests {
         // count is a missing sample.
         assert_eq!(bases[1].cpu_part(0.1, 3000.0), 1.0);
         assert!(bases[1].cpu_part(0.1, f64::NAN).is_nan());
+        // Weighting divides every part but a capacity's cpu part; a drained master (weight 0)
+        // reads as it is.
+        assert_eq!(
+            bases[0].weighted([0.4, 0.2, 0.1], 2.0, 500.0),
+            [0.2, 0.1, 0.05]
+        );
+        assert_eq!(
+            bases[1].weighted([0.4, 0.2, 0.1], 2.0, 500.0),
+            [0.25, 0.1, 0.05]
+        );
+        assert_eq!(
+            bases[0].weighted([0.4, 0.2, 0.1], 0.0, 500.0),
+            [0.4, 0.2, 0.1]
+        );
     }
 
     #[test]

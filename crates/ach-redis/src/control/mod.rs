@@ -343,14 +343,8 @@ impl Controller {
         // of the process's cpu under a GET/SET workload (docs/redis.md), so it splits a node's
         // load among its slots but does not measure it.
         for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
-            // A drained master's readings are taken as they are (its weight is 0).
-            let divisor = if weights[index] > 0.0 {
-                weights[index]
-            } else {
-                1.0
-            };
-            let mut weighted = read.reading.map(|value| value / divisor);
-            weighted[0] = bases[index].cpu_part(weighted[0], read.data_ops_per_sec);
+            let weighted =
+                bases[index].weighted(read.reading, weights[index], read.data_ops_per_sec);
             let maxmemory = match (&read.sample, &read.prometheus) {
                 (Some(sample), _) => sample.maxmemory,
                 (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
