@@ -291,6 +291,12 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
     }
     let calibration = &resimulation.calibration;
     println!("measured: {}", calibration.pace.describe());
+    for listing in &calibration.redis_cli_listings {
+        println!(
+            "redis-cli of repeat {} took the simulator's nodes in the order {:?}",
+            listing.repeat, listing.nodes
+        );
+    }
     for line in &calibration.class_readings {
         let bend = line.knee.map_or(String::new(), |knee| {
             format!(

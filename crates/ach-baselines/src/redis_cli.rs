@@ -4,6 +4,8 @@
 use ach_control::{Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 
+use crate::catalogue::BuildError;
+
 /// The percentage `redis-cli --cluster rebalance` leaves alone (`--cluster-threshold`, 2 by
 /// default): no node's slots differ from its expected number by more than it, nothing moves.
 pub const REDIS_CLI_THRESHOLD: f32 = 2.0;
@@ -15,16 +17,23 @@ pub const REDIS_CLI_THRESHOLD: f32 = 2.0;
 /// (int)(V / total_weight * weight)` in single precision (as `redis-cli` does; nodes that own
 /// no token are left out); if no node is off its expected number by more than
 /// [`REDIS_CLI_THRESHOLD`] percent, it never moves. Otherwise the receivers' balances absorb
-/// the rounding (one each, in node order, until the balances sum to zero), the nodes are
-/// sorted by balance (a stable sort: ties in node order, where `redis-cli`'s `qsort` leaves
-/// them unspecified), and each plan takes the next transfer: from the last node with slots to
-/// give to the first with slots to get, `min` of the two balances, the source's
-/// lowest-indexed tokens (`redis-cli` takes a source's slots from the lowest). `redis-cli`
-/// runs the transfers one after another; so does a paced simulation of this balancer, which
-/// plans the next transfer once the last one's slots have moved.
+/// the rounding (one each, in listing order, until the balances sum to zero), the nodes are
+/// sorted by balance (a stable sort: ties in listing order), and each plan takes the next
+/// transfer: from the last node with slots to give to the first with slots to get, `min` of
+/// the two balances, the source's lowest-indexed tokens (`redis-cli` takes a source's slots
+/// from the lowest). `redis-cli` runs the transfers one after another; so does a paced
+/// simulation of this balancer, which plans the next transfer once the last one's slots have
+/// moved.
+///
+/// The listing order is node order ([`RedisCliRebalance::new`]) unless given
+/// ([`RedisCliRebalance::listed`]). `redis-cli` lists the nodes as it read them from the
+/// cluster (an order that follows the nodes' random ids) and its `qsort` leaves ties in an
+/// order of its own, so which of two equal nodes gives or takes first differs from cluster to
+/// cluster; the order it printed its transfers in shows the one it took.
 #[derive(Clone, Debug)]
 pub struct RedisCliRebalance {
     weights: Vec<f64>,
+    listing: Vec<NodeId>,
     transfers: Option<Transfers>,
 }
 
@@ -41,20 +50,54 @@ impl RedisCliRebalance {
     /// The rebalancer for a cluster with these weights (one per node of the initial cluster;
     /// the live experiment gives the capacities).
     pub fn new(weights: Vec<f64>) -> RedisCliRebalance {
+        let listing = (0..weights.len() as u32).map(NodeId).collect();
         RedisCliRebalance {
             weights,
+            listing,
             transfers: None,
         }
     }
+
+    /// The rebalancer with the nodes listed in `listing` order (every node of `weights` once),
+    /// which decides the order of ties; refused when `listing` is not such an order.
+    pub fn listed(
+        weights: Vec<f64>,
+        listing: Vec<NodeId>,
+    ) -> Result<RedisCliRebalance, BuildError> {
+        let mut seen = vec![false; weights.len()];
+        for node in &listing {
+            match seen.get_mut(node.index()) {
+                Some(seen) if !*seen => *seen = true,
+                _ => {
+                    return Err(BuildError::refused(format!(
+                        "listing {listing:?}: every node 0 to {} must appear once",
+                        weights.len().saturating_sub(1)
+                    )));
+                }
+            }
+        }
+        if listing.len() != weights.len() {
+            return Err(BuildError::refused(format!(
+                "listing {listing:?}: {} nodes listed, {} weighted",
+                listing.len(),
+                weights.len()
+            )));
+        }
+        Ok(RedisCliRebalance {
+            weights,
+            listing,
+            transfers: None,
+        })
+    }
 }
 
-/// The balances of the nodes of `ring` that own tokens, under `weights`, sorted (empty when
-/// every node is within the threshold).
-fn balances(weights: &[f64], ring: &TokenRing) -> Vec<(NodeId, i64)> {
+/// The balances of the nodes of `ring` that own tokens, under `weights`, taken in `listing`
+/// order and sorted (empty when every node is within the threshold).
+fn balances(weights: &[f64], listing: &[NodeId], ring: &TokenRing) -> Vec<(NodeId, i64)> {
     let slots = ring.len() as f32;
-    let involved: Vec<(NodeId, usize, f32)> = (0..weights.len())
-        .map(|i| NodeId(i as u32))
-        .map(|node| (node, ring.count(node), weights[node.index()] as f32))
+    let involved: Vec<(NodeId, usize, f32)> = listing
+        .iter()
+        .map(|&node| (node, ring.count(node), weights[node.index()] as f32))
         .filter(|&(_, count, _)| count > 0)
         .collect();
     let total_weight: f32 = involved.iter().map(|&(_, _, w)| w).sum();
@@ -89,7 +132,7 @@ impl Balancer for RedisCliRebalance {
 
     fn plan(&mut self, ring: &TokenRing, _observation: &Observation<'_>) -> Plan {
         let transfers = self.transfers.get_or_insert_with(|| {
-            let nodes = balances(&self.weights, ring);
+            let nodes = balances(&self.weights, &self.listing, ring);
             let src = nodes.len().saturating_sub(1);
             Transfers { nodes, dst: 0, src }
         });
@@ -161,6 +204,47 @@ mod tests {
         let observation = observe(&[0.5; 3], &[true; 3]);
         assert_eq!(moves(&rebalance.plan(&ring, &observation)), [(0, 0, 1)]);
         assert_eq!(rebalance.plan(&ring, &observation), Plan::none());
+    }
+
+    #[test]
+    fn ties_go_in_listing_order() {
+        // 12 tokens over 4 nodes (3 each), weights 1, 1, 2, 2: expected 2, 2, 4, 4, balances
+        // +1, +1, -1, -1. Node order: node 1 gives to node 2 first, then node 0 to node 3.
+        // Listed 3, 2, 0, 1: node 1 gives to node 3 first (sorted 3, 2, 0, 1), then node 0 to
+        // node 2.
+        let observation = observe(&[0.5; 4], &[true; 4]);
+        let weights = vec![1.0, 1.0, 2.0, 2.0];
+        let transfers = |mut rebalance: RedisCliRebalance| {
+            let mut ring = even_ring(12, 4);
+            let mut all = Vec::new();
+            loop {
+                let plan = rebalance.plan(&ring, &observation);
+                if plan == Plan::none() {
+                    return all;
+                }
+                all.extend(moves(&plan));
+                commit(&mut ring, &plan).unwrap();
+            }
+        };
+        let listing = [3, 2, 0, 1].map(NodeId).to_vec();
+        assert_eq!(
+            transfers(RedisCliRebalance::new(weights.clone())),
+            [(1, 1, 2), (0, 0, 3)]
+        );
+        assert_eq!(
+            transfers(RedisCliRebalance::listed(weights.clone(), listing).unwrap()),
+            [(1, 1, 3), (0, 0, 2)]
+        );
+        for bad in [
+            vec![0, 1, 2],
+            vec![0, 1, 2, 2],
+            vec![0, 1, 2, 4],
+            vec![0, 1, 2, 3, 0],
+        ] {
+            let listing = bad.into_iter().map(NodeId).collect();
+            let error = RedisCliRebalance::listed(weights.clone(), listing).unwrap_err();
+            assert!(error.to_string().contains("listing"), "{error}");
+        }
     }
 
     #[test]

@@ -100,8 +100,8 @@ pub enum ExperimentError {
     /// A master of the cluster is none of the servers the experiment started.
     #[error("no master {0}")]
     UnknownMaster(String),
-    /// The node that holds the hot keys owns no slot.
-    #[error("the hot keys' node {0} owns no slot")]
+    /// The node that holds the hot keys owns no slot, or not one range of them.
+    #[error("the hot keys' node {0} owns no slot, or not one range of them")]
     HotNodeOwnsNoSlot(String),
     /// A program could not be started.
     #[error("{program}: {source}")]

@@ -492,6 +492,10 @@ pub struct NodeInfo {
     pub address: String,
     /// Capacity class.
     pub class: NodeClass,
+    /// The first and last slot it owned at the start (one range: the cluster deals out equal
+    /// ranges in start order, as the simulator's contiguous layout deals its tokens; `None`
+    /// in runs made before it was recorded).
+    pub initial_slots: Option<(u16, u16)>,
     /// CPU quota in microseconds per period, when set.
     pub quota_us: Option<u64>,
     /// The cgroup's CPU throttling counters at the end of the arm, when read.
@@ -868,6 +872,7 @@ mod tests {
         let node = |address: &str, class: NodeClass, throttled_periods: u64| NodeInfo {
             address: address.to_string(),
             class,
+            initial_slots: None,
             quota_us: Some(1000),
             throttling: Some(crate::cgroup::Throttling {
                 periods: 100,

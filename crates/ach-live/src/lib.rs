@@ -23,6 +23,7 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod error;
 pub mod experiment;
+pub mod listing;
 pub mod output;
 pub mod pace;
 pub mod readings;

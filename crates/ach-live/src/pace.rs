@@ -13,6 +13,7 @@ use ach_sim::pacing::{JobGrouping, Pacing};
 use ach_sim::reading::Reading;
 
 use crate::experiment::{LiveResults, REDIS_CLI};
+use crate::listing::{self, Listing, RunNode};
 use crate::readings::{self, ClassReading, LoopReadings};
 
 /// What the run's arms measured for the calibrated simulator: their clock and what the
@@ -27,6 +28,11 @@ pub struct ArmCalibration {
     pub pacing: Vec<Pacing>,
     /// The simulator's readings of the nodes.
     pub readings: Vec<Reading>,
+    /// The order `redis-cli` took the nodes in, in each repeat whose output and masters
+    /// show it ([`crate::listing`]); the simulated run of a repeat without one lists the
+    /// nodes in node order.
+    #[serde(default)]
+    pub redis_cli_listings: Vec<Listing>,
 }
 
 /// The calibration measured in `results`: the rebalance loop's arms (those with a step
@@ -52,6 +58,11 @@ pub fn of_results(results: &LiveResults) -> ArmCalibration {
                 .collect()
         })
         .collect();
+    let initial_slots: Vec<Vec<Option<(u16, u16)>>> = results
+        .runs
+        .iter()
+        .map(|run| run.nodes.iter().map(|n| n.initial_slots).collect())
+        .collect();
     let steps: Vec<Vec<serde_json::Value>> = results
         .runs
         .iter()
@@ -60,9 +71,12 @@ pub fn of_results(results: &LiveResults) -> ArmCalibration {
     let traces: Vec<ArmTrace<'_>> = (0..results.runs.len())
         .map(|k| ArmTrace {
             algorithm: &results.runs[k].algorithm,
+            repeat: results.runs[k].repeat,
             steps: &steps[k],
+            output: &results.runs[k].rebalance_log,
             keys_moved: &keys[k],
             nodes: &nodes[k],
+            initial_slots: &initial_slots[k],
             true_loads: &true_loads[k],
         })
         .collect();
@@ -118,7 +132,34 @@ pub fn of_traces(cluster: &Cluster<'_>, traces: &[ArmTrace<'_>]) -> ArmCalibrati
         readings: readings::readings(&class_readings, cluster.classes),
         pace,
         class_readings,
+        redis_cli_listings: redis_cli_listings(traces, cluster.classes.len()),
     }
+}
+
+/// The listing of every `redis-cli` run whose output and masters show it, over the
+/// simulator's `nodes` nodes.
+fn redis_cli_listings(traces: &[ArmTrace<'_>], nodes: usize) -> Vec<Listing> {
+    let mut listings = Vec::new();
+    for trace in traces.iter().filter(|t| t.algorithm == REDIS_CLI) {
+        let masters: Vec<RunNode<'_>> = trace
+            .nodes
+            .iter()
+            .zip(trace.initial_slots)
+            .map(|((address, _), &slots)| RunNode {
+                address,
+                simulator_node: listing::simulator_node(slots, nodes),
+            })
+            .collect();
+        let transfers = listing::transfers(trace.output);
+        if let Some(order) = listing::listing(&transfers, &masters, nodes) {
+            listings.push(Listing {
+                repeat: trace.repeat,
+                nodes: order,
+            });
+        }
+    }
+    listings.sort_by_key(|l| l.repeat);
+    listings
 }
 
 /// One arm run's traces the clock is measured from.
@@ -126,13 +167,19 @@ pub fn of_traces(cluster: &Cluster<'_>, traces: &[ArmTrace<'_>]) -> ArmCalibrati
 pub struct ArmTrace<'a> {
     /// The arm's algorithm.
     pub algorithm: &'a str,
+    /// The repeat.
+    pub repeat: u32,
     /// Its rebalance loop's step events ([`crate::cadence::step_events`]; none for
     /// `redis-cli`, whose output is not a loop's log).
     pub steps: &'a [serde_json::Value],
+    /// Its rebalancer's output: the loop's log, or what `redis-cli` printed.
+    pub output: &'a str,
     /// Keys in slots that changed owner by each step, cumulative.
     pub keys_moved: &'a [u64],
     /// Every master's address and class, in the order of `true_loads`.
     pub nodes: &'a [(String, NodeClass)],
+    /// Every master's initial slots, in the same order (`None`: not recorded).
+    pub initial_slots: &'a [Option<(u16, u16)>],
     /// Every step's true loads.
     pub true_loads: &'a [Vec<f64>],
 }
@@ -324,16 +371,22 @@ mod tests {
         let traces = [
             ArmTrace {
                 algorithm: "ACH",
+                repeat: 0,
                 steps: &steps,
+                output: &log,
                 keys_moved: &[],
                 nodes: &[],
+                initial_slots: &[],
                 true_loads: &[],
             },
             ArmTrace {
                 algorithm: REDIS_CLI,
+                repeat: 0,
                 steps: &[],
+                output: "",
                 keys_moved: &cli_keys,
                 nodes: &[],
+                initial_slots: &[],
                 true_loads: &[],
             },
         ];

@@ -492,7 +492,10 @@ fn differences(text: &mut String, results: &LiveResults) {
          requests to {} keys that start on one medium node, for a quarter of the run); the \
          tokens start in contiguous blocks, as the live slots do.\n\
          - redis-cli is simulated as Redis 7's own rebalance plan, one slot at a time at the \
-         keys per second its runs measured; live, it moves slots while the clients run.\n\
+         keys per second its runs measured; live, it moves slots while the clients run. Nodes \
+         of one class tie in its plan, and which of them gives or takes first follows from \
+         their random ids: each simulated run takes the order its repeat's redis-cli printed \
+         its transfers in (`simulator.calibration.redis_cli_listings`).\n\
          - A live step is a wall-clock interval and a slot move takes real time; the slot map \
          of a step is the one observed at its end. A rebalance loop plans its next step after \
          its migrations end, so one that moves much makes fewer control steps than the \
@@ -534,6 +537,7 @@ mod tests {
         NodeInfo {
             address: address.to_string(),
             class,
+            initial_slots: None,
             quota_us: None,
             throttling: None,
             idle_cpu_cores: None,

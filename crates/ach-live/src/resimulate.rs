@@ -142,11 +142,12 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
     };
     series.pacing.clear();
     series.readings.clear();
-    let instant = simulator::run_series(&series)?;
+    let listings = &calibration.redis_cli_listings;
+    let instant = simulator::run_series(&series, listings)?;
     series.pacing = calibration.pacing.clone();
-    let paced = simulator::run_series(&series)?;
+    let paced = simulator::run_series(&series, listings)?;
     series.readings = calibration.readings.clone();
-    let calibrated = simulator::run_series(&series)?;
+    let calibrated = simulator::run_series(&series, listings)?;
     let mut arms = Vec::new();
     for arm in summary["arms"].as_array().into_iter().flatten() {
         let algorithm = arm["algorithm"].as_str().unwrap_or_default().to_string();
@@ -186,9 +187,12 @@ fn measured_calibration(
         .iter()
         .map(|run| ArmTrace {
             algorithm: &run.algorithm,
+            repeat: run.repeat,
             steps: &run.steps,
+            output: &run.output,
             keys_moved: &run.keys,
             nodes: &run.nodes,
+            initial_slots: &run.initial_slots,
             true_loads: &run.true_loads,
         })
         .collect();
@@ -229,10 +233,15 @@ fn live_config(path: &Path, summary: &serde_json::Value) -> Result<LiveConfig, R
 /// One saved run's traces.
 struct SavedRun {
     algorithm: String,
+    repeat: u32,
     /// The step events of its rebalance loop's log (none for redis-cli's output).
     steps: Vec<serde_json::Value>,
+    /// Its rebalancer's output (`ARM-rK-rebalance.log`).
+    output: String,
     keys: Vec<u64>,
     nodes: Vec<(String, NodeClass)>,
+    /// Every master's initial slots (`None`: not recorded).
+    initial_slots: Vec<Option<(u16, u16)>>,
     true_loads: Vec<Vec<f64>>,
     /// The observer's readings of every step.
     observed: Vec<ObservedStep>,
@@ -285,15 +294,27 @@ fn traces_of(folder: &Path, summary: &serde_json::Value) -> Result<Vec<SavedRun>
                     Ok((address, class))
                 })
                 .collect::<Result<_, ResimulateError>>()?;
+            let initial_slots = run["nodes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|node| {
+                    serde_json::from_value(node["initial_slots"].clone())
+                        .ok()
+                        .flatten()
+                })
+                .collect();
             let log_path = PathBuf::from(format!("{}-rebalance.log", stem.display()));
+            let output = std::fs::read_to_string(&log_path).unwrap_or_default();
             runs.push(SavedRun {
                 observed: steps.iter().map(observed_step).collect(),
                 algorithm: algorithm.to_string(),
-                steps: crate::cadence::step_events(
-                    &std::fs::read_to_string(&log_path).unwrap_or_default(),
-                ),
+                repeat: repeat as u32,
+                steps: crate::cadence::step_events(&output),
+                output,
                 keys: keys.collect(),
                 nodes,
+                initial_slots,
                 true_loads: true_loads.collect(),
             });
         }

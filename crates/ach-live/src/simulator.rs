@@ -9,6 +9,7 @@
 
 use ach_baselines::RedisCliRebalance;
 use ach_redis::control::live_ach_config;
+use ach_ring::NodeId;
 use ach_sim::algorithms::AlgorithmInfo;
 use ach_sim::config::{ClusterConfig, Degradation, HotKeys, InitialLayout, LoadProfile};
 use ach_sim::keys::KeyTable;
@@ -17,6 +18,7 @@ use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 use crate::calibrate::ServiceRate;
 use crate::error::SimulatorError;
 use crate::experiment::{LiveConfig, REDIS_CLI};
+use crate::listing::Listing;
 use crate::pace::ArmCalibration;
 
 /// Mean utilisation of the simulated cluster before the load step: the paper's C1 level
@@ -25,15 +27,28 @@ pub const BASE_UTILISATION: f64 = 1437.5 / (350.0 * 5.95);
 
 /// The algorithm registry of the live experiment: the built-in algorithms and `redis-cli`,
 /// which the simulator runs as [`RedisCliRebalance`] with the capacities as weights, as the
-/// live arm does (the report draws it grey, with a cross).
+/// live arm does (the report draws it grey, with a cross), its nodes listed in node order.
 pub fn registry() -> Registry {
+    registry_listing(None)
+}
+
+/// [`registry`] with `redis-cli` taking the nodes in `listing` order (simulator nodes; `None`:
+/// node order), the order a live run's `redis-cli` showed ([`crate::listing`]).
+pub fn registry_listing(listing: Option<Vec<u32>>) -> Registry {
     let mut registry = Registry::built_in();
     registry
         .register(
             AlgorithmInfo::new(REDIS_CLI, REDIS_CLI),
-            |config: &SeriesConfig| {
+            move |config: &SeriesConfig| {
                 let capacities = config.cluster.classes.iter().map(|c| c.capacity());
-                Ok(Box::new(RedisCliRebalance::new(capacities.collect())) as _)
+                let rebalance = match &listing {
+                    None => RedisCliRebalance::new(capacities.collect()),
+                    Some(listing) => RedisCliRebalance::listed(
+                        capacities.collect(),
+                        listing.iter().copied().map(NodeId).collect(),
+                    )?,
+                };
+                Ok(Box::new(rebalance) as _)
             },
         )
         .expect("redis-cli is a new, valid name");
@@ -178,29 +193,33 @@ pub fn run(
     rates: &[ServiceRate],
     arms: &ArmCalibration,
 ) -> Result<Vec<SimArm>, SimulatorError> {
-    run_series(&series(config, rates, arms))
+    run_series(&series(config, rates, arms), &arms.redis_cli_listings)
 }
 
-/// Runs `series` (a [`series`], perhaps read back from a summary) once per run.
-pub fn run_series(series: &SeriesConfig) -> Result<Vec<SimArm>, SimulatorError> {
-    let registry = registry();
+/// Runs `series` (a [`series`], perhaps read back from a summary) once per run, `redis-cli`
+/// taking the nodes in the order `listings` give for the run's repeat (node order for a
+/// repeat they do not list).
+pub fn run_series(
+    series: &SeriesConfig,
+    listings: &[Listing],
+) -> Result<Vec<SimArm>, SimulatorError> {
     series
-        .validate_with(Profile::Paper, &registry)
+        .validate_with(Profile::Paper, &registry())
         .map_err(|e| SimulatorError(e.to_string()))?;
-    let specs: Vec<RunSpec<'_>> = (0..series.runs)
-        .map(|run_index| RunSpec {
+    let mut arms = Vec::new();
+    for repeat in 0..series.runs {
+        let listing = listings.iter().find(|l| l.repeat == repeat);
+        let registry = registry_listing(listing.map(|l| l.nodes.clone()));
+        let spec = RunSpec {
             config: series,
             point: None,
             profile: Profile::Paper,
-            run_index,
-        })
-        .collect();
-    let mut arms = Vec::new();
-    for (repeat, record) in ach_sim::run::simulate_group_with(&specs, &registry)
-        .into_iter()
-        .enumerate()
-    {
-        let record = record.map_err(|e| SimulatorError(e.to_string()))?;
+            run_index: repeat,
+        };
+        let record = ach_sim::run::simulate_group_with(std::slice::from_ref(&spec), &registry)
+            .pop()
+            .expect("one record per spec")
+            .map_err(|e| SimulatorError(e.to_string()))?;
         for algorithm in record.algorithms {
             let mut total = 0.0;
             let keys_moved_trace: Vec<f64> = algorithm
@@ -213,7 +232,7 @@ pub fn run_series(series: &SeriesConfig) -> Result<Vec<SimArm>, SimulatorError> 
                 .collect();
             arms.push(SimArm {
                 algorithm: algorithm.name,
-                repeat: repeat as u32,
+                repeat,
                 d_bar: algorithm.aggregates.d_true_mean,
                 // Every step counts, as in the live arm (M_cum leaves out the warm-up).
                 keys_moved: keys_moved_trace.last().copied().unwrap_or(0.0),
@@ -287,6 +306,6 @@ mod tests {
         let slot = u32::from(ach_redis::slot::key_slot(b"k:0"));
         assert_eq!(table.tokens[0], slot * 2_000 / 16_384);
         series.validate_with(Profile::Paper, &registry()).unwrap();
-        run_series(&SeriesConfig { runs: 1, ..series }).expect("it runs");
+        run_series(&SeriesConfig { runs: 1, ..series }, &[]).expect("it runs");
     }
 }

@@ -162,7 +162,7 @@ impl LoadedCluster {
         kind: ServerKind,
         limiter: &CpuLimiter,
     ) -> Result<LoadedCluster, ExperimentError> {
-        let live = start_cluster(config, kind, limiter)?;
+        let mut live = start_cluster(config, kind, limiter)?;
         let seed = live.cluster.seed();
         let mut cluster = connect(&seed)?;
         let snapshot = cluster.snapshot()?;
@@ -188,6 +188,9 @@ impl LoadedCluster {
                     .ok_or_else(|| ExperimentError::UnknownMaster(m.address.clone()))
             })
             .collect::<Result<Vec<usize>, _>>()?;
+        for (index, &node) in order.iter().enumerate() {
+            live.nodes[node].initial_slots = slot_range(&snapshot, index);
+        }
         let slot_keys = cluster.key_counts(&snapshot)?;
         Ok(LoadedCluster {
             cluster,
@@ -209,6 +212,17 @@ impl LoadedCluster {
     }
 }
 
+/// The first and last slot the master of index `master` owns in `snapshot`, when they are
+/// one range.
+fn slot_range(snapshot: &Snapshot, master: usize) -> Option<(u16, u16)> {
+    let owned = |slot: &usize| snapshot.owners[*slot] == Some(master);
+    let first = (0..snapshot.owners.len()).find(owned)?;
+    let last = (0..snapshot.owners.len()).rfind(owned)?;
+    (first..=last)
+        .all(|slot| owned(&slot))
+        .then_some((first as u16, last as u16))
+}
+
 /// The hot keys: those in the initial slot range of the first medium node (a weak one if
 /// none).
 fn hot_keys(
@@ -216,21 +230,11 @@ fn hot_keys(
     loaded: &LoadedCluster,
     workload: &WorkloadConfig,
 ) -> Result<Vec<usize>, ExperimentError> {
-    let hot_node = config.hot_node();
-    let hot_address = &loaded.live.nodes[hot_node].address;
-    let snapshot = &loaded.snapshot;
-    let hot_index = snapshot
-        .masters
-        .iter()
-        .position(|m| &m.address == hot_address)
-        .ok_or_else(|| ExperimentError::UnknownMaster(hot_address.clone()))?;
-    let owned: Vec<u16> = (0..ach_redis::slot::SLOT_COUNT as u16)
-        .filter(|&s| snapshot.owners[usize::from(s)] == Some(hot_index))
-        .collect();
-    let (Some(&first), Some(&last)) = (owned.first(), owned.last()) else {
-        return Err(ExperimentError::HotNodeOwnsNoSlot(hot_address.clone()));
-    };
-    Ok(workload.hot_keys_in((first, last)))
+    let hot = &loaded.live.nodes[config.hot_node()];
+    let range = hot
+        .initial_slots
+        .ok_or_else(|| ExperimentError::HotNodeOwnsNoSlot(hot.address.clone()))?;
+    Ok(workload.hot_keys_in(range))
 }
 
 /// How the arm's observer and rebalancer read a master's cpu part, as `config.cpu_reading`

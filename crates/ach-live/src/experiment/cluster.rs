@@ -48,6 +48,7 @@ pub(super) fn start_cluster(
         nodes.push(NodeInfo {
             address: server.address(),
             class: *class,
+            initial_slots: None,
             quota_us,
             throttling: None,
             idle_cpu_cores: None,

@@ -171,11 +171,9 @@ fn finish_redis_cli(mut child: std::process::Child) -> (Vec<String>, String) {
                 if let Some(mut out) = child.stdout.take() {
                     let _ = std::io::Read::read_to_string(&mut out, &mut output);
                 }
-                let moving: Vec<&str> =
-                    output.lines().filter(|l| l.starts_with("Moving")).collect();
                 notes.push(format!(
                     "redis-cli --cluster rebalance exited with {status}; {} slot batches moved",
-                    moving.len()
+                    crate::listing::transfers(&output).len()
                 ));
                 if !status.success() {
                     let tail: Vec<&str> = output.lines().rev().take(3).collect();
