@@ -304,8 +304,11 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
                 knee.load, knee.scale
             )
         });
+        let scatter = line
+            .residual_sd
+            .map_or(String::new(), |sd| format!(", scattering {sd:.4} about it"));
         println!(
-            "reading of a {} node: {:.3} + {:.3} x true load{bend} ({} samples)",
+            "reading of a {} node: {:.3} + {:.3} x true load{bend} ({} samples{scatter})",
             line.class.name(),
             line.offset,
             line.scale,

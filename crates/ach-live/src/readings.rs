@@ -38,6 +38,10 @@ pub struct ClassReading {
     /// Where the reading bends (`None`: a line; absent in calibrations saved before knees).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub knee: Option<Knee>,
+    /// How far the readings scatter about the fit: the root of their mean squared difference
+    /// from it (absent in calibrations saved before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub residual_sd: Option<f64>,
 }
 
 /// The smallest scale a fit is given: a reading that does not grow with the load (or falls)
@@ -80,14 +84,15 @@ fn fit_class(class: NodeClass, points: &[(f64, f64)]) -> Option<ClassReading> {
     let mean = |f: fn(&(f64, f64)) -> f64| points.iter().map(f).sum::<f64>() / n;
     // Through the means, whatever the scale became.
     let offset = mean(|p| p.1) - scale * mean(|p| p.0);
+    let line_sse = squared_error(points, |x| read(offset, scale, None, x));
     let line = ClassReading {
         class,
         samples: points.len(),
         offset,
         scale,
         knee: None,
+        residual_sd: Some((line_sse / n).sqrt()),
     };
-    let line_sse = squared_error(points, |x| read(offset, scale, None, x));
     let Some(bent) = best_knee(points) else {
         return Some(line);
     };
@@ -99,6 +104,7 @@ fn fit_class(class: NodeClass, points: &[(f64, f64)]) -> Option<ClassReading> {
             offset: bent.offset,
             scale: bent.scale,
             knee: Some(bent.knee),
+            residual_sd: Some((bent.sse / n).sqrt()),
             ..line
         })
     } else {

@@ -31,6 +31,22 @@ pub struct ArmAgreement {
     pub paced: f64,
     /// The simulator paced and reading as the loop read.
     pub calibrated: f64,
+    /// `D_true(t)` of each, the mean over the runs at every step (live: from the folder's
+    /// runs, empty for a folder kept without them).
+    pub traces: Traces,
+}
+
+/// Mean `D_true(t)` over the runs, step by step.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct Traces {
+    /// The live arm's.
+    pub live: Vec<f64>,
+    /// The simulator's, every plan switching at once.
+    pub instant: Vec<f64>,
+    /// Paced.
+    pub paced: Vec<f64>,
+    /// Paced and reading as the loop read.
+    pub calibrated: Vec<f64>,
 }
 
 /// What the simulator says of a saved run.
@@ -115,11 +131,14 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
     let mut series: SeriesConfig =
         serde_json::from_value(summary["simulator"]["series"].clone())
             .map_err(|e| invalid(&summary_path, format!("simulator.series: {e}")))?;
+    let live_runs = match &options.calibration {
+        Some(_) => Vec::new(),
+        None => traces_of(folder, &summary)?,
+    };
     let (calibration, reading_parts) = match &options.calibration {
         Some(path) => (saved_calibration(path)?, Vec::new()),
         None => {
-            let runs = traces_of(folder, &summary)?;
-            let parts: Vec<PartsRun<'_>> = runs
+            let parts: Vec<PartsRun<'_>> = live_runs
                 .iter()
                 .map(|run| PartsRun {
                     algorithm: &run.algorithm,
@@ -130,7 +149,7 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
                 .collect();
             let reading_parts = parts_by_class(&parts);
             (
-                measured_calibration(folder, &summary, &series, &runs)?,
+                measured_calibration(folder, &summary, &series, &live_runs)?,
                 reading_parts,
             )
         }
@@ -151,11 +170,18 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
     let mut arms = Vec::new();
     for arm in summary["arms"].as_array().into_iter().flatten() {
         let algorithm = arm["algorithm"].as_str().unwrap_or_default().to_string();
+        let live_traces = live_runs.iter().filter(|run| run.algorithm == algorithm);
         arms.push(ArmAgreement {
             live: arm["d_bar_true"].as_f64().unwrap_or(f64::NAN),
             instant: mean_of(&instant, &algorithm),
             paced: mean_of(&paced, &algorithm),
             calibrated: mean_of(&calibrated, &algorithm),
+            traces: Traces {
+                live: step_means(live_traces.map(|run| run.d_true.as_slice())),
+                instant: sim_trace(&instant, &algorithm),
+                paced: sim_trace(&paced, &algorithm),
+                calibrated: sim_trace(&calibrated, &algorithm),
+            },
             algorithm,
         });
     }
@@ -242,6 +268,8 @@ struct SavedRun {
     nodes: Vec<(String, NodeClass)>,
     /// Every master's initial slots (`None`: not recorded).
     initial_slots: Vec<Option<(u16, u16)>>,
+    /// `D_true` of every step.
+    d_true: Vec<f64>,
     true_loads: Vec<Vec<f64>>,
     /// The observer's readings of every step.
     observed: Vec<ObservedStep>,
@@ -315,6 +343,10 @@ fn traces_of(folder: &Path, summary: &serde_json::Value) -> Result<Vec<SavedRun>
                 keys: keys.collect(),
                 nodes,
                 initial_slots,
+                d_true: steps
+                    .iter()
+                    .map(|step| step["d_true"].as_f64().unwrap_or(f64::NAN))
+                    .collect(),
                 true_loads: true_loads.collect(),
             });
         }
@@ -352,6 +384,28 @@ fn observed_step(step: &serde_json::Value) -> ObservedStep {
     }
 }
 
+/// The mean of `traces` at every step, over the traces that reach it.
+fn step_means<'a>(traces: impl Iterator<Item = &'a [f64]>) -> Vec<f64> {
+    let mut sums: Vec<(f64, usize)> = Vec::new();
+    for trace in traces {
+        if sums.len() < trace.len() {
+            sums.resize(trace.len(), (0.0, 0));
+        }
+        for (sum, &value) in sums.iter_mut().zip(trace) {
+            *sum = (sum.0 + value, sum.1 + 1);
+        }
+    }
+    sums.iter().map(|&(sum, n)| sum / n as f64).collect()
+}
+
+fn sim_trace(arms: &[SimArm], algorithm: &str) -> Vec<f64> {
+    step_means(
+        arms.iter()
+            .filter(|a| a.algorithm == algorithm)
+            .map(|a| a.d_trace.as_slice()),
+    )
+}
+
 fn mean_of(arms: &[SimArm], algorithm: &str) -> f64 {
     let values: Vec<f64> = arms
         .iter()
@@ -372,5 +426,17 @@ fn invalid(path: &Path, detail: String) -> ResimulateError {
     ResimulateError::Invalid {
         path: path.to_path_buf(),
         detail,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_steps_mean_is_over_the_traces_that_reach_it() {
+        let traces: [&[f64]; 3] = [&[1.0, 2.0, 3.0], &[3.0, 4.0], &[]];
+        assert_eq!(step_means(traces.into_iter()), [2.0, 3.0, 3.0]);
+        assert!(step_means(std::iter::empty()).is_empty());
     }
 }

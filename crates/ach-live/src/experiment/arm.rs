@@ -648,4 +648,23 @@ mod tests {
         assert_eq!(d_bar(&records, 2), 2.0);
         assert!(d_bar(&records[..2], 2).is_nan());
     }
+
+    #[test]
+    fn a_masters_initial_slots_are_its_one_range() {
+        // Master 0 owns 0-2 and 6, master 1 owns 3-5, slot 7 is unassigned.
+        let owners = [0, 0, 0, 1, 1, 1, 0]
+            .map(Some)
+            .into_iter()
+            .chain([None])
+            .collect();
+        let snapshot = Snapshot {
+            masters: Vec::new(),
+            owners,
+            open: Vec::new(),
+            problems: Vec::new(),
+        };
+        assert_eq!(slot_range(&snapshot, 1), Some((3, 5)));
+        assert_eq!(slot_range(&snapshot, 0), None, "two ranges");
+        assert_eq!(slot_range(&snapshot, 2), None, "no slot");
+    }
 }
