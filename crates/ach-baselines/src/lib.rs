@@ -59,7 +59,7 @@ pub use bounded_loads_routing::{BoundedLoadsRouting, RoutingOnly};
 pub use dynamic_r::DynamicR;
 pub use filtered::{MedianFiltered, median};
 pub use oracle::Oracle;
-pub use redis_cli::{REDIS_CLI_THRESHOLD, RedisCliRebalance};
+pub use redis_cli::{REDIS_CLI_THRESHOLD, RedisCliRebalance, Transfer as RedisCliTransfer};
 pub use static_w::{StaticW, StaticWt};
 
 /// Minimum tokens per node kept by every mover (spec section 5).

@@ -34,16 +34,8 @@ pub const REDIS_CLI_THRESHOLD: f32 = 2.0;
 pub struct RedisCliRebalance {
     weights: Vec<f64>,
     listing: Vec<NodeId>,
-    transfers: Option<Transfers>,
-}
-
-/// The balances and the two cursors of `redis-cli`'s loop.
-#[derive(Clone, Debug)]
-struct Transfers {
-    /// (node, balance), sorted by balance.
-    nodes: Vec<(NodeId, i64)>,
-    dst: usize,
-    src: usize,
+    /// The plan's transfers still to make, the next one last.
+    transfers: Option<Vec<Transfer>>,
 }
 
 impl RedisCliRebalance {
@@ -91,13 +83,97 @@ impl RedisCliRebalance {
     }
 }
 
-/// The balances of the nodes of `ring` that own tokens, under `weights`, taken in `listing`
-/// order and sorted (empty when every node is within the threshold).
-fn balances(weights: &[f64], listing: &[NodeId], ring: &TokenRing) -> Vec<(NodeId, i64)> {
-    let slots = ring.len() as f32;
+/// One transfer of `redis-cli`'s plan: `slots` from `from` to `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Transfer {
+    /// Slots (tokens) moved.
+    pub slots: u64,
+    /// The source.
+    pub from: NodeId,
+    /// The target.
+    pub to: NodeId,
+}
+
+impl RedisCliRebalance {
+    /// The listing that makes this rebalancer plan exactly `transfers` (the ones `redis-cli`
+    /// printed, its nodes as indices of `weights`) for nodes that own `counts` slots: `None`
+    /// when no listing does.
+    ///
+    /// The transfers show the sorted order: the targets in the order they first appear, the
+    /// nodes that neither give nor take, the sources in the reverse of the order they first
+    /// appear. The listing also decides which receivers absorb the rounding (the first ones
+    /// listed), and the balances the transfers end show which did; those come first.
+    pub fn listing_for(
+        weights: &[f64],
+        counts: &[usize],
+        transfers: &[Transfer],
+    ) -> Option<Vec<NodeId>> {
+        let n = weights.len();
+        if counts.len() != n || transfers.is_empty() {
+            return None;
+        }
+        let mut takers: Vec<NodeId> = Vec::new();
+        let mut givers: Vec<NodeId> = Vec::new();
+        let mut finals = vec![0i64; n];
+        for transfer in transfers {
+            let (from, to) = (transfer.from.index(), transfer.to.index());
+            if from >= n || to >= n {
+                return None;
+            }
+            let slots = i64::try_from(transfer.slots).ok()?;
+            finals[from] += slots;
+            finals[to] -= slots;
+            if !takers.contains(&transfer.to) {
+                takers.push(transfer.to);
+            }
+            if !givers.contains(&transfer.from) {
+                givers.push(transfer.from);
+            }
+        }
+        let listed = |node: &NodeId| takers.contains(node) || givers.contains(node);
+        let idle = (0..n as u32).map(NodeId).filter(|node| !listed(node));
+        let observed: Vec<NodeId> = takers
+            .iter()
+            .copied()
+            .chain(idle)
+            .chain(givers.iter().rev().copied())
+            .collect();
+        // How many of the rounding's slots each receiver took: the first receivers listed
+        // took one more than the others.
+        let slots = counts.iter().sum();
+        let (raw, _) = raw_balances(weights, &observed, counts, slots);
+        let absorbed: Vec<(NodeId, i64)> = raw
+            .iter()
+            .filter(|&&(_, balance)| balance <= 0)
+            .map(|&(node, balance)| (node, balance - finals[node.index()]))
+            .collect();
+        let most = absorbed.iter().map(|&(_, d)| d).max().unwrap_or(0);
+        let fewest = absorbed.iter().map(|&(_, d)| d).min().unwrap_or(0);
+        let first =
+            |node: &NodeId| most > fewest && absorbed.iter().any(|&(n, d)| n == *node && d == most);
+        let listing: Vec<NodeId> = observed
+            .iter()
+            .filter(|node| first(node))
+            .chain(observed.iter().filter(|node| !first(node)))
+            .copied()
+            .collect();
+        (plan_transfers(weights, &listing, counts, slots) == transfers).then_some(listing)
+    }
+}
+
+/// The balances `slots - expected` of the nodes that own slots (`counts[node]` of `slots`),
+/// under `weights`, in `listing` order, before the rounding is absorbed; and whether any node
+/// is off its expected number by more than the threshold.
+fn raw_balances(
+    weights: &[f64],
+    listing: &[NodeId],
+    counts: &[usize],
+    slots: usize,
+) -> (Vec<(NodeId, i64)>, bool) {
+    let slots = slots as f32;
     let involved: Vec<(NodeId, usize, f32)> = listing
         .iter()
-        .map(|&node| (node, ring.count(node), weights[node.index()] as f32))
+        .map(|&node| (node, counts[node.index()], weights[node.index()] as f32))
         .filter(|&(_, count, _)| count > 0)
         .collect();
     let total_weight: f32 = involved.iter().map(|&(_, _, w)| w).sum();
@@ -109,9 +185,23 @@ fn balances(weights: &[f64], listing: &[NodeId], ring: &TokenRing) -> Vec<(NodeI
         over_threshold |= off_by > f64::from(REDIS_CLI_THRESHOLD);
         nodes.push((node, count as i64 - expected));
     }
+    (nodes, over_threshold)
+}
+
+/// The plan of nodes that own `counts` of `slots` slots, taken in `listing` order: its
+/// transfers in order (none when every node is within the threshold).
+fn plan_transfers(
+    weights: &[f64],
+    listing: &[NodeId],
+    counts: &[usize],
+    slots: usize,
+) -> Vec<Transfer> {
+    let (mut nodes, over_threshold) = raw_balances(weights, listing, counts, slots);
     if !over_threshold {
         return Vec::new();
     }
+    // The receivers absorb the rounding, one slot each in listing order, until the balances
+    // sum to zero.
     let mut total: i64 = nodes.iter().map(|&(_, balance)| balance).sum();
     while total > 0 {
         for (_, balance) in &mut nodes {
@@ -122,7 +212,27 @@ fn balances(weights: &[f64], listing: &[NodeId], ring: &TokenRing) -> Vec<(NodeI
         }
     }
     nodes.sort_by_key(|&(_, balance)| balance);
-    nodes
+    let mut transfers = Vec::new();
+    let (mut dst, mut src) = (0, nodes.len().saturating_sub(1));
+    while dst < src {
+        let slots = nodes[dst].1.abs().min(nodes[src].1.abs());
+        nodes[dst].1 += slots;
+        nodes[src].1 -= slots;
+        if slots > 0 {
+            transfers.push(Transfer {
+                slots: slots as u64,
+                from: nodes[src].0,
+                to: nodes[dst].0,
+            });
+        }
+        if nodes[dst].1 == 0 {
+            dst += 1;
+        }
+        if nodes[src].1 == 0 {
+            src -= 1;
+        }
+    }
+    transfers
 }
 
 impl Balancer for RedisCliRebalance {
@@ -132,36 +242,25 @@ impl Balancer for RedisCliRebalance {
 
     fn plan(&mut self, ring: &TokenRing, _observation: &Observation<'_>) -> Plan {
         let transfers = self.transfers.get_or_insert_with(|| {
-            let nodes = balances(&self.weights, &self.listing, ring);
-            let src = nodes.len().saturating_sub(1);
-            Transfers { nodes, dst: 0, src }
+            let counts = ring.counts(self.weights.len());
+            plan_transfers(&self.weights, &self.listing, &counts, ring.len())
+                .into_iter()
+                .rev()
+                .collect()
         });
-        while transfers.dst < transfers.src {
-            let (dst, dst_balance) = transfers.nodes[transfers.dst];
-            let (src, src_balance) = transfers.nodes[transfers.src];
-            let count = dst_balance.abs().min(src_balance.abs());
-            transfers.nodes[transfers.dst].1 += count;
-            transfers.nodes[transfers.src].1 -= count;
-            if transfers.nodes[transfers.dst].1 == 0 {
-                transfers.dst += 1;
-            }
-            if transfers.nodes[transfers.src].1 == 0 {
-                transfers.src -= 1;
-            }
-            if count > 0 {
-                let moves = (0..ring.len())
-                    .filter(|&token| ring.owner(token) == src)
-                    .take(count as usize)
-                    .map(|token| TokenMove {
-                        token,
-                        from: src,
-                        to: dst,
-                    })
-                    .collect();
-                return Plan::from_moves(ring, moves);
-            }
-        }
-        Plan::none()
+        let Some(transfer) = transfers.pop() else {
+            return Plan::none();
+        };
+        let moves = (0..ring.len())
+            .filter(|&token| ring.owner(token) == transfer.from)
+            .take(transfer.slots as usize)
+            .map(|token| TokenMove {
+                token,
+                from: transfer.from,
+                to: transfer.to,
+            })
+            .collect();
+        Plan::from_moves(ring, moves)
     }
 }
 

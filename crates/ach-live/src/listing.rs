@@ -7,8 +7,12 @@
 //! of them comes first follows from the order it read the nodes in (their random ids) and its
 //! `qsort`: two weak masters of the live cluster tie, and the one that gives its slots first
 //! decides how far the run gets in a minute. The transfers it printed, `Moving N slots from
-//! SOURCE to TARGET`, show its sorted order: the targets in the order they first appear, and
-//! the sources in the reverse of it.
+//! SOURCE to TARGET`, show its sorted order (the targets in the order they first appear, and
+//! the sources in the reverse of it) and, by the balances they end, which receivers absorbed
+//! the plan's rounding (the first ones it listed).
+
+use ach_baselines::{RedisCliRebalance, RedisCliTransfer};
+use ach_ring::NodeId;
 
 /// One transfer `redis-cli` printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,44 +76,39 @@ pub struct RunNode<'a> {
     pub simulator_node: Option<u32>,
 }
 
-/// The order `transfers` show over the simulator's `nodes` nodes: the targets in the order
-/// they first appear, the nodes that neither give nor take in node order, the sources in the
-/// reverse of the order they first appear. `None` when there are no transfers or one names a
-/// master whose simulator node is not known.
+/// The listing that makes the simulator's `redis-cli` plan `transfers` on the live cluster
+/// of nodes weighted `weights` (simulator node `i` weighted `weights[i]`, each starting with
+/// its equal slot range): [`RedisCliRebalance::listing_for`]. `None` when there are no
+/// transfers, one names a master whose simulator node is not known, or no listing plans
+/// them.
 pub fn listing(
     transfers: &[Transfer<'_>],
     masters: &[RunNode<'_>],
-    nodes: usize,
+    weights: &[f64],
 ) -> Option<Vec<u32>> {
-    if transfers.is_empty() {
-        return None;
-    }
     let node_of = |address: &str| {
         masters
             .iter()
             .find(|m| m.address == address)
             .and_then(|m| m.simulator_node)
+            .map(NodeId)
     };
-    let mut targets: Vec<u32> = Vec::new();
-    let mut sources: Vec<u32> = Vec::new();
-    for transfer in transfers {
-        let (from, to) = (node_of(transfer.from)?, node_of(transfer.to)?);
-        if !targets.contains(&to) {
-            targets.push(to);
-        }
-        if !sources.contains(&from) {
-            sources.push(from);
-        }
-    }
-    let listed = |node: &u32| targets.contains(node) || sources.contains(node);
-    let idle = (0..nodes as u32).filter(|node| !listed(node));
-    let order: Vec<u32> = targets
+    let planned = transfers
         .iter()
-        .copied()
-        .chain(idle)
-        .chain(sources.iter().rev().copied())
+        .map(|t| {
+            Some(RedisCliTransfer {
+                slots: u64::from(t.slots),
+                from: node_of(t.from)?,
+                to: node_of(t.to)?,
+            })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let counts: Vec<usize> = ach_redis::local::even_slot_ranges(weights.len())
+        .iter()
+        .map(|&(first, last)| usize::from(last - first) + 1)
         .collect();
-    (order.len() == nodes).then_some(order)
+    let listing = RedisCliRebalance::listing_for(weights, &counts, &planned)?;
+    Some(listing.into_iter().map(|node| node.0).collect())
 }
 
 /// The simulator node of a master that started with the slots `initial_slots`: the index of
@@ -140,6 +139,14 @@ Moving 228 slots from 127.0.0.1:37245 to 127.0.0.1:41365
 Moving 227 slots from 127.0.0.1:42829 to 127.0.0.1:41365
 ";
 
+    /// The live cluster's weights: its classes' capacities (total 3.60).
+    fn live_weights() -> Vec<f64> {
+        let classes = crate::experiment::LiveConfig::default().classes();
+        let weights: Vec<f64> = classes.iter().map(|c| c.capacity()).collect();
+        assert_eq!(weights.len(), 6);
+        weights
+    }
+
     #[test]
     fn reads_the_transfers_and_their_order() {
         let transfers = transfers(OUTPUT);
@@ -168,8 +175,9 @@ Moving 227 slots from 127.0.0.1:42829 to 127.0.0.1:41365
         });
         // Sorted by balance: the strong ones (0 takes first), then the sources from the last
         // to give: 3, 2, 5, then 4, which gave first.
+        let weights = live_weights();
         assert_eq!(
-            listing(&transfers, &masters, 6),
+            listing(&transfers, &masters, &weights),
             Some(vec![0, 1, 3, 2, 5, 4])
         );
         let unknown = [RunNode {
@@ -178,8 +186,12 @@ Moving 227 slots from 127.0.0.1:42829 to 127.0.0.1:41365
         }];
         let masters_one_unknown: Vec<RunNode<'_>> =
             unknown.iter().chain(&masters[1..]).copied().collect();
-        assert_eq!(listing(&transfers, &masters_one_unknown, 6), None);
-        assert_eq!(listing(&[], &masters, 6), None);
+        assert_eq!(listing(&transfers, &masters_one_unknown, &weights), None);
+        assert_eq!(listing(&[], &masters, &weights), None);
+        // Transfers no listing plans.
+        let mut other = transfers.clone();
+        other[0].slots = 1000;
+        assert_eq!(listing(&other, &masters, &weights), None);
         // Only colour codes may come before a transfer.
         assert!(super::transfers("note: Moving 3 slots from a to b").is_empty());
         assert!(super::transfers("Moving x slots from a to b").is_empty());
@@ -192,18 +204,13 @@ Moving 227 slots from 127.0.0.1:42829 to 127.0.0.1:41365
         use ach_ring::{NodeId, TokenRing};
         use ach_sim::config::InitialLayout;
 
-        use crate::experiment::LiveConfig;
-
         let slots = ach_redis::slot::SLOT_COUNT;
         let positions = (0..slots)
             .map(|s| (s as f64 + 0.5) / slots as f64)
             .collect();
         let owners = InitialLayout::Contiguous.owners(slots, 6);
         let mut ring = TokenRing::new(positions, owners).unwrap();
-        // The live cluster's weights: its classes' capacities (total 3.60).
-        let classes = LiveConfig::default().classes();
-        let weights: Vec<f64> = classes.iter().map(|c| c.capacity()).collect();
-        assert_eq!(weights.len(), 6);
+        let weights = live_weights();
         let listing = vec![0, 1, 3, 2, 5, 4].into_iter().map(NodeId).collect();
         let mut rebalance = RedisCliRebalance::listed(weights, listing).unwrap();
         let (loads, live) = ([0.5; 6], [true; 6]);
@@ -235,6 +242,89 @@ Moving 227 slots from 127.0.0.1:42829 to 127.0.0.1:41365
                 (227, 3, 1)
             ]
         );
+    }
+
+    /// The transfers the simulator's `redis-cli` makes on `tokens` contiguous tokens over
+    /// nodes of `weights`, taking the nodes in `listing` order: `(slots, from, to)`.
+    fn simulated_transfers(
+        weights: &[f64],
+        listing: &[u32],
+        tokens: usize,
+    ) -> Vec<(u32, u32, u32)> {
+        use ach_baselines::RedisCliRebalance;
+        use ach_control::{Balancer, Observation, Plan, commit};
+        use ach_ring::{NodeId, TokenRing};
+        use ach_sim::config::InitialLayout;
+
+        let positions = (0..tokens)
+            .map(|s| (s as f64 + 0.5) / tokens as f64)
+            .collect();
+        let owners = InitialLayout::Contiguous.owners(tokens, weights.len());
+        let mut ring = TokenRing::new(positions, owners).unwrap();
+        let listing = listing.iter().copied().map(NodeId).collect();
+        let mut rebalance = RedisCliRebalance::listed(weights.to_vec(), listing).unwrap();
+        let loads = vec![0.5; weights.len()];
+        let live = vec![true; weights.len()];
+        let observation = Observation {
+            step: 0,
+            loads: &loads,
+            total_load: 0.5,
+            live: &live,
+            token_loads: None,
+        };
+        let mut made = Vec::new();
+        loop {
+            let plan = rebalance.plan(&ring, &observation);
+            if plan == Plan::none() {
+                return made;
+            }
+            let first = plan.moves[0];
+            made.push((plan.moves.len() as u32, first.from.0, first.to.0));
+            commit(&mut ring, &plan).unwrap();
+        }
+    }
+
+    const SLOTS: usize = ach_redis::slot::SLOT_COUNT;
+
+    proptest::proptest! {
+        /// Whatever order `redis-cli` took the nodes in, the order read back from the transfers
+        /// it printed makes the simulator's `redis-cli` print the same transfers (nodes of the
+        /// three classes, ties and rounding of every kind).
+        #[test]
+        fn the_listing_read_back_makes_the_same_transfers(
+            classes in proptest::collection::vec(0usize..3, 3..9),
+            seed in proptest::prelude::any::<u64>(),
+        ) {
+            let weights: Vec<f64> = classes.iter().map(|&c| [1.0, 0.55, 0.25][c]).collect();
+            let n = weights.len() as u32;
+            // A permutation of the nodes from the seed (a Fisher-Yates shuffle by a small LCG).
+            let mut taken: Vec<u32> = (0..n).collect();
+            let mut state = seed;
+            for i in (1..taken.len()).rev() {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                taken.swap(i, (state >> 33) as usize % (i + 1));
+            }
+            let made = simulated_transfers(&weights, &taken, SLOTS);
+            let addresses: Vec<String> = (0..n).map(|i| format!("127.0.0.1:{}", 7000 + i)).collect();
+            let output: String = made
+                .iter()
+                .map(|&(slots, from, to)| {
+                    format!("Moving {slots} slots from {} to {}\n", addresses[from as usize], addresses[to as usize])
+                })
+                .collect();
+            let masters: Vec<RunNode<'_>> = addresses
+                .iter()
+                .enumerate()
+                .map(|(i, address)| RunNode { address, simulator_node: Some(i as u32) })
+                .collect();
+            let read = listing(&transfers(&output), &masters, &weights);
+            match read {
+                None => proptest::prop_assert!(made.is_empty()),
+                Some(read) => {
+                    proptest::prop_assert_eq!(simulated_transfers(&weights, &read, SLOTS), made);
+                }
+            }
+        }
     }
 
     #[test]

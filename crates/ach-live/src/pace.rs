@@ -132,13 +132,15 @@ pub fn of_traces(cluster: &Cluster<'_>, traces: &[ArmTrace<'_>]) -> ArmCalibrati
         readings: readings::readings(&class_readings, cluster.classes),
         pace,
         class_readings,
-        redis_cli_listings: redis_cli_listings(traces, cluster.classes.len()),
+        redis_cli_listings: redis_cli_listings(traces, cluster.classes),
     }
 }
 
 /// The listing of every `redis-cli` run whose output and masters show it, over the
-/// simulator's `nodes` nodes.
-fn redis_cli_listings(traces: &[ArmTrace<'_>], nodes: usize) -> Vec<Listing> {
+/// simulator's nodes of `classes`.
+fn redis_cli_listings(traces: &[ArmTrace<'_>], classes: &[NodeClass]) -> Vec<Listing> {
+    let nodes = classes.len();
+    let weights: Vec<f64> = classes.iter().map(|c| c.capacity()).collect();
     let mut listings = Vec::new();
     for trace in traces.iter().filter(|t| t.algorithm == REDIS_CLI) {
         let masters: Vec<RunNode<'_>> = trace
@@ -151,7 +153,7 @@ fn redis_cli_listings(traces: &[ArmTrace<'_>], nodes: usize) -> Vec<Listing> {
             })
             .collect();
         let transfers = listing::transfers(trace.output);
-        if let Some(order) = listing::listing(&transfers, &masters, nodes) {
+        if let Some(order) = listing::listing(&transfers, &masters, &weights) {
             listings.push(Listing {
                 repeat: trace.repeat,
                 nodes: order,
