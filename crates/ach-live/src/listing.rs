@@ -199,38 +199,7 @@ Moving 227 slots from 127.0.0.1:42829 to 127.0.0.1:41365
 
     #[test]
     fn the_simulators_redis_cli_so_listed_makes_the_transfers_redis_cli_printed() {
-        use ach_baselines::RedisCliRebalance;
-        use ach_control::{Balancer, Observation, Plan, commit};
-        use ach_ring::{NodeId, TokenRing};
-        use ach_sim::config::InitialLayout;
-
-        let slots = ach_redis::slot::SLOT_COUNT;
-        let positions = (0..slots)
-            .map(|s| (s as f64 + 0.5) / slots as f64)
-            .collect();
-        let owners = InitialLayout::Contiguous.owners(slots, 6);
-        let mut ring = TokenRing::new(positions, owners).unwrap();
-        let weights = live_weights();
-        let listing = vec![0, 1, 3, 2, 5, 4].into_iter().map(NodeId).collect();
-        let mut rebalance = RedisCliRebalance::listed(weights, listing).unwrap();
-        let (loads, live) = ([0.5; 6], [true; 6]);
-        let observation = Observation {
-            step: 0,
-            loads: &loads,
-            total_load: 0.5,
-            live: &live,
-            token_loads: None,
-        };
-        let mut made = Vec::new();
-        loop {
-            let plan = rebalance.plan(&ring, &observation);
-            if plan == Plan::none() {
-                break;
-            }
-            let first = plan.moves[0];
-            made.push((plan.moves.len() as u32, first.from.0, first.to.0));
-            commit(&mut ring, &plan).unwrap();
-        }
+        let made = simulated_transfers(&live_weights(), &[0, 1, 3, 2, 5, 4], SLOTS);
         // OUTPUT's transfers, its masters as simulator nodes (see the test above).
         assert_eq!(
             made,
