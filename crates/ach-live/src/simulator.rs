@@ -216,9 +216,7 @@ pub fn run_series(
             profile: Profile::Paper,
             run_index: repeat,
         };
-        let record = ach_sim::run::simulate_group_with(std::slice::from_ref(&spec), &registry)
-            .pop()
-            .expect("one record per spec")
+        let record = ach_sim::run::simulate_with(&spec, &registry)
             .map_err(|e| SimulatorError(e.to_string()))?;
         for algorithm in record.algorithms {
             let mut total = 0.0;

@@ -259,7 +259,12 @@ fn imbalance(loads: &[f64], mask: &[bool], scratch: &mut Vec<f64>) -> f64 {
 
 /// Runs one simulation. A pure function of the configuration, the profile and the run index.
 pub fn simulate(spec: &RunSpec<'_>) -> Result<RunRecord, SimError> {
-    simulate_group(std::slice::from_ref(spec))
+    simulate_with(spec, &Registry::built_in())
+}
+
+/// [`simulate`] with the algorithms of `registry` (the series name theirs).
+pub fn simulate_with(spec: &RunSpec<'_>, registry: &Registry) -> Result<RunRecord, SimError> {
+    simulate_group_with(std::slice::from_ref(spec), registry)
         .pop()
         .expect("one result per spec")
 }
