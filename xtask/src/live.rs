@@ -307,8 +307,14 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         let scatter = line
             .residual_sd
             .map_or(String::new(), |sd| format!(", scattering {sd:.4} about it"));
+        let own = line.own_sd.map_or(String::new(), |sd| {
+            let r = line
+                .own_autocorrelation
+                .map_or("—".to_string(), |r| format!("{r:.3}"));
+            format!("; each master's own part {sd:.4}, lag-1 autocorrelation {r}")
+        });
         println!(
-            "reading of a {} node: {:.3} + {:.3} x true load{bend} ({} samples{scatter})",
+            "reading of a {} node: {:.3} + {:.3} x true load{bend} ({} samples{scatter}{own})",
             line.class.name(),
             line.offset,
             line.scale,
@@ -351,19 +357,30 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         }
     }
     println!(
-        "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8}",
-        "algorithm", "live", "instant", "error", "paced", "error", "calibrated", "error"
+        "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8}",
+        "algorithm",
+        "live",
+        "instant",
+        "error",
+        "paced",
+        "error",
+        "lines",
+        "error",
+        "calibrated",
+        "error"
     );
     let error = |sim: f64, live: f64| format!("{:+.1} %", 100.0 * (sim - live) / live);
     for arm in &resimulation.arms {
         println!(
-            "{:<14} {:>8.4} {:>8.4} {:>8} {:>8.4} {:>8} {:>10.4} {:>8}",
+            "{:<14} {:>8.4} {:>8.4} {:>8} {:>8.4} {:>8} {:>8.4} {:>8} {:>10.4} {:>8}",
             arm.algorithm,
             arm.live,
             arm.instant,
             error(arm.instant, arm.live),
             arm.paced,
             error(arm.paced, arm.live),
+            arm.lines,
+            error(arm.lines, arm.live),
             arm.calibrated,
             error(arm.calibrated, arm.live)
         );
@@ -378,9 +395,10 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
                 .map(|a| (a.algorithm.as_str(), value(a))),
         )
     };
-    let orders: [(&str, Figure); 3] = [
+    let orders: [(&str, Figure); 4] = [
         ("instant", |a| a.instant),
         ("paced", |a| a.paced),
+        ("lines", |a| a.lines),
         ("calibrated", |a| a.calibrated),
     ];
     for (name, value) in orders {

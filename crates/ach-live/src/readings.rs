@@ -9,9 +9,16 @@
 //! A control step's reading covers the time since the one before; it is paired with the true
 //! load of the step it ended in (`round((t_k - t_0) / interval)` steps after the loop's first
 //! step, which reads step 0), after the warm-up.
+//!
+//! How the readings scatter about the fit is measured too: the root mean square of their
+//! differences from it, and of each master's own part of its difference (its difference less
+//! the mean difference of every master in the same step: a part all masters share moves every
+//! reading together and says nothing of which master is loaded), with the lag-one
+//! autocorrelation of a master's own part from one step to the next. The simulator's readings
+//! scatter as the own parts do ([`ach_sim::reading::Scatter`]).
 
 use ach_sim::config::NodeClass;
-use ach_sim::reading::{Knee, Reading, read};
+use ach_sim::reading::{Knee, Reading, Scatter, read};
 
 /// One loop run's figures for the fit.
 #[derive(Clone, Copy, Debug)]
@@ -42,7 +49,22 @@ pub struct ClassReading {
     /// from it (absent in calibrations saved before it was recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub residual_sd: Option<f64>,
+    /// How far the masters' own parts of their differences scatter (the root of their mean
+    /// square; absent in calibrations saved before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_sd: Option<f64>,
+    /// The correlation of a master's own part with its own part one step later, over every
+    /// pair of consecutive steps of a master of the class (absent with fewer than
+    /// [`MIN_PAIRS`] pairs or no spread, and in calibrations saved before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub own_autocorrelation: Option<f64>,
 }
+
+/// The fewest pairs of consecutive readings an autocorrelation is measured from.
+pub const MIN_PAIRS: usize = 30;
+
+/// The largest autocorrelation a measurement gives (the simulator's process needs one below 1).
+pub const MAX_AUTOCORRELATION: f64 = 0.99;
 
 /// The smallest scale a fit is given: a reading that does not grow with the load (or falls)
 /// is taken as flat, not as inverted.
@@ -54,25 +76,99 @@ pub const MIN_KNEE_SIDE: usize = 30;
 /// The line of every class with readings, for steps of `interval_s` seconds and a warm-up of
 /// `warmup` steps.
 pub fn measure(runs: &[LoopReadings<'_>], interval_s: f64, warmup: usize) -> Vec<ClassReading> {
-    let mut samples: Vec<(NodeClass, f64, f64)> = Vec::new();
-    for run in runs {
-        pair_readings(run, interval_s, warmup, &mut samples);
+    let mut samples: Vec<Sample> = Vec::new();
+    for (index, run) in runs.iter().enumerate() {
+        pair_readings(run, index, interval_s, warmup, &mut samples);
     }
-    // Sorted, so that the sums do not depend on the order the runs come in (a run's own and
-    // a saved folder's read back agree to the last bit).
-    samples.sort_by(|a, b| a.1.total_cmp(&b.1).then(a.2.total_cmp(&b.2)));
     let mut lines = Vec::new();
     for class in [NodeClass::Strong, NodeClass::Medium, NodeClass::Weak] {
-        let points: Vec<(f64, f64)> = samples
+        let mut points: Vec<(f64, f64)> = samples
             .iter()
-            .filter(|s| s.0 == class)
-            .map(|s| (s.1, s.2))
+            .filter(|s| s.class == class)
+            .map(|s| (s.load, s.reading))
             .collect();
-        if let Some(line) = fit_class(class, &points) {
-            lines.push(line);
-        }
+        // Sorted, so that the sums do not depend on the order the runs come in (a run's own
+        // and a saved folder's read back agree to the last bit).
+        points.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+        lines.extend(fit_class(class, &points));
+    }
+    let own = own_parts(&lines, &samples);
+    for line in &mut lines {
+        let of_class: Vec<(&Sample, f64)> = samples
+            .iter()
+            .zip(&own)
+            .filter_map(|(s, own)| own.filter(|_| s.class == line.class).map(|own| (s, own)))
+            .collect();
+        let mut squares: Vec<f64> = of_class.iter().map(|(_, own)| own * own).collect();
+        squares.sort_by(f64::total_cmp);
+        line.own_sd = (!squares.is_empty())
+            .then(|| (squares.iter().sum::<f64>() / squares.len() as f64).sqrt());
+        line.own_autocorrelation = lag_one_autocorrelation(of_class);
     }
     lines
+}
+
+/// One reading paired with its true load.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    class: NodeClass,
+    /// The run's index and the master's in it.
+    run: usize,
+    node: usize,
+    /// The step of the truth it is paired with.
+    step: usize,
+    load: f64,
+    reading: f64,
+}
+
+/// Every sample's own part of its difference from its class's line in `lines`: the difference
+/// less the mean difference of the samples of the same run and step (`None` for a sample
+/// without a line, or alone in its step).
+fn own_parts(lines: &[ClassReading], samples: &[Sample]) -> Vec<Option<f64>> {
+    let difference = |s: &Sample| {
+        let line = lines.iter().find(|line| line.class == s.class)?;
+        Some(s.reading - read(line.offset, line.scale, line.knee, s.load))
+    };
+    let differences: Vec<Option<f64>> = samples.iter().map(difference).collect();
+    let mut steps: std::collections::BTreeMap<(usize, usize), (f64, usize)> = Default::default();
+    for (s, d) in samples.iter().zip(&differences) {
+        if let Some(d) = d {
+            let step = steps.entry((s.run, s.step)).or_default();
+            *step = (step.0 + d, step.1 + 1);
+        }
+    }
+    samples
+        .iter()
+        .zip(differences)
+        .map(|(s, d)| {
+            let (sum, count) = steps.get(&(s.run, s.step)).copied().unwrap_or_default();
+            d.filter(|_| count > 1).map(|d| d - sum / count as f64)
+        })
+        .collect()
+}
+
+/// The lag-one autocorrelation of the values of `samples`: over every pair of values of one
+/// master in consecutive steps, `sum(a b) / sqrt(sum(a^2) sum(b^2))`, at most
+/// [`MAX_AUTOCORRELATION`] in size (`None` with fewer than [`MIN_PAIRS`] pairs or no spread).
+fn lag_one_autocorrelation(mut samples: Vec<(&Sample, f64)>) -> Option<f64> {
+    samples.sort_by_key(|(s, _)| (s.run, s.node, s.step));
+    let mut pairs: Vec<(f64, f64)> = samples
+        .windows(2)
+        .filter(|w| {
+            let (a, b) = (w[0].0, w[1].0);
+            (a.run, a.node, a.step + 1) == (b.run, b.node, b.step)
+        })
+        .map(|w| (w[0].1, w[1].1))
+        .collect();
+    if pairs.len() < MIN_PAIRS {
+        return None;
+    }
+    // Sorted, for sums that do not depend on the order of the runs.
+    pairs.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.total_cmp(&b.1)));
+    let sum = |f: fn(&(f64, f64)) -> f64| pairs.iter().map(f).sum::<f64>();
+    let (ab, aa, bb) = (sum(|p| p.0 * p.1), sum(|p| p.0 * p.0), sum(|p| p.1 * p.1));
+    (aa > 0.0 && bb > 0.0)
+        .then(|| (ab / (aa * bb).sqrt()).clamp(-MAX_AUTOCORRELATION, MAX_AUTOCORRELATION))
 }
 
 /// The reading of one class from its (true load, reading) points: the least-squares line, or
@@ -92,6 +188,8 @@ fn fit_class(class: NodeClass, points: &[(f64, f64)]) -> Option<ClassReading> {
         scale,
         knee: None,
         residual_sd: Some((line_sse / n).sqrt()),
+        own_sd: None,
+        own_autocorrelation: None,
     };
     let Some(bent) = best_knee(points) else {
         return Some(line);
@@ -204,7 +302,8 @@ fn squared_error(points: &[(f64, f64)], f: impl Fn(f64) -> f64) -> f64 {
     points.iter().map(|&(x, y)| (y - f(x)).powi(2)).sum()
 }
 
-/// The simulator's readings of a cluster of `classes` (node `i` of class `classes[i]`).
+/// The simulator's readings of a cluster of `classes` (node `i` of class `classes[i]`), each
+/// scattering about its line as the class's own parts did, when both figures were measured.
 pub fn readings(lines: &[ClassReading], classes: &[NodeClass]) -> Vec<Reading> {
     lines
         .iter()
@@ -215,17 +314,25 @@ pub fn readings(lines: &[ClassReading], classes: &[NodeClass]) -> Vec<Reading> {
             offset: line.offset,
             scale: line.scale,
             knee: line.knee,
+            scatter: line
+                .own_sd
+                .zip(line.own_autocorrelation)
+                .map(|(sd, autocorrelation)| Scatter {
+                    sd,
+                    autocorrelation,
+                }),
         })
         .filter(|reading| !reading.nodes.is_empty())
         .collect()
 }
 
-/// Adds one run's (class, true load, reading) pairs to `samples`.
+/// Adds the readings of run `index`, each paired with its true load, to `samples`.
 fn pair_readings(
     run: &LoopReadings<'_>,
+    index: usize,
     interval_s: f64,
     warmup: usize,
-    samples: &mut Vec<(NodeClass, f64, f64)>,
+    samples: &mut Vec<Sample>,
 ) {
     let mut first_ms: Option<f64> = None;
     for event in run.steps {
@@ -242,9 +349,16 @@ fn pair_readings(
             else {
                 continue;
             };
-            let index = run.nodes.iter().position(|(a, _)| a == address);
-            if let Some((index, &true_load)) = index.and_then(|i| truth.get(i).map(|l| (i, l))) {
-                samples.push((run.nodes[index].1, true_load, load));
+            let position = run.nodes.iter().position(|(a, _)| a == address);
+            if let Some((node, &true_load)) = position.and_then(|i| truth.get(i).map(|l| (i, l))) {
+                samples.push(Sample {
+                    class: run.nodes[node].1,
+                    run: index,
+                    node,
+                    step: t,
+                    load: true_load,
+                    reading: load,
+                });
             }
         }
     }
@@ -560,11 +674,89 @@ mod tests {
         assert_eq!(fit_one(&few, |x| 0.2 + x.min(0.4)).knee, None);
     }
 
+    /// Two weak masters' step logs over 200 steps: each reads `0.2 + 0.5 x` off by
+    /// `deviation(master, step)`, their true loads spread as [`spread_loads`].
+    fn deviating_logs(deviation: impl Fn(usize, usize) -> f64) -> (Vec<Vec<f64>>, String) {
+        let xs = spread_loads();
+        let truth: Vec<Vec<f64>> = (0..xs.len())
+            .map(|t| vec![xs[t], xs[(t + 50) % xs.len()]])
+            .collect();
+        let log: Vec<String> = truth
+            .iter()
+            .enumerate()
+            .map(|(t, loads)| {
+                let reading = |m: usize| 0.2 + 0.5 * loads[m] + deviation(m, t);
+                step(1000 * t as u64, &[("a", reading(0)), ("b", reading(1))])
+            })
+            .collect();
+        (truth, log.join("\n"))
+    }
+
+    /// The weak class's line from one or more runs of [`deviating_logs`].
+    fn fit_runs(runs: &[(Vec<Vec<f64>>, String)]) -> ClassReading {
+        let nodes = [
+            ("a".to_string(), NodeClass::Weak),
+            ("b".to_string(), NodeClass::Weak),
+        ];
+        let steps: Vec<Vec<serde_json::Value>> = runs
+            .iter()
+            .map(|(_, log)| crate::cadence::step_events(log))
+            .collect();
+        let runs: Vec<LoopReadings<'_>> = runs
+            .iter()
+            .zip(&steps)
+            .map(|((truth, _), steps)| LoopReadings {
+                steps,
+                nodes: &nodes,
+                true_loads: truth,
+            })
+            .collect();
+        measure(&runs, 1.0, 0)[0]
+    }
+
+    #[test]
+    fn the_scatter_about_the_line_and_its_autocorrelation_are_measured() {
+        // A deviation that changes sign every step: autocorrelation -1, taken as the bound.
+        let alternating = fit_runs(&[deviating_logs(|m, t| {
+            0.01 * if (t + m) % 2 == 0 { 1.0 } else { -1.0 }
+        })]);
+        // The two masters' deviations cancel in every step: all of it is their own.
+        assert!((alternating.residual_sd.unwrap() - 0.01).abs() < 1e-3);
+        assert!((alternating.own_sd.unwrap() - 0.01).abs() < 1e-3);
+        assert_eq!(alternating.own_autocorrelation, Some(-MAX_AUTOCORRELATION));
+        // A deviation every master shares in a step is none of theirs (but for what the
+        // line's fit took of it).
+        let shared = fit_runs(&[deviating_logs(|_, t| 0.01 * ((t * 7) % 5) as f64)]);
+        let (total, own) = (shared.residual_sd.unwrap(), shared.own_sd.unwrap());
+        assert!(total > 0.01 && own < 0.05 * total, "{total} {own}");
+        // A deviation that drifts: a sine of a third of a radian per step, whose lag-one
+        // autocorrelation is cos(1/3) = 0.945.
+        let drifting = |m: usize, t: usize| 0.02 * ((t as f64) / 3.0 + m as f64).sin();
+        let slow = fit_runs(&[deviating_logs(drifting)]);
+        let r = slow.own_autocorrelation.unwrap();
+        assert!((r - (1.0f64 / 3.0).cos()).abs() < 0.02, "{r}");
+        // The simulator's readings scatter as measured.
+        let reading = &readings(&[slow], &[NodeClass::Weak])[0];
+        assert_eq!(
+            reading.scatter,
+            Some(Scatter {
+                sd: slow.own_sd.unwrap(),
+                autocorrelation: r
+            })
+        );
+        // Pairs are taken within a run and a master only, whatever order the runs come in.
+        let other = deviating_logs(|m, t| 0.01 * ((t * 7 + m) % 5) as f64);
+        let both = fit_runs(&[deviating_logs(drifting), other.clone()]);
+        assert_eq!(both, fit_runs(&[other, deviating_logs(drifting)]));
+    }
+
     #[test]
     fn a_calibration_saved_before_knees_reads_back_as_lines() {
         let saved = r#"{"class": "weak", "samples": 9, "offset": 0.38, "scale": 0.46}"#;
         let line: ClassReading = serde_json::from_str(saved).unwrap();
         assert_eq!(line.knee, None);
+        assert_eq!((line.own_sd, line.own_autocorrelation), (None, None));
+        assert_eq!(readings(&[line], &[NodeClass::Weak])[0].scatter, None);
         let written = serde_json::to_value(line).unwrap();
         assert!(written.get("knee").is_none());
     }

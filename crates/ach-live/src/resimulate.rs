@@ -1,9 +1,10 @@
 //! The calibrated simulator run again on a saved output folder (`cargo xtask live-resim
 //! DIR`): the series its summary recorded, with the live workload's keys or the paper's drawn
 //! ones, on either initial layout, as the paper models it (every plan switching at once, every
-//! algorithm reading the model's loads), paced by the clock measured in its runs, and
-//! calibrated (paced, and reading each node as the loop read its class; see [`crate::pace`]),
-//! against the live arms. A folder kept without its `runs/` can take the calibration saved in
+//! algorithm reading the model's loads), paced by the clock measured in its runs, paced and
+//! reading each node on the line the loop read its class by, and calibrated (reading off the
+//! line as the loop's readings scattered about it; see [`crate::pace`]), against the live
+//! arms. A folder kept without its `runs/` can take the calibration saved in
 //! an earlier resimulation ([`Options::calibration`]).
 
 use std::path::{Path, PathBuf};
@@ -29,7 +30,9 @@ pub struct ArmAgreement {
     pub instant: f64,
     /// The simulator paced by the measured clock.
     pub paced: f64,
-    /// The simulator paced and reading as the loop read.
+    /// The simulator paced and reading on the lines the loop read by.
+    pub lines: f64,
+    /// The simulator paced and reading as the loop read, scatter included.
     pub calibrated: f64,
     /// `D_true(t)` of each, the mean over the runs at every step (live: from the folder's
     /// runs, empty for a folder kept without them).
@@ -45,7 +48,9 @@ pub struct Traces {
     pub instant: Vec<f64>,
     /// Paced.
     pub paced: Vec<f64>,
-    /// Paced and reading as the loop read.
+    /// Paced and reading on the lines.
+    pub lines: Vec<f64>,
+    /// Paced and reading as the loop read, scatter included.
     pub calibrated: Vec<f64>,
 }
 
@@ -167,6 +172,11 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
     let paced = simulator::run_series(&series, listings)?;
     series.readings = calibration.readings.clone();
     let calibrated = simulator::run_series(&series, listings)?;
+    for reading in &mut series.readings {
+        reading.scatter = None;
+    }
+    let lines = simulator::run_series(&series, listings)?;
+    series.readings = calibration.readings.clone();
     let mut arms = Vec::new();
     for arm in summary["arms"].as_array().into_iter().flatten() {
         let algorithm = arm["algorithm"].as_str().unwrap_or_default().to_string();
@@ -175,11 +185,13 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
             live: arm["d_bar_true"].as_f64().unwrap_or(f64::NAN),
             instant: mean_of(&instant, &algorithm),
             paced: mean_of(&paced, &algorithm),
+            lines: mean_of(&lines, &algorithm),
             calibrated: mean_of(&calibrated, &algorithm),
             traces: Traces {
                 live: step_means(live_traces.map(|run| run.d_true.as_slice())),
                 instant: sim_trace(&instant, &algorithm),
                 paced: sim_trace(&paced, &algorithm),
+                lines: sim_trace(&lines, &algorithm),
                 calibrated: sim_trace(&calibrated, &algorithm),
             },
             algorithm,

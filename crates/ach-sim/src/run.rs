@@ -11,6 +11,7 @@ use crate::config::{Profile, SeriesConfig, SweepPoint};
 use crate::keys::RunKeys;
 use crate::pacing::Pacer;
 use crate::phases::{NoProbe, Phase, PhaseProbe};
+use crate::reading::ScatterDraws;
 use crate::record::{
     Aggregates, AlgorithmRecord, RunRecord, ViolationRecord, coefficient_of_variation,
     forwarded_fraction, mean_after_warmup,
@@ -339,6 +340,8 @@ struct Member<'a> {
     p_miss: Option<f64>,
     gauss_draws: Vec<Metrics>,
     missing_draws: Vec<[bool; 3]>,
+    /// The readings' deviations from their lines, when some scatter.
+    scatter: Option<ScatterDraws>,
 }
 
 /// Runs several simulations that share one workload in a single pass: the requests are drawn
@@ -453,6 +456,7 @@ fn simulate_members<P: PhaseProbe>(
             p_miss: distortion.uses_missing().then_some(distortion.p_miss),
             gauss_draws: Vec::new(),
             missing_draws: Vec::new(),
+            scatter: ScatterDraws::new(&c.readings, n0, seed),
         });
     }
 
@@ -535,12 +539,20 @@ fn simulate_members<P: PhaseProbe>(
                 gauss: member.gauss.as_ref().map(|_| member.gauss_draws.as_slice()),
                 missing: member.p_miss.map(|_| member.missing_draws.as_slice()),
             };
+            let deviations = match &mut member.scatter {
+                Some(scatter) => {
+                    scatter.advance();
+                    scatter.deviations()
+                }
+                None => &[],
+            };
             for (index, arm) in member.arms.iter_mut().enumerate() {
                 arm.step(
                     t,
                     &cluster,
                     &requests,
                     &draws,
+                    deviations,
                     v_min,
                     &mut scratch,
                     probe,
@@ -655,7 +667,9 @@ impl Member<'_> {
 
 impl Arm {
     /// One step of this arm once its requests are routed ([`route::route`]): telemetry, plan, commit,
-    /// metrics, invariants; `probe` is told each phase, `index` is the arm's algorithm's.
+    /// metrics, invariants; `deviations` are the readings' deviations from their lines this
+    /// step (empty when none scatter), `probe` is told each phase, `index` is the arm's
+    /// algorithm's.
     #[allow(clippy::too_many_arguments)] // The step's inputs, one each; a struct would only wrap them.
     fn step<P: PhaseProbe>(
         &mut self,
@@ -663,6 +677,7 @@ impl Arm {
         cluster: &Cluster,
         requests: &StepRequests<'_>,
         draws: &StepDraws<'_>,
+        deviations: &[f64],
         v_min: usize,
         scratch: &mut Vec<f64>,
         probe: &mut P,
@@ -721,14 +736,15 @@ impl Arm {
         let alpha = self.telemetry.config().alpha;
         let mut observed = self.telemetry.observe(&self.raw, draws)?;
         if let Some(readings) = &self.readings {
-            // What the algorithm reads of each node (a joining node reads its load).
+            // What the algorithm reads of each node, off its line by the node's deviation (a
+            // joining node reads its load).
             self.read_loads.clear();
             self.read_loads
                 .extend(observed.loads.iter().enumerate().map(|(i, &load)| {
                     let reading = readings
                         .get(i)
                         .unwrap_or(&crate::reading::NodeReading::IDENTITY);
-                    reading.read(load)
+                    reading.read(load) + deviations.get(i).copied().unwrap_or(0.0)
                 }));
             observed = ach_telemetry::StepLoads {
                 loads: &self.read_loads,

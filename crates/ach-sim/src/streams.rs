@@ -19,6 +19,8 @@ pub enum Stream {
     Requests,
     /// Telemetry noise and missing-data masks, every step.
     Noise,
+    /// The scatter of the readings about their lines, every step ([`crate::reading::Scatter`]).
+    Readings,
 }
 
 impl Stream {
@@ -29,6 +31,7 @@ impl Stream {
             Stream::Keys => "keys",
             Stream::Requests => "requests",
             Stream::Noise => "noise",
+            Stream::Readings => "readings",
         }
     }
 }
@@ -49,10 +52,16 @@ mod tests {
     /// stop being reproducible.
     #[test]
     fn streams_are_pinned() {
-        let first: Vec<u64> = [Stream::Ring, Stream::Keys, Stream::Requests, Stream::Noise]
-            .iter()
-            .map(|&s| stream(42, s).random::<u64>())
-            .collect();
+        let first: Vec<u64> = [
+            Stream::Ring,
+            Stream::Keys,
+            Stream::Requests,
+            Stream::Noise,
+            Stream::Readings,
+        ]
+        .iter()
+        .map(|&s| stream(42, s).random::<u64>())
+        .collect();
         assert_eq!(first, PINNED.to_vec());
         assert_ne!(
             stream(42, Stream::Ring).random::<u64>(),
@@ -60,10 +69,11 @@ mod tests {
         );
     }
 
-    const PINNED: [u64; 4] = [
+    const PINNED: [u64; 5] = [
         5872582925425469252,
         12803300629020838321,
         4748848531417539348,
         1520148182399025175,
+        5591679813343126351,
     ];
 }

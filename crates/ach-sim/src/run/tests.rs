@@ -417,6 +417,7 @@ fn an_identity_reading_changes_nothing_but_records_the_true_loads() {
         offset: 0.0,
         scale: 1.0,
         knee: None,
+        scatter: None,
     }];
     let read = run(&read, Profile::Paper, 0);
     for (plain, read) in plain.algorithms.iter().zip(&read.algorithms) {
@@ -440,6 +441,7 @@ fn a_node_that_reads_high_is_relieved_of_tokens_its_load_does_not_call_for() {
         offset: 0.9,
         scale: 1.0,
         knee: None,
+        scatter: None,
     }];
     let read = run(&config, Profile::Paper, 0);
     let arm = &read.algorithms[0];
@@ -506,6 +508,7 @@ fn a_knee_above_every_load_reads_as_its_line() {
         offset: 0.4,
         scale: 0.7,
         knee: None,
+        scatter: None,
     };
     config.readings = vec![line.clone()];
     let straight = run(&config, Profile::Paper, 0);
@@ -528,4 +531,44 @@ fn a_knee_above_every_load_reads_as_its_line() {
     }];
     let bent = run(&config, Profile::Paper, 0);
     assert_ne!(bent.algorithms[0].d_trace, straight.algorithms[0].d_trace);
+}
+
+#[test]
+fn a_scatter_moves_the_readings_off_their_line_and_leaves_the_truth_alone() {
+    use crate::reading::{Reading, Scatter};
+    let mut config = small("C1");
+    config.algorithms = vec!["Dynamic-R".into(), "ACH".into()];
+    let line = Reading {
+        nodes: (0..4).collect(),
+        offset: 0.1,
+        scale: 0.9,
+        knee: None,
+        scatter: None,
+    };
+    config.readings = vec![line.clone()];
+    let straight = run(&config, Profile::Paper, 0);
+    let scattered = |sd: f64, autocorrelation: f64| {
+        let mut config = config.clone();
+        config.readings = vec![Reading {
+            scatter: Some(Scatter {
+                sd,
+                autocorrelation,
+            }),
+            ..line.clone()
+        }];
+        run(&config, Profile::Paper, 0)
+    };
+    // A scatter of no spread reads the line, bit for bit.
+    let none = scattered(0.0, 0.5);
+    for (a, b) in straight.algorithms.iter().zip(&none.algorithms) {
+        assert_eq!(a.d_trace, b.d_trace);
+        assert_eq!(a.d_true_trace, b.d_true_trace);
+    }
+    // A spread moves the observed D; before the first plan acts on it, not the true one.
+    let wide = scattered(0.05, 0.5);
+    let (plain, off) = (&straight.algorithms[0], &wide.algorithms[0]);
+    assert_ne!(off.d_trace[0], plain.d_trace[0]);
+    assert_eq!(off.d_true_trace[0], plain.d_true_trace[0]);
+    // Every arm of a run reads the same deviations: the same seed, the same traces.
+    assert_eq!(wide, scattered(0.05, 0.5));
 }
