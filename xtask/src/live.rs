@@ -65,6 +65,11 @@ pub struct Args {
     /// ach-redis --request-capacity) or cores (its cpu use over its quota, less its idle use).
     #[arg(long, default_value = "requests")]
     cpu_reading: String,
+    /// Valkey: the most slots of a master one of the rebalance loop's per-slot statistics
+    /// requests asks for (default: all in one request); smaller requests go one round per CPU
+    /// quota period (20 ms), so that a weak master's reply does not use its quota up at once.
+    #[arg(long, default_value_t = 16384)]
+    slot_stats_chunk: usize,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -91,6 +96,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         calibration_s: args.calibration_s,
         idle_cpu_s: args.idle_cpu_s,
         cpu_reading: CpuReading::parse(&args.cpu_reading)?,
+        slot_stats_chunk: args.slot_stats_chunk,
     };
     config.validate()?;
     Ok(config)

@@ -206,6 +206,10 @@ pub struct LiveConfig {
     pub idle_cpu_s: f64,
     /// What the cpu part of the controllers' and the observer's readings counts.
     pub cpu_reading: CpuReading,
+    /// The most slots of a master one of the loop's per-slot statistics requests asks for
+    /// (Valkey; `SLOT_COUNT`: all in one request). Smaller requests are spread over the CPU
+    /// quota's periods, one round per period ([`LiveConfig::slot_stats_reading`]).
+    pub slot_stats_chunk: usize,
 }
 
 /// What the cpu part of a master's reading counts, for the controllers and the observer alike.
@@ -255,6 +259,7 @@ impl Default for LiveConfig {
             calibration_s: 3.0,
             idle_cpu_s: 2.0,
             cpu_reading: CpuReading::Requests,
+            slot_stats_chunk: ach_redis::slot::SLOT_COUNT,
         }
     }
 }
@@ -322,6 +327,12 @@ impl LiveConfig {
             ),
         )?;
         rule(
+            (1..=ach_redis::slot::SLOT_COUNT).contains(&self.slot_stats_chunk),
+            "--slot-stats-chunk",
+            self.slot_stats_chunk.to_string(),
+            &format!("must be 1 to {} slots", ach_redis::slot::SLOT_COUNT),
+        )?;
+        rule(
             self.rate.is_finite() && self.rate > 0.0,
             "--rate",
             self.rate.to_string(),
@@ -385,6 +396,22 @@ impl LiveConfig {
                 }
             })
             .collect()
+    }
+
+    /// How the rebalance loop reads the per-slot statistics: one request per master, or
+    /// requests of `slot_stats_chunk` slots with a round per CPU quota period
+    /// ([`crate::cgroup::PERIOD_US`]), so that a master's reply does not use its quota up in
+    /// one burst.
+    pub fn slot_stats_reading(&self) -> ach_redis::backend::SlotStatsReading {
+        let chunked = self.slot_stats_chunk < ach_redis::slot::SLOT_COUNT;
+        ach_redis::backend::SlotStatsReading {
+            chunk_slots: self.slot_stats_chunk,
+            pause: if chunked {
+                std::time::Duration::from_micros(crate::cgroup::PERIOD_US)
+            } else {
+                std::time::Duration::ZERO
+            },
+        }
     }
 
     /// The threads that send the clients' requests (and drive the calibration).

@@ -52,6 +52,7 @@ fn options() -> ControlOptions {
         ach: live_ach_config(),
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
+        slot_stats: Default::default(),
     }
 }
 

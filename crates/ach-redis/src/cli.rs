@@ -27,7 +27,7 @@ use ach_telemetry::TelemetryConfig;
 use clap::{Args, Parser, Subcommand};
 
 use crate::Error;
-use crate::backend::BackendChoice;
+use crate::backend::{BackendChoice, SlotStatsReading};
 use crate::cluster::{Cluster, ConnectOptions};
 use crate::compact::SlotChoice;
 use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
@@ -39,6 +39,7 @@ use crate::prometheus_telemetry::PrometheusTelemetry;
 use crate::rebalance::{LoopMetrics, LoopOptions, RunRules, report_fix, run_with_summary};
 use crate::report::{plan_text, status_text};
 use crate::security::SecurityArgs;
+use crate::slot::SLOT_COUNT;
 use crate::telemetry::ReadingRules;
 
 /// Load-aware, budgeted rebalancing of a Redis Cluster with ACH.
@@ -144,6 +145,15 @@ struct StepArgs {
     /// carry no load and still cost a protocol round and an epoch bump each).
     #[arg(long, default_value_t = 1)]
     min_slot_keys: u64,
+    /// Valkey: ask each master for the per-slot statistics of at most this many of its slots
+    /// per request (default: all in one request). A reply costs the server about 0.3 us a slot
+    /// returned, in one burst; smaller requests spread it.
+    #[arg(long, default_value_t = SLOT_COUNT)]
+    slot_stats_chunk: usize,
+    /// Valkey: wait this long between rounds of per-slot statistics requests (with
+    /// --slot-stats-chunk; e.g. the CPU quota's period of masters under a cgroup quota).
+    #[arg(long, default_value_t = 0)]
+    slot_stats_pause_ms: u64,
     /// How each (source, target)'s slots are chosen: compact (contiguous ranges among slots of
     /// similar value, at most the planned keys) or planned (exactly the algorithm's slots).
     #[arg(long, value_enum, default_value = "compact")]
@@ -426,6 +436,15 @@ fn step_options(
         options.ach.horizon = value;
     }
     options.min_slot_keys = step.min_slot_keys;
+    if step.slot_stats_chunk == 0 {
+        return Err(Error::Input(
+            "--slot-stats-chunk 0: must be at least 1 slot".into(),
+        ));
+    }
+    options.slot_stats = SlotStatsReading {
+        chunk_slots: step.slot_stats_chunk,
+        pause: std::time::Duration::from_millis(step.slot_stats_pause_ms),
+    };
     Ok(options)
 }
 
@@ -472,6 +491,7 @@ fn control_options(
         ach: live_ach_config(),
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
+        slot_stats: SlotStatsReading::default(),
     })
 }
 

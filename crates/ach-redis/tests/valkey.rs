@@ -12,7 +12,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use ach_redis::backend::valkey::parse_slot_stats;
-use ach_redis::backend::{BackendKind, MoveGroup};
+use ach_redis::backend::{BackendKind, MoveGroup, SlotStatsReading};
 use ach_redis::cluster::Cluster;
 use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 use ach_redis::migrate::{MigrationMethod, MigrationOptions};
@@ -193,6 +193,73 @@ fn slot_statistics_off_are_said_and_turned_on_only_when_asked() {
     assert!(status.status.success(), "{err}");
     assert!(out.contains("per-slot statistics: on"), "{out}");
     assert!(cluster.servers().iter().all(|s| enabled(s) == "yes"));
+}
+
+/// `calls` of `CLUSTER SLOT-STATS` in every server's `INFO commandstats`, by address.
+fn slot_stats_calls(cluster: &LocalCluster) -> Vec<u64> {
+    cluster
+        .servers()
+        .iter()
+        .map(|server| {
+            let mut connection = server.connection().unwrap();
+            let info: String = redis::cmd("INFO")
+                .arg("commandstats")
+                .query(&mut connection)
+                .unwrap();
+            info.lines()
+                .find_map(|line| line.strip_prefix("cmdstat_cluster|slot-stats:calls="))
+                .and_then(|rest| rest.split(',').next())
+                .map_or(0, |calls| calls.parse().unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn per_slot_statistics_read_in_chunks_are_the_same_as_in_one_request() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 3);
+    config_set_everywhere(&cluster, "cluster-slot-stats-enabled", "yes");
+    DataSet::new(3_000, 0, 0, (0, 0)).load(&cluster, 1);
+    let mut rebalancer = Cluster::connect(&cluster.seed(), Duration::from_secs(10)).unwrap();
+    let snapshot = rebalancer.snapshot().unwrap();
+    let backend = rebalancer.backend();
+    let whole = backend
+        .slot_figures(&mut rebalancer, &snapshot, &SlotStatsReading::default())
+        .unwrap();
+    assert_eq!(whole.keys.iter().sum::<u64>(), 3_000);
+    assert!(
+        whole
+            .cpu_usec
+            .as_ref()
+            .is_some_and(|cpu| cpu.iter().sum::<u64>() > 0)
+    );
+    let before = slot_stats_calls(&cluster);
+    let chunks = SlotStatsReading {
+        chunk_slots: 1_000,
+        pause: Duration::from_millis(5),
+    };
+    let chunked = backend
+        .slot_figures(&mut rebalancer, &snapshot, &chunks)
+        .unwrap();
+    // No request touched a key in between, so the counters are the same.
+    assert_eq!(chunked.keys, whole.keys);
+    assert_eq!(chunked.cpu_usec, whole.cpu_usec);
+    assert!(chunked.stats_off.is_empty());
+    // A master of about 5 461 slots is asked 6 times, for at most 1 000 of its slots each.
+    let calls: Vec<u64> = slot_stats_calls(&cluster)
+        .iter()
+        .zip(&before)
+        .map(|(after, before)| after - before)
+        .collect();
+    let expected: Vec<u64> = snapshot
+        .slots_of()
+        .iter()
+        .map(|slots| slots.len().div_ceil(1_000) as u64)
+        .collect();
+    let mut sorted = (calls.clone(), expected.clone());
+    sorted.0.sort();
+    sorted.1.sort();
+    assert_eq!(sorted.0, sorted.1, "calls {calls:?}");
 }
 
 /// Sends a signal to a server by its PID.

@@ -336,6 +336,7 @@ fn start_workload(
             interval,
             cpu,
             security: &security,
+            slot_stats: config.slot_stats_reading(),
         },
         Arc::clone(&rebalance_stop),
     )?;

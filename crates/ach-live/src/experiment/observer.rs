@@ -54,6 +54,7 @@ pub(super) fn control_options(
         ach: live_ach_config(),
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
+        slot_stats: Default::default(),
     }
 }
 

@@ -8,8 +8,9 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ach_redis::backend::SlotStatsReading;
 use ach_redis::cluster::Snapshot;
-use ach_redis::control::Controller;
+use ach_redis::control::{ControlOptions, Controller};
 use ach_redis::local::redis_cli_binary;
 use ach_redis::rebalance::{self, LoopOptions};
 use ach_redis::security::Security;
@@ -55,6 +56,8 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) cpu: &'a CpuRules,
     /// How to log in to the cluster: `redis-cli` gets the password in `REDISCLI_AUTH`.
     pub(super) security: &'a Security,
+    /// How the loop reads the per-slot statistics.
+    pub(super) slot_stats: SlotStatsReading,
 }
 
 /// Starts the arm's rebalancer; `stop` ends the rebalance loop.
@@ -71,6 +74,7 @@ pub(super) fn start_rebalancer(
         interval,
         cpu,
         security,
+        slot_stats,
     } = *setup;
     if *arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary()?);
@@ -102,7 +106,10 @@ pub(super) fn start_rebalancer(
     let buffer = SharedBuffer::default();
     let mut log = buffer.clone();
     let seed = seed.to_string();
-    let options = control_options(algorithm, weights.to_vec(), cpu);
+    let options = ControlOptions {
+        slot_stats,
+        ..control_options(algorithm, weights.to_vec(), cpu)
+    };
     let handle = std::thread::spawn(move || {
         let mut cluster = connect(&seed)?;
         let mut controller = Controller::new(options.clone())?;

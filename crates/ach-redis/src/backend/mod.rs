@@ -25,6 +25,7 @@ use std::sync::atomic::AtomicBool;
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
 use crate::migrate::{FixAction, ForcedFix, MigrationOptions, SlotMigration};
+use crate::slot::SLOT_COUNT;
 use crate::telemetry::parse_info;
 
 /// The implementations of the seam.
@@ -202,6 +203,48 @@ pub struct MoveGroup {
     pub slots: Vec<u16>,
 }
 
+/// How the per-slot statistics are read from the masters (Valkey's `CLUSTER SLOT-STATS`): in
+/// requests of at most `chunk_slots` of a master's slots, one request to every master that has
+/// one left per round, `pause` between rounds. A reply's cost to the server follows the slots
+/// it returns (about 0.3 us a slot on a recent x86 core), so a master that runs under a small
+/// CPU quota answers a whole map in a burst that can use up its quota: requests in chunks with
+/// a pause of the quota's period spread it out. The default is one request per master.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlotStatsReading {
+    /// The most slots of a master one request asks for (>= 1; [`SLOT_COUNT`] or more: the
+    /// whole slot space in one request, as before chunks).
+    pub chunk_slots: usize,
+    /// The wait between two rounds of requests.
+    pub pause: std::time::Duration,
+}
+
+impl Default for SlotStatsReading {
+    fn default() -> SlotStatsReading {
+        SlotStatsReading {
+            chunk_slots: SLOT_COUNT,
+            pause: std::time::Duration::ZERO,
+        }
+    }
+}
+
+impl SlotStatsReading {
+    /// The slot ranges `(first, last)` of the requests for a master owning `slots`
+    /// (ascending): the whole slot space when a request may hold every slot, else runs of at
+    /// most `chunk_slots` of its slots, each asked as the range from its first to its last.
+    pub fn ranges(&self, slots: &[u16]) -> Vec<(u16, u16)> {
+        if slots.is_empty() {
+            return Vec::new();
+        }
+        if self.chunk_slots >= SLOT_COUNT {
+            return vec![(0, (SLOT_COUNT - 1) as u16)];
+        }
+        slots
+            .chunks(self.chunk_slots.max(1))
+            .map(|chunk| (chunk[0], chunk[chunk.len() - 1]))
+            .collect()
+    }
+}
+
 /// What the control loop needs from a server beyond the common cluster protocol.
 ///
 /// Implementations are stateless (the state of an observation lives in the controller), so a
@@ -210,11 +253,13 @@ pub trait Backend: Sync {
     /// Which implementation this is.
     fn kind(&self) -> BackendKind;
 
-    /// Keys in every slot and, where the server has them, cumulative cpu time per slot.
+    /// Keys in every slot and, where the server has them, cumulative cpu time per slot, read
+    /// as `reading` says where the server has per-slot statistics.
     fn slot_figures(
         &self,
         cluster: &mut Cluster,
         snapshot: &Snapshot,
+        reading: &SlotStatsReading,
     ) -> Result<SlotFigures, Error>;
 
     /// Turns on the server's per-slot load counters on every master (`--enable-slot-stats`);
@@ -261,6 +306,25 @@ pub trait Backend: Sync {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_reading_asks_for_runs_of_a_masters_own_slots() {
+        let slots: Vec<u16> = (0..5).chain(100..103).chain([9000]).collect();
+        let whole = SlotStatsReading::default();
+        assert_eq!(whole.ranges(&slots), [(0, 16383)]);
+        assert_eq!(whole.ranges(&[]), []);
+        let chunks = SlotStatsReading {
+            chunk_slots: 4,
+            ..SlotStatsReading::default()
+        };
+        // Four slots a request: 0-3, then 4 and 100-102, then 9000.
+        assert_eq!(chunks.ranges(&slots), [(0, 3), (4, 102), (9000, 9000)]);
+        let one = SlotStatsReading {
+            chunk_slots: 1,
+            ..SlotStatsReading::default()
+        };
+        assert_eq!(one.ranges(&slots).len(), slots.len());
+    }
 
     fn server(name: &str, version: (u32, u32, u32)) -> ServerVersion {
         ServerVersion {

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::{Backend, BackendKind, GroupOutcome, MoveGroup, SlotFigures};
+use super::{Backend, BackendKind, GroupOutcome, MoveGroup, SlotFigures, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
 use crate::migrate::{FixAction, MigrationOptions, SlotMigration, fix, migrate_slot};
@@ -21,6 +21,7 @@ impl Backend for RedisBackend {
         &self,
         cluster: &mut Cluster,
         snapshot: &Snapshot,
+        _: &SlotStatsReading,
     ) -> Result<SlotFigures, Error> {
         Ok(SlotFigures {
             keys: cluster.key_counts(snapshot)?,

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use redis::Value;
 
 use super::redis::migrate_key_by_key;
-use super::{Backend, BackendKind, GroupOutcome, MoveGroup, SlotFigures};
+use super::{Backend, BackendKind, GroupOutcome, MoveGroup, SlotFigures, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
 use crate::migrate::{
@@ -50,41 +50,53 @@ impl Backend for ValkeyBackend {
         &self,
         cluster: &mut Cluster,
         snapshot: &Snapshot,
+        reading: &SlotStatsReading,
     ) -> Result<SlotFigures, Error> {
         let mut keys = vec![0u64; SLOT_COUNT];
         let mut cpu = vec![0u64; SLOT_COUNT];
-        let mut stats_off = Vec::new();
-        for (node, slots) in snapshot.slots_of().iter().enumerate() {
-            if slots.is_empty() {
-                continue;
+        let requests: Vec<Vec<(u16, u16)>> = snapshot
+            .slots_of()
+            .iter()
+            .map(|slots| reading.ranges(slots))
+            .collect();
+        let rounds = requests.iter().map(Vec::len).max().unwrap_or(0);
+        let mut has_cpu = vec![true; requests.len()];
+        for round in 0..rounds {
+            if round > 0 {
+                std::thread::sleep(reading.pause);
             }
-            let address = snapshot.masters[node].address.clone();
-            let reply: Value = cluster.query(
-                &address,
-                redis::cmd("CLUSTER")
-                    .arg("SLOT-STATS")
-                    .arg("SLOTSRANGE")
-                    .arg(0)
-                    .arg(SLOT_COUNT - 1),
-            )?;
-            let stats = parse_slot_stats(&reply).map_err(|shape| Error::Reply {
-                address: address.clone(),
-                command: "CLUSTER SLOT-STATS".into(),
-                detail: shape.to_string(),
-            })?;
-            let mut has_cpu = true;
-            for stat in stats {
-                let slot = usize::from(stat.slot);
-                keys[slot] = stat.keys;
-                match stat.cpu_usec {
-                    Some(usec) => cpu[slot] = usec,
-                    None => has_cpu = false,
+            for (node, ranges) in requests.iter().enumerate() {
+                let Some(&(first, last)) = ranges.get(round) else {
+                    continue;
+                };
+                let address = &snapshot.masters[node].address;
+                let reply: Value = cluster.query(
+                    address,
+                    redis::cmd("CLUSTER")
+                        .arg("SLOT-STATS")
+                        .arg("SLOTSRANGE")
+                        .arg(first)
+                        .arg(last),
+                )?;
+                let stats = parse_slot_stats(&reply).map_err(|shape| Error::Reply {
+                    address: address.clone(),
+                    command: "CLUSTER SLOT-STATS".into(),
+                    detail: shape.to_string(),
+                })?;
+                for stat in stats {
+                    let slot = usize::from(stat.slot);
+                    keys[slot] = stat.keys;
+                    match stat.cpu_usec {
+                        Some(usec) => cpu[slot] = usec,
+                        None => has_cpu[node] = false,
+                    }
                 }
             }
-            if !has_cpu {
-                stats_off.push(address);
-            }
         }
+        let stats_off: Vec<String> = (0..requests.len())
+            .filter(|&node| !requests[node].is_empty() && !has_cpu[node])
+            .map(|node| snapshot.masters[node].address.clone())
+            .collect();
         Ok(SlotFigures {
             keys,
             cpu_usec: stats_off.is_empty().then_some(cpu),

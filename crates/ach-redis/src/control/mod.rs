@@ -9,7 +9,7 @@ use ach_control::{AchConfig, Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
-use crate::backend::{MoveGroup, SlotFigures};
+use crate::backend::{MoveGroup, SlotFigures, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
 use crate::drain::{DrainLedger, drain_plan};
@@ -73,6 +73,8 @@ pub struct ControlOptions {
     /// not charged). The default 1 skips empty slots: under the model moving one changes no
     /// load, and every move costs a protocol round and a configuration epoch bump.
     pub min_slot_keys: u64,
+    /// How the per-slot statistics are read (Valkey).
+    pub slot_stats: SlotStatsReading,
 }
 
 impl ControlOptions {
@@ -276,7 +278,10 @@ impl Controller {
     /// next observation's readings: call once, an interval before the first
     /// [`observe`](Self::observe).
     pub fn prime(&mut self, cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(), Error> {
-        let figures = cluster.backend().slot_figures(cluster, snapshot)?;
+        let figures =
+            cluster
+                .backend()
+                .slot_figures(cluster, snapshot, &self.options.slot_stats)?;
         self.slot_cpu(snapshot, &figures);
         self.nodes.prime(cluster, snapshot)
     }
@@ -324,7 +329,10 @@ impl Controller {
             self.seed(ids, &weights)?;
         }
         let backend = cluster.backend().kind();
-        let figures = cluster.backend().slot_figures(cluster, &snapshot)?;
+        let figures =
+            cluster
+                .backend()
+                .slot_figures(cluster, &snapshot, &self.options.slot_stats)?;
         let slot_cpu = self.slot_cpu(&snapshot, &figures);
         let readings = self.nodes.read(cluster, &snapshot, &self.options.rules)?;
         let bases = cpu_bases(
