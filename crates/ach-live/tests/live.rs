@@ -35,6 +35,7 @@ fn short_config(
         calibration_s: 1.0,
         idle_cpu_s: 1.0,
         cpu_reading,
+        slot_stats_chunk: 16384,
     }
 }
 
@@ -438,13 +439,18 @@ fn recompute_d_bar_true(out: &std::path::Path, arm: &serde_json::Value) {
 }
 
 /// `--cpu-reading cores`: every master's idle cpu is read before the workload, is less than
-/// its quota, and the loop steers by cpu readings without a capacity.
+/// its quota, and the loop steers by cpu readings without a capacity. The loop reads the
+/// per-slot statistics in chunks of 2 048 slots (`--slot-stats-chunk`): on Valkey, more
+/// requests than one a step.
 #[test]
 fn with_cpu_readings_every_masters_idle_use_is_read_first() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let out = tempfile::tempdir().expect("temporary directory");
     let arms = vec![Arm::parse("static-w").unwrap(), Arm::parse("ach").unwrap()];
-    let config = short_config(out.path(), arms, 1, CpuReading::Cores);
+    let config = LiveConfig {
+        slot_stats_chunk: 2048,
+        ..short_config(out.path(), arms, 1, CpuReading::Cores)
+    };
     let stop = AtomicBool::new(false);
     let results = ach_live::experiment::run(&config, &stop, &mut std::io::sink())
         .unwrap_or_else(|e| panic!("the live experiment failed: {e}"));
@@ -461,6 +467,25 @@ fn with_cpu_readings_every_masters_idle_use_is_read_first() {
                 .map_or(1.0, |us| us as f64 / ach_live::cgroup::PERIOD_US as f64);
             assert!(idle > 0.0 && idle < quota, "{}: idle {idle}", node.address);
             assert_eq!(node.request_capacity, None, "{}", node.address);
+        }
+    }
+    if results.backend == "valkey" {
+        // One reading before the first step and one a step; each master (about 5 461 slots
+        // at the start) answers every reading in more than one request.
+        let ach = results
+            .runs
+            .iter()
+            .find(|run| run.algorithm == "ACH")
+            .expect("an ACH run");
+        let readings = ach_live::cadence::step_events(&ach.rebalance_log).len() as u64 + 1;
+        for node in &ach.nodes {
+            let work = node.server_work.as_ref().expect("server work");
+            let calls = work
+                .commands
+                .iter()
+                .find(|c| c.command == "cluster|slot-stats")
+                .map_or(0, |c| c.calls);
+            assert!(calls > readings, "{}: {calls} requests", node.address);
         }
     }
     assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
