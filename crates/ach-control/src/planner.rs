@@ -295,7 +295,7 @@ pub fn assign_tokens(
     moves
 }
 
-/// Phase 3 by key space ([`AssignRule::ByArc`]): each receiver `j` is owed
+/// Phase 3 by key space ([`crate::config::AssignRule::ByArc`]): each receiver `j` is owed
 /// `r_j / sum r` of the pool's total arc; the pool's tokens, in pool order, go one by one to the
 /// receiver with the largest debt left (owed minus given; ties: lower id) that has room under
 /// `v_max`. A token no receiver has room for stays with its source. On a ring whose arcs differ

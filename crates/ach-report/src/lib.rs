@@ -11,7 +11,7 @@
 //! - [`shard`]: a matrix split over processes or machines (Slurm array tasks) and `merge`;
 //! - [`report`]: REPORT.md, tables (Markdown, LaTeX, CSV) and SVG figures, rendered from saved
 //!   results only;
-//! - [`bench`]: the timed benchmark of one run at several cluster sizes (`bench-scale`);
+//! - [`mod@bench`]: the timed benchmark of one run at several cluster sizes (`bench-scale`);
 //! - [`profile`]: the profile of one run by phase and the matrix's time (`bench-run`).
 //!
 //! This crate does file I/O and reads the clock (for progress, `timing.json` and the benchmark only); the model

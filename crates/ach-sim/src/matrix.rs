@@ -171,7 +171,7 @@ fn workload_groups(jobs: &[Job], profile: Profile) -> Vec<Vec<usize>> {
 ///
 /// Jobs that share a workload (same scenario, seed and profile: for example run `r` of C1, of
 /// the noise series C4-C4c and of every C5 sweep point) are simulated together in one pass
-/// ([`simulate_group`]); each still gets exactly the record it would get alone.
+/// ([`crate::run::simulate_group`]); each still gets exactly the record it would get alone.
 pub fn run_jobs<F>(jobs: &[Job], profile: Profile, on_done: F) -> Vec<Result<RunRecord, SimError>>
 where
     F: Fn(&Job, &Result<RunRecord, SimError>) + Sync,

