@@ -99,11 +99,12 @@ pub fn time_series_figure_styled(
                     .chain([0.0]),
                 0.05,
             );
+            let decimals = label_decimals(y_range.end - y_range.start);
             let y_format = |v: &f64| {
                 if v.abs() >= 1000.0 {
                     format!("{v:.0}")
                 } else {
-                    format!("{v:.2}")
+                    format!("{v:.decimals$}")
                 }
             };
             let frame = Frame::new(
@@ -132,6 +133,16 @@ pub fn time_series_figure_styled(
         caption: spec.caption.clone(),
         svg,
     })
+}
+
+/// Decimals for the tick labels of an axis spanning `span`: two, or as many more as ticks
+/// about a tenth of the span apart need to differ (0.005 apart need three).
+fn label_decimals(span: f64) -> usize {
+    if !(span.is_finite() && span > 0.0) {
+        return 2;
+    }
+    let needed = (-(span / 10.0).log10()).ceil();
+    needed.clamp(2.0, 9.0) as usize
 }
 
 /// The curve of `cargo xtask bench-scale`: the seconds of one run against its tokens x steps,
@@ -207,4 +218,22 @@ pub fn bench_curve_svg(scale: &[(f64, f64)], c1: (f64, f64)) -> Result<String, F
         ];
         draw_legend_strip(&legend, &entries)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::label_decimals;
+
+    #[test]
+    fn tick_labels_get_the_decimals_their_spacing_needs() {
+        // Spans of 0.1 and more keep two decimals, as before.
+        assert_eq!(label_decimals(0.3), 2);
+        assert_eq!(label_decimals(0.1), 2);
+        assert_eq!(label_decimals(250.0), 2);
+        // A span of 0.04 has ticks 0.005 apart: three decimals tell them apart.
+        assert_eq!(label_decimals(0.04), 3);
+        assert_eq!(label_decimals(0.002), 4);
+        assert_eq!(label_decimals(0.0), 2);
+        assert_eq!(label_decimals(f64::NAN), 2);
+    }
 }
