@@ -171,12 +171,12 @@ pub fn resimulate(folder: &Path, options: &Options) -> Result<Resimulation, Resi
     series.pacing = calibration.pacing.clone();
     let paced = simulator::run_series(&series, listings)?;
     series.readings = calibration.readings.clone();
-    let calibrated = simulator::run_series(&series, listings)?;
     for reading in &mut series.readings {
         reading.scatter = None;
     }
     let lines = simulator::run_series(&series, listings)?;
     series.readings = calibration.readings.clone();
+    let calibrated = simulator::run_series(&series, listings)?;
     let mut arms = Vec::new();
     for arm in summary["arms"].as_array().into_iter().flatten() {
         let algorithm = arm["algorithm"].as_str().unwrap_or_default().to_string();

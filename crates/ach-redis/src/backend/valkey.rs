@@ -3,9 +3,10 @@
 //! - **Slot statistics.** `CLUSTER SLOT-STATS SLOTSRANGE 0 16383` on every master answers, for
 //!   each slot the master owns, `key-count` and, when `cluster-slot-stats-enabled` is on,
 //!   `cpu-usec`, `network-bytes-in` and `network-bytes-out` (or, read in chunks, the same in
-//!   several requests of the master's own slots, see [`SlotStatsReading`]). The counters are cumulative; they
-//!   restart at 0 on `CONFIG RESETSTAT` and for a slot whenever its owner changes (the
-//!   controller turns such a slot into a missing sample, see [`crate::telemetry`]).
+//!   several requests of the master's own slots, see [`SlotStatsReading`]). The counters are
+//!   cumulative; they restart at 0 on `CONFIG RESETSTAT` and for a slot whenever its owner
+//!   changes (the controller turns such a slot into a missing sample, see
+//!   [`crate::telemetry`]).
 //! - **Atomic migration.** `CLUSTER MIGRATESLOTS SLOTSRANGE a b [a b ...] NODE target` on the
 //!   source starts one job for the group; the server copies a snapshot of the slots, streams
 //!   the changes, pauses writes briefly and hands the slots over (clients see `MOVED` after the
