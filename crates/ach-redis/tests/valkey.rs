@@ -7,6 +7,7 @@
 #[macro_use]
 mod common;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -19,7 +20,7 @@ use ach_redis::migrate::{MigrationMethod, MigrationOptions};
 use ach_redis::slot::key_slot;
 use common::{
     DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost,
-    read_events, read_log, serial, start_cluster_of,
+    command_calls, read_events, read_log, serial, start_cluster_of,
 };
 
 fn text(output: &std::process::Output) -> (String, String) {
@@ -195,25 +196,6 @@ fn slot_statistics_off_are_said_and_turned_on_only_when_asked() {
     assert!(cluster.servers().iter().all(|s| enabled(s) == "yes"));
 }
 
-/// `calls` of `CLUSTER SLOT-STATS` in every server's `INFO commandstats`, by address.
-fn slot_stats_calls(cluster: &LocalCluster) -> Vec<u64> {
-    cluster
-        .servers()
-        .iter()
-        .map(|server| {
-            let mut connection = server.connection().unwrap();
-            let info: String = redis::cmd("INFO")
-                .arg("commandstats")
-                .query(&mut connection)
-                .unwrap();
-            info.lines()
-                .find_map(|line| line.strip_prefix("cmdstat_cluster|slot-stats:calls="))
-                .and_then(|rest| rest.split(',').next())
-                .map_or(0, |calls| calls.parse().unwrap())
-        })
-        .collect()
-}
-
 #[test]
 fn per_slot_statistics_read_in_chunks_are_the_same_as_in_one_request() {
     let _serial = serial();
@@ -233,7 +215,7 @@ fn per_slot_statistics_read_in_chunks_are_the_same_as_in_one_request() {
             .as_ref()
             .is_some_and(|cpu| cpu.iter().sum::<u64>() > 0)
     );
-    let before = slot_stats_calls(&cluster);
+    let before = command_calls(&cluster, &["cluster|slot-stats"]);
     let chunks = SlotStatsReading {
         chunk_slots: 1_000,
         pause: Duration::from_millis(5),
@@ -246,20 +228,18 @@ fn per_slot_statistics_read_in_chunks_are_the_same_as_in_one_request() {
     assert_eq!(chunked.cpu_usec, whole.cpu_usec);
     assert!(chunked.stats_off.is_empty());
     // A master of about 5 461 slots is asked 6 times, for at most 1 000 of its slots each.
-    let calls: Vec<u64> = slot_stats_calls(&cluster)
+    let after = command_calls(&cluster, &["cluster|slot-stats"]);
+    let calls: BTreeMap<String, u64> = after
         .iter()
-        .zip(&before)
-        .map(|(after, before)| after - before)
+        .map(|(address, calls)| (address.clone(), calls - before[address]))
         .collect();
-    let expected: Vec<u64> = snapshot
-        .slots_of()
+    let expected: BTreeMap<String, u64> = snapshot
+        .masters
         .iter()
-        .map(|slots| slots.len().div_ceil(1_000) as u64)
+        .zip(snapshot.slots_of())
+        .map(|(master, slots)| (master.address.clone(), slots.len().div_ceil(1_000) as u64))
         .collect();
-    let mut sorted = (calls.clone(), expected.clone());
-    sorted.0.sort();
-    sorted.1.sort();
-    assert_eq!(sorted.0, sorted.1, "calls {calls:?}");
+    assert_eq!(calls, expected);
 }
 
 /// Sends a signal to a server by its PID.

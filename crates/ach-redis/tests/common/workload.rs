@@ -350,6 +350,12 @@ pub fn assert_check_clean(cluster: &LocalCluster) {
 /// Calls of data commands (`get`, `set`) per master since start, from `INFO commandstats`,
 /// by address.
 pub fn data_calls(cluster: &LocalCluster) -> BTreeMap<String, u64> {
+    command_calls(cluster, &["get", "set"])
+}
+
+/// Calls of `commands` (as `INFO commandstats` names them: `get`, `cluster|slot-stats`) per
+/// master since start, summed, by address.
+pub fn command_calls(cluster: &LocalCluster, commands: &[&str]) -> BTreeMap<String, u64> {
     let mut calls = BTreeMap::new();
     for server in cluster.servers() {
         let mut connection = server.connection().unwrap();
@@ -359,7 +365,13 @@ pub fn data_calls(cluster: &LocalCluster) -> BTreeMap<String, u64> {
             .unwrap();
         let total: u64 = info
             .lines()
-            .filter(|l| l.starts_with("cmdstat_get:") || l.starts_with("cmdstat_set:"))
+            .filter(|l| {
+                commands.iter().any(|c| {
+                    l.strip_prefix("cmdstat_")
+                        .and_then(|l| l.strip_prefix(c))
+                        .is_some_and(|l| l.starts_with(':'))
+                })
+            })
             .filter_map(|l| l.split("calls=").nth(1))
             .filter_map(|rest| rest.split(',').next()?.parse::<u64>().ok())
             .sum();
