@@ -464,10 +464,12 @@ fn a_big_hash_tagged_slot_is_named_in_plan_and_log(kind: ServerKind) {
 /// that moves slots sends none to a replica.
 fn status_lists_each_replica_under_its_master_and_plan_never_targets_one(kind: ServerKind) {
     let _serial = serial();
-    // 40 hot slots: a replica's backlog adds to both masters' memory and narrows their gap.
+    // The plan reads no memory capacity: a replica's backlog adds to both masters' memory and
+    // narrows their gap until the hot master's lead sits near the dead band (seen in CI at
+    // +0.074 against +0.100). Over the machine's memory the masters' readings are alike, and
+    // the cpu of 40 hot slots sets the hot master well above the band.
     let (cluster, data, _) = two_masters(kind, 40);
     let replicas = add_replicas(&cluster, kind);
-    let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
     let seed = cluster.seed();
     let status = ach_redis(&["status", "--cluster", &seed, "--sample-ms", "300"]);
@@ -490,21 +492,18 @@ fn status_lists_each_replica_under_its_master_and_plan_never_targets_one(kind: S
     for master in value["snapshot"]["masters"].as_array().unwrap() {
         assert_eq!(master["replicas"].as_array().unwrap().len(), 1, "{master}");
     }
-    let mut plan_args = vec![
-        "plan",
-        "--json",
-        "--sample-ms",
-        "300",
-        "--memory-capacity-mb",
-        &capacity,
-        "--cluster",
-        &seed,
-    ];
+    let mut plan_args = vec!["plan", "--json", "--sample-ms", "300", "--cluster", &seed];
     plan_args.extend(STEP_OPTIONS);
     let plan = ach_redis(&plan_args);
     assert!(plan.status.success(), "{}", text(&plan.stderr));
     let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
     let moves = moves_of(&planned["plan"]);
+    eprintln!(
+        "plan: {} moves, D {} -> {}",
+        moves.len(),
+        planned["plan"]["imbalance_now"],
+        planned["plan"]["imbalance_predicted"]
+    );
     assert!(
         !moves.is_empty(),
         "the hot master sheds slots: {}",
