@@ -70,6 +70,10 @@ pub struct Args {
     /// quota period (20 ms), so that a weak master's reply does not use its quota up at once.
     #[arg(long, default_value_t = 16384)]
     slot_stats_chunk: usize,
+    /// The rebalance loop reads the per-slot figures (keys per slot, Valkey's per-slot cpu)
+    /// at every N-th control step and reuses them between (default 1: every step).
+    #[arg(long, default_value_t = 1)]
+    slot_stats_every: u32,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -97,6 +101,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         idle_cpu_s: args.idle_cpu_s,
         cpu_reading: CpuReading::parse(&args.cpu_reading)?,
         slot_stats_chunk: args.slot_stats_chunk,
+        slot_stats_every: args.slot_stats_every,
     };
     config.validate()?;
     Ok(config)

@@ -210,6 +210,9 @@ pub struct LiveConfig {
     /// (Valkey; `SLOT_COUNT`: all in one request). Smaller requests are spread over the CPU
     /// quota's periods, one round per period ([`LiveConfig::slot_stats_reading`]).
     pub slot_stats_chunk: usize,
+    /// The loop reads the per-slot statistics at every this-many control steps and reuses them
+    /// between (`ach-redis --slot-stats-every`; 1: every step).
+    pub slot_stats_every: u32,
 }
 
 /// What the cpu part of a master's reading counts, for the controllers and the observer alike.
@@ -260,6 +263,7 @@ impl Default for LiveConfig {
             idle_cpu_s: 2.0,
             cpu_reading: CpuReading::Requests,
             slot_stats_chunk: ach_redis::slot::SLOT_COUNT,
+            slot_stats_every: 1,
         }
     }
 }
@@ -333,6 +337,12 @@ impl LiveConfig {
             &format!("must be 1 to {} slots", ach_redis::slot::SLOT_COUNT),
         )?;
         rule(
+            (1..=60).contains(&self.slot_stats_every),
+            "--slot-stats-every",
+            self.slot_stats_every.to_string(),
+            "must be 1 to 60 control steps",
+        )?;
+        rule(
             self.rate.is_finite() && self.rate > 0.0,
             "--rate",
             self.rate.to_string(),
@@ -401,7 +411,7 @@ impl LiveConfig {
     /// How the rebalance loop reads the per-slot statistics: one request per master, or
     /// requests of `slot_stats_chunk` slots with a round per CPU quota period
     /// ([`crate::cgroup::PERIOD_US`]), so that a master's reply does not use its quota up in
-    /// one burst.
+    /// one burst; at every [`LiveConfig::slot_stats_every`]-th control step.
     pub fn slot_stats_reading(&self) -> ach_redis::backend::SlotStatsReading {
         let chunked = self.slot_stats_chunk < ach_redis::slot::SLOT_COUNT;
         ach_redis::backend::SlotStatsReading {
@@ -411,6 +421,7 @@ impl LiveConfig {
             } else {
                 std::time::Duration::ZERO
             },
+            every: self.slot_stats_every,
         }
     }
 
@@ -892,6 +903,19 @@ mod tests {
             ..LiveConfig::default()
         };
         assert!(whole_readings.validate().is_ok());
+        let never_read = LiveConfig {
+            slot_stats_every: 0,
+            ..LiveConfig::default()
+        };
+        assert_eq!(
+            never_read.validate().unwrap_err().to_string(),
+            "--slot-stats-every 0: must be 1 to 60 control steps"
+        );
+        let every_fifth = LiveConfig {
+            slot_stats_every: 5,
+            ..LiveConfig::default()
+        };
+        assert_eq!(every_fifth.slot_stats_reading().every, 5);
     }
 
     #[test]

@@ -36,6 +36,7 @@ fn short_config(
         idle_cpu_s: 1.0,
         cpu_reading,
         slot_stats_chunk: 16384,
+        slot_stats_every: 1,
     }
 }
 
@@ -449,6 +450,7 @@ fn with_cpu_readings_every_masters_idle_use_is_read_first() {
     let arms = vec![Arm::parse("static-w").unwrap(), Arm::parse("ach").unwrap()];
     let config = LiveConfig {
         slot_stats_chunk: 2048,
+        slot_stats_every: 1,
         ..short_config(out.path(), arms, 1, CpuReading::Cores)
     };
     let stop = AtomicBool::new(false);

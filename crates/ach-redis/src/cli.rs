@@ -154,6 +154,11 @@ struct StepArgs {
     /// --slot-stats-chunk; e.g. the CPU quota's period of masters under a cgroup quota).
     #[arg(long, default_value_t = 0)]
     slot_stats_pause_ms: u64,
+    /// Read the per-slot figures (keys per slot; Valkey: CLUSTER SLOT-STATS) at every N-th
+    /// control step only, and reuse them in the steps between (default 1: every step). The
+    /// masters' own readings (INFO) are taken at every step either way.
+    #[arg(long, default_value_t = 1)]
+    slot_stats_every: u32,
     /// How each (source, target)'s slots are chosen: compact (contiguous ranges among slots of
     /// similar value, at most the planned keys) or planned (exactly the algorithm's slots).
     #[arg(long, value_enum, default_value = "compact")]
@@ -441,9 +446,15 @@ fn step_options(
             "--slot-stats-chunk 0: must be at least 1 slot".into(),
         ));
     }
+    if step.slot_stats_every == 0 {
+        return Err(Error::Input(
+            "--slot-stats-every 0: must be at least 1 (1: every step)".into(),
+        ));
+    }
     options.slot_stats = SlotStatsReading {
         chunk_slots: step.slot_stats_chunk,
         pause: std::time::Duration::from_millis(step.slot_stats_pause_ms),
+        every: step.slot_stats_every,
     };
     Ok(options)
 }

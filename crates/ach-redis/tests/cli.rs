@@ -383,6 +383,14 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
     check(&["--interval-ms", "-5"], "--interval-ms");
     check(&["--interval-ms", "soon"], "--interval-ms");
     check(&["--steps", "0"], "--steps");
+    check(
+        &["--slot-stats-every", "0"],
+        "--slot-stats-every 0: must be at least 1",
+    );
+    check(
+        &["--slot-stats-chunk", "0"],
+        "--slot-stats-chunk 0: must be at least 1 slot",
+    );
     check(&["--beta", "0"], "beta");
     check(&["--m-max=-1"], "M_max");
     check(&["--algorithm", "magic"], "unknown algorithm \"magic\"");

@@ -11,8 +11,8 @@ use std::time::Duration;
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
     DataSet, STEP_OPTIONS, Workload, ach_redis, add_replicas, assert_check_clean,
-    assert_nothing_lost, first_step_of_rebalance, moves_of, read_events, read_log, serial,
-    slot_map, start_cluster_of, text, used_memory_mb, wrong_values,
+    assert_nothing_lost, command_calls, first_step_of_rebalance, moves_of, read_events, read_log,
+    serial, slot_map, start_cluster_of, text, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -23,6 +23,7 @@ on_every_backend!(
     until_balanced_stops_at_the_first_step_within_the_tolerance,
     max_keys_per_second_holds_the_step_to_its_rate,
     a_drain_empties_its_master_under_clients_within_the_budget,
+    slot_stats_every_reads_the_per_slot_figures_at_every_nth_step,
 );
 
 /// Compaction is planning, the same on both backends; the figures are taken on Redis, whose
@@ -1001,4 +1002,70 @@ fn the_algorithm_plans_only_a_horizon_after_the_drain() {
     );
     assert_budget_held(&steps, 0.1, 0.25, 3);
     assert_check_clean(&cluster);
+}
+
+/// `--slot-stats-every 3` over 7 steps of an algorithm that never moves: the steps' per-slot
+/// figures are 0, 1, 2, 0, 1, 2, 0 observations old, and each master is asked for them once
+/// to prime the loop and once per step of age 0 (Valkey: one `CLUSTER SLOT-STATS` a reading;
+/// Redis: one `COUNTKEYSINSLOT` per slot it owns). A reused reading keeps the keys per slot.
+fn slot_stats_every_reads_the_per_slot_figures_at_every_nth_step(kind: ServerKind) {
+    let _serial = serial();
+    let cluster = start_cluster_of(kind, 2);
+    let data = DataSet::new(2_000, 0, 0, (0, 0));
+    data.load(&cluster, 2);
+    let (command, per_reading): (&str, fn(u64) -> u64) = match kind {
+        ServerKind::Valkey => ("cluster|slot-stats", |_| 1),
+        // Redis and Valkey 8 take the standard protocol's backend.
+        _ => ("cluster|countkeysinslot", |slots| slots),
+    };
+    let before = command_calls(&cluster, &[command]);
+    let seed = cluster.seed();
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let log_path = log.path().to_str().unwrap().to_string();
+    let mut args = vec![
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--algorithm",
+        "static-w",
+        "--steps",
+        "7",
+        "--interval-ms",
+        "100",
+        "--slot-stats-every",
+        "3",
+        "--log",
+        &log_path,
+    ];
+    if kind == ServerKind::Valkey {
+        args.push("--enable-slot-stats");
+    }
+    let rebalance = ach_redis(&args);
+    assert!(rebalance.status.success(), "{}", text(&rebalance.stderr));
+    let steps = read_log(log.path());
+    let ages: Vec<u64> = steps
+        .iter()
+        .map(|step| step["observed"]["slot_figures_age"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ages, [0, 1, 2, 0, 1, 2, 0]);
+    for step in &steps {
+        let keys: u64 = step["observed"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|node| node["keys"].as_u64().unwrap())
+            .sum();
+        assert_eq!(keys, 2_000, "{step}");
+    }
+    let readings = 1 + ages.iter().filter(|&&age| age == 0).count() as u64;
+    let after = command_calls(&cluster, &[command]);
+    for node in &steps[0]["observed"]["nodes"].as_array().unwrap().clone() {
+        let address = node["address"].as_str().unwrap();
+        let slots = node["slots"].as_u64().unwrap();
+        assert_eq!(
+            after[address] - before[address],
+            readings * per_reading(slots),
+            "{command} calls on {address}"
+        );
+    }
 }

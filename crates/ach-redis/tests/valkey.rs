@@ -219,6 +219,7 @@ fn per_slot_statistics_read_in_chunks_are_the_same_as_in_one_request() {
     let chunks = SlotStatsReading {
         chunk_slots: 1_000,
         pause: Duration::from_millis(5),
+        ..SlotStatsReading::default()
     };
     let chunked = backend
         .slot_figures(&mut rebalancer, &snapshot, &chunks)

@@ -209,6 +209,9 @@ pub struct MoveGroup {
 /// it returns (about 0.3 us a slot on a recent x86 core), so a master that runs under a small
 /// CPU quota answers a whole map in a burst that can use up its quota: requests in chunks with
 /// a pause of the quota's period spread it out. The default is one request per master.
+///
+/// `every` says how often a control loop reads them: at every `every`-th observation, the
+/// ones between reusing the last reading (see [`crate::control::Controller::observe`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlotStatsReading {
     /// The most slots of a master one request asks for (>= 1; [`SLOT_COUNT`] or more: the
@@ -216,6 +219,9 @@ pub struct SlotStatsReading {
     pub chunk_slots: usize,
     /// The wait between two rounds of requests.
     pub pause: std::time::Duration,
+    /// Observations per reading of the per-slot figures (>= 1; 1: every observation reads
+    /// them). Applies to the keys per slot on every backend (Redis: `COUNTKEYSINSLOT`).
+    pub every: u32,
 }
 
 impl Default for SlotStatsReading {
@@ -223,6 +229,7 @@ impl Default for SlotStatsReading {
         SlotStatsReading {
             chunk_slots: SLOT_COUNT,
             pause: std::time::Duration::ZERO,
+            every: 1,
         }
     }
 }

@@ -101,6 +101,8 @@ pub struct Controller {
     previous_slots: Option<SlotCpuSample>,
     /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
     slot_rates: Vec<f64>,
+    /// The last per-slot figures read, for the observations that reuse them.
+    last_slot_figures: Option<LastSlotFigures>,
     step: u64,
     /// ACH's state beside it, to say why a step moves nothing (`--algorithm ach` only).
     explainer: Option<Explainer>,
@@ -112,6 +114,14 @@ pub struct Controller {
     drain: DrainLedger,
     /// Whether a drained master that owns no slot is still observed.
     drained_view: DrainedView,
+}
+
+/// The per-slot figures of the last reading, the masters they were read from, and the
+/// observations since.
+struct LastSlotFigures {
+    figures: SlotFigures,
+    masters: Vec<String>,
+    age: u32,
 }
 
 /// Whether a drained master that owns no slot (and has none open) is observed.
@@ -153,6 +163,7 @@ impl Controller {
             nodes: NodeReader::default(),
             previous_slots: None,
             slot_rates: vec![f64::NAN; SLOT_COUNT],
+            last_slot_figures: None,
             step: 0,
             explainer: None,
             slot_choice: SlotChoice::default(),
@@ -283,7 +294,57 @@ impl Controller {
                 .backend()
                 .slot_figures(cluster, snapshot, &self.options.slot_stats)?;
         self.slot_cpu(snapshot, &figures);
+        // The first observation reads its own figures: these have no per-slot cpu yet.
+        self.last_slot_figures = None;
         self.nodes.prime(cluster, snapshot)
+    }
+
+    /// The per-slot figures of an observation and the cpu of every slot (`None` without
+    /// per-slot statistics), with their age in observations. They are read at every
+    /// [`SlotStatsReading::every`]-th observation and whenever the masters are not those of
+    /// the last reading; the observations between reuse the last reading. Keys travel with
+    /// their slot, so a reused count is still the slot's after a move (only keys written or
+    /// deleted since are missing), and a slot's cpu is measured over the longer interval
+    /// between two readings.
+    fn slot_figures(
+        &mut self,
+        cluster: &mut Cluster,
+        snapshot: &Snapshot,
+    ) -> Result<(SlotFigures, Option<Vec<f64>>, u32), Error> {
+        let every = self.options.slot_stats.every.max(1);
+        if let Some(last) = &mut self.last_slot_figures
+            && last.age + 1 < every
+            && snapshot.masters.iter().map(|m| &m.id).eq(&last.masters)
+        {
+            last.age += 1;
+            let rates = last
+                .figures
+                .cpu_usec
+                .is_some()
+                .then(|| self.slot_rates.clone());
+            return Ok((last.figures.clone(), rates, last.age));
+        }
+        let (figures, rates) = self.read_slot_figures(cluster, snapshot)?;
+        Ok((figures, rates, 0))
+    }
+
+    /// Reads the per-slot figures from the masters of `snapshot` and remembers them.
+    fn read_slot_figures(
+        &mut self,
+        cluster: &mut Cluster,
+        snapshot: &Snapshot,
+    ) -> Result<(SlotFigures, Option<Vec<f64>>), Error> {
+        let figures =
+            cluster
+                .backend()
+                .slot_figures(cluster, snapshot, &self.options.slot_stats)?;
+        let rates = self.slot_cpu(snapshot, &figures);
+        self.last_slot_figures = Some(LastSlotFigures {
+            figures: figures.clone(),
+            masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
+            age: 0,
+        });
+        Ok((figures, rates))
     }
 
     /// The cpu of every slot over the interval since the last per-slot sample (missing samples
@@ -329,11 +390,7 @@ impl Controller {
             self.seed(ids, &weights)?;
         }
         let backend = cluster.backend().kind();
-        let figures =
-            cluster
-                .backend()
-                .slot_figures(cluster, &snapshot, &self.options.slot_stats)?;
-        let slot_cpu = self.slot_cpu(&snapshot, &figures);
+        let (figures, slot_cpu, slot_figures_age) = self.slot_figures(cluster, &snapshot)?;
         let readings = self.nodes.read(cluster, &snapshot, &self.options.rules)?;
         let bases = cpu_bases(
             &self.options.idle_cpu,
@@ -405,6 +462,7 @@ impl Controller {
             total_load,
             signals: Signals::of(backend, &figures, &self.nodes.source, &bases),
             hot_slots,
+            slot_figures_age,
             token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
             snapshot,
             slot_keys,

@@ -29,6 +29,9 @@ pub struct Observed {
     pub signals: Signals,
     /// The slots that used the most cpu over the interval (per-slot statistics only).
     pub hot_slots: Vec<HotSlot>,
+    /// Observations since the per-slot figures (keys per slot, per-slot cpu) were read: 0
+    /// when they were read for this one (`--slot-stats-every`).
+    pub slot_figures_age: u32,
     /// Each slot's part of its owner's load, from its share of the owner's per-slot cpu
     /// (`None` without per-slot statistics; not serialised).
     #[serde(skip)]
