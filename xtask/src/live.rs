@@ -74,6 +74,10 @@ pub struct Args {
     /// at every N-th control step and reuses them between (default 1: every step).
     #[arg(long, default_value_t = 1)]
     slot_stats_every: u32,
+    /// Valkey: the per-slot counter that splits each master's load among its slots in the
+    /// rebalance loop: cpu (cpu-usec) or network (bytes in and out).
+    #[arg(long, value_enum, default_value = "cpu")]
+    slot_split: ach_redis::control::SlotSplit,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -102,6 +106,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         cpu_reading: CpuReading::parse(&args.cpu_reading)?,
         slot_stats_chunk: args.slot_stats_chunk,
         slot_stats_every: args.slot_stats_every,
+        slot_split: args.slot_split,
     };
     config.validate()?;
     Ok(config)

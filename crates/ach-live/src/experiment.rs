@@ -213,6 +213,9 @@ pub struct LiveConfig {
     /// The loop reads the per-slot statistics at every this-many control steps and reuses them
     /// between (`ach-redis --slot-stats-every`; 1: every step).
     pub slot_stats_every: u32,
+    /// Which per-slot counter splits a master's load among its slots in the loop
+    /// (`ach-redis --slot-split`).
+    pub slot_split: ach_redis::control::SlotSplit,
 }
 
 /// What the cpu part of a master's reading counts, for the controllers and the observer alike.
@@ -264,6 +267,7 @@ impl Default for LiveConfig {
             cpu_reading: CpuReading::Requests,
             slot_stats_chunk: ach_redis::slot::SLOT_COUNT,
             slot_stats_every: 1,
+            slot_split: ach_redis::control::SlotSplit::Cpu,
         }
     }
 }

@@ -53,6 +53,7 @@ fn options() -> ControlOptions {
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
         slot_stats: Default::default(),
+        slot_split: Default::default(),
     }
 }
 

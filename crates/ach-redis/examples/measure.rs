@@ -52,6 +52,7 @@ fn options(capacity_mb: f64, beta: f64, min_slot_keys: u64) -> ControlOptions {
         migration: MigrationOptions::default(),
         min_slot_keys,
         slot_stats: Default::default(),
+        slot_split: Default::default(),
     }
 }
 

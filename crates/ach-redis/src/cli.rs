@@ -30,7 +30,9 @@ use crate::Error;
 use crate::backend::{BackendChoice, SlotStatsReading};
 use crate::cluster::{Cluster, ConnectOptions};
 use crate::compact::SlotChoice;
-use crate::control::{ControlOptions, Controller, Observed, live_ach_config, observe_once};
+use crate::control::{
+    ControlOptions, Controller, Observed, SlotSplit, live_ach_config, observe_once,
+};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::node_telemetry::NodeTelemetry;
@@ -159,6 +161,12 @@ struct StepArgs {
     /// masters' own readings (INFO) are taken at every step either way.
     #[arg(long, default_value_t = 1)]
     slot_stats_every: u32,
+    /// Valkey: the per-slot counter that splits each master's load among its slots: cpu
+    /// (cpu-usec, whole microseconds per command, so a slot asked once or twice in an
+    /// interval mostly reads 0) or network (network-bytes-in + network-bytes-out, every
+    /// request counted).
+    #[arg(long, value_enum, default_value = "cpu")]
+    slot_split: SlotSplit,
     /// How each (source, target)'s slots are chosen: compact (contiguous ranges among slots of
     /// similar value, at most the planned keys) or planned (exactly the algorithm's slots).
     #[arg(long, value_enum, default_value = "compact")]
@@ -456,6 +464,7 @@ fn step_options(
         pause: std::time::Duration::from_millis(step.slot_stats_pause_ms),
         every: step.slot_stats_every,
     };
+    options.slot_split = step.slot_split;
     Ok(options)
 }
 
@@ -503,6 +512,7 @@ fn control_options(
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
         slot_stats: SlotStatsReading::default(),
+        slot_split: SlotSplit::default(),
     })
 }
 

@@ -227,6 +227,13 @@ fn per_slot_statistics_read_in_chunks_are_the_same_as_in_one_request() {
     // No request touched a key in between, so the counters are the same.
     assert_eq!(chunked.keys, whole.keys);
     assert_eq!(chunked.cpu_usec, whole.cpu_usec);
+    assert_eq!(chunked.network_bytes, whole.network_bytes);
+    assert!(
+        whole
+            .network_bytes
+            .as_ref()
+            .is_some_and(|bytes| bytes.iter().sum::<u64>() > 0)
+    );
     assert!(chunked.stats_off.is_empty());
     // A master of about 5 461 slots is asked 6 times, for at most 1 000 of its slots each.
     let after = command_calls(&cluster, &["cluster|slot-stats"]);

@@ -337,6 +337,7 @@ fn start_workload(
             cpu,
             security: &security,
             slot_stats: config.slot_stats_reading(),
+            slot_split: config.slot_split,
         },
         Arc::clone(&rebalance_stop),
     )?;

@@ -55,6 +55,7 @@ pub(super) fn control_options(
         migration: MigrationOptions::default(),
         min_slot_keys: 1,
         slot_stats: Default::default(),
+        slot_split: Default::default(),
     }
 }
 

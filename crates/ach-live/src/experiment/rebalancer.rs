@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use ach_redis::backend::SlotStatsReading;
 use ach_redis::cluster::Snapshot;
+use ach_redis::control::SlotSplit;
 use ach_redis::control::{ControlOptions, Controller};
 use ach_redis::local::redis_cli_binary;
 use ach_redis::rebalance::{self, LoopOptions};
@@ -58,6 +59,8 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) security: &'a Security,
     /// How the loop reads the per-slot statistics.
     pub(super) slot_stats: SlotStatsReading,
+    /// Which per-slot counter splits a master's load among its slots.
+    pub(super) slot_split: SlotSplit,
 }
 
 /// Starts the arm's rebalancer; `stop` ends the rebalance loop.
@@ -75,6 +78,7 @@ pub(super) fn start_rebalancer(
         cpu,
         security,
         slot_stats,
+        slot_split,
     } = *setup;
     if *arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary()?);
@@ -108,6 +112,7 @@ pub(super) fn start_rebalancer(
     let seed = seed.to_string();
     let options = ControlOptions {
         slot_stats,
+        slot_split,
         ..control_options(algorithm, weights.to_vec(), cpu)
     };
     let handle = std::thread::spawn(move || {

@@ -175,6 +175,9 @@ pub struct SlotFigures {
     /// Cumulative cpu time every slot used on its owner, in microseconds (`cpu-usec` of
     /// `CLUSTER SLOT-STATS`), `None` when the backend or the cluster has no per-slot load.
     pub cpu_usec: Option<Vec<u64>>,
+    /// Cumulative bytes every slot's commands read and wrote on its owner
+    /// (`network-bytes-in` plus `network-bytes-out`), present with `cpu_usec`.
+    pub network_bytes: Option<Vec<u64>>,
     /// Masters whose slot statistics are off (`cluster-slot-stats-enabled no`).
     pub stats_off: Vec<String>,
 }

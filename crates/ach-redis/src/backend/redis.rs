@@ -26,6 +26,7 @@ impl Backend for RedisBackend {
         Ok(SlotFigures {
             keys: cluster.key_counts(snapshot)?,
             cpu_usec: None,
+            network_bytes: None,
             stats_off: Vec::new(),
         })
     }

@@ -56,6 +56,7 @@ impl Backend for ValkeyBackend {
     ) -> Result<SlotFigures, Error> {
         let mut keys = vec![0u64; SLOT_COUNT];
         let mut cpu = vec![0u64; SLOT_COUNT];
+        let mut network = vec![0u64; SLOT_COUNT];
         let requests: Vec<Vec<(u16, u16)>> = snapshot
             .slots_of()
             .iter()
@@ -88,9 +89,12 @@ impl Backend for ValkeyBackend {
                 for stat in stats {
                     let slot = usize::from(stat.slot);
                     keys[slot] = stat.keys;
-                    match stat.cpu_usec {
-                        Some(usec) => cpu[slot] = usec,
-                        None => has_cpu[node] = false,
+                    match (stat.cpu_usec, stat.network_bytes) {
+                        (Some(usec), Some(bytes)) => {
+                            cpu[slot] = usec;
+                            network[slot] = bytes;
+                        }
+                        _ => has_cpu[node] = false,
                     }
                 }
             }
@@ -99,9 +103,11 @@ impl Backend for ValkeyBackend {
             .filter(|&node| !requests[node].is_empty() && !has_cpu[node])
             .map(|node| snapshot.masters[node].address.clone())
             .collect();
+        let on = stats_off.is_empty();
         Ok(SlotFigures {
             keys,
-            cpu_usec: stats_off.is_empty().then_some(cpu),
+            cpu_usec: on.then_some(cpu),
+            network_bytes: on.then_some(network),
             stats_off,
         })
     }
@@ -588,6 +594,9 @@ pub struct SlotStat {
     pub keys: u64,
     /// `cpu-usec`, absent while `cluster-slot-stats-enabled` is off.
     pub cpu_usec: Option<u64>,
+    /// `network-bytes-in` plus `network-bytes-out`, absent unless the reply has both (they
+    /// come with `cpu-usec`).
+    pub network_bytes: Option<u64>,
 }
 
 /// Parses a `CLUSTER SLOT-STATS` reply: an array of `[slot, {field: value, ...}]`.
@@ -614,15 +623,20 @@ pub fn parse_slot_stats(reply: &Value) -> Result<Vec<SlotStat>, ReplyShape> {
                 slot,
                 keys: 0,
                 cpu_usec: None,
+                network_bytes: None,
             };
+            let (mut bytes_in, mut bytes_out) = (None, None);
             for (field, value) in pairs(stats)? {
                 let number = integer(value).and_then(|v| u64::try_from(v).ok());
                 match field.as_str() {
                     "key-count" => stat.keys = number.unwrap_or(0),
                     "cpu-usec" => stat.cpu_usec = number,
+                    "network-bytes-in" => bytes_in = number,
+                    "network-bytes-out" => bytes_out = number,
                     _ => {}
                 }
             }
+            stat.network_bytes = bytes_in.zip(bytes_out).map(|(i, o)| i + o);
             Ok(stat)
         })
         .collect()
@@ -671,6 +685,8 @@ mod tests {
                     Value::Int(367),
                     bulk("network-bytes-in"),
                     Value::Int(6292),
+                    bulk("network-bytes-out"),
+                    Value::Int(1008),
                 ]),
             ]),
             Value::Array(vec![
@@ -685,12 +701,14 @@ mod tests {
                 SlotStat {
                     slot: 15495,
                     keys: 200,
-                    cpu_usec: Some(367)
+                    cpu_usec: Some(367),
+                    network_bytes: Some(7300),
                 },
                 SlotStat {
                     slot: 7,
                     keys: 3,
-                    cpu_usec: None
+                    cpu_usec: None,
+                    network_bytes: None,
                 }
             ]
         );

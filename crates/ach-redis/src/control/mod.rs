@@ -2,14 +2,13 @@
 //! slots, confirm what was switched.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
 
 use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
 use ach_ring::{NodeId, TokenMove};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
-use crate::backend::{MoveGroup, SlotFigures, SlotStatsReading};
+use crate::backend::{MoveGroup, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
 use crate::drain::{DrainLedger, drain_plan};
@@ -20,13 +19,14 @@ use crate::migrate::{MigrationOptions, SlotMigration};
 use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
 use crate::notable::notable_slots;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::{NodeSample, ReadingRules, SlotCpuSample, slot_cpu_rates};
+use crate::telemetry::{NodeSample, ReadingRules};
 use crate::topology::format_slot_ranges;
 
 mod cpu_basis;
 mod idle;
 mod observed;
 mod order;
+mod slot_reading;
 mod step;
 
 pub use cpu_basis::{CpuBasis, cpu_bases};
@@ -34,6 +34,8 @@ pub use idle::{idle_shares, without_idle};
 pub use observed::{HotSlot, NodeView, Observed, Signals, imbalance};
 use observed::{hot_slots, token_loads};
 use order::migration_batches;
+pub use slot_reading::SlotSplit;
+use slot_reading::{SlotReader, SlotReading};
 use step::nothing_moves_because;
 pub use step::{
     MoveSummary, PlannedMove, StepOutcome, StepPlan, slot_range_count, summarise_moves,
@@ -75,6 +77,8 @@ pub struct ControlOptions {
     pub min_slot_keys: u64,
     /// How the per-slot statistics are read (Valkey).
     pub slot_stats: SlotStatsReading,
+    /// Which per-slot counter splits a master's load among its slots (Valkey).
+    pub slot_split: SlotSplit,
 }
 
 impl ControlOptions {
@@ -98,11 +102,8 @@ pub struct Controller {
     tracker: Option<LoadTracker>,
     master_ids: Vec<String>,
     nodes: NodeReader,
-    previous_slots: Option<SlotCpuSample>,
-    /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
-    slot_rates: Vec<f64>,
-    /// The last per-slot figures read, for the observations that reuse them.
-    last_slot_figures: Option<LastSlotFigures>,
+    /// The per-slot reading and its counters.
+    slots: SlotReader,
     step: u64,
     /// ACH's state beside it, to say why a step moves nothing (`--algorithm ach` only).
     explainer: Option<Explainer>,
@@ -114,14 +115,6 @@ pub struct Controller {
     drain: DrainLedger,
     /// Whether a drained master that owns no slot is still observed.
     drained_view: DrainedView,
-}
-
-/// The per-slot figures of the last reading, the masters they were read from, and the
-/// observations since.
-struct LastSlotFigures {
-    figures: SlotFigures,
-    masters: Vec<String>,
-    age: u32,
 }
 
 /// Whether a drained master that owns no slot (and has none open) is observed.
@@ -155,15 +148,14 @@ impl Controller {
         }
         // Built once now, so that a bad parameter is an error before anything is observed.
         options.build(&[1.0])?;
+        let slots = SlotReader::new(options.slot_split);
         Ok(Controller {
             options,
             balancer: None,
             tracker: None,
             master_ids: Vec::new(),
             nodes: NodeReader::default(),
-            previous_slots: None,
-            slot_rates: vec![f64::NAN; SLOT_COUNT],
-            last_slot_figures: None,
+            slots,
             step: 0,
             explainer: None,
             slot_choice: SlotChoice::default(),
@@ -289,83 +281,9 @@ impl Controller {
     /// next observation's readings: call once, an interval before the first
     /// [`observe`](Self::observe).
     pub fn prime(&mut self, cluster: &mut Cluster, snapshot: &Snapshot) -> Result<(), Error> {
-        let figures =
-            cluster
-                .backend()
-                .slot_figures(cluster, snapshot, &self.options.slot_stats)?;
-        self.slot_cpu(snapshot, &figures);
-        // The first observation reads its own figures: these have no per-slot cpu yet.
-        self.last_slot_figures = None;
+        self.slots
+            .prime(cluster, snapshot, &self.options.slot_stats)?;
         self.nodes.prime(cluster, snapshot)
-    }
-
-    /// The per-slot figures of an observation and the cpu of every slot (`None` without
-    /// per-slot statistics), with their age in observations. They are read at every
-    /// [`SlotStatsReading::every`]-th observation and whenever the masters are not those of
-    /// the last reading; the observations between reuse the last reading. Keys travel with
-    /// their slot, so a reused count is still the slot's after a move (only keys written or
-    /// deleted since are missing), and a slot's cpu is measured over the longer interval
-    /// between two readings.
-    fn slot_figures(
-        &mut self,
-        cluster: &mut Cluster,
-        snapshot: &Snapshot,
-    ) -> Result<(SlotFigures, Option<Vec<f64>>, u32), Error> {
-        let every = self.options.slot_stats.every.max(1);
-        if let Some(last) = &mut self.last_slot_figures
-            && last.age + 1 < every
-            && snapshot.masters.iter().map(|m| &m.id).eq(&last.masters)
-        {
-            last.age += 1;
-            let rates = last
-                .figures
-                .cpu_usec
-                .is_some()
-                .then(|| self.slot_rates.clone());
-            return Ok((last.figures.clone(), rates, last.age));
-        }
-        let (figures, rates) = self.read_slot_figures(cluster, snapshot)?;
-        Ok((figures, rates, 0))
-    }
-
-    /// Reads the per-slot figures from the masters of `snapshot` and remembers them.
-    fn read_slot_figures(
-        &mut self,
-        cluster: &mut Cluster,
-        snapshot: &Snapshot,
-    ) -> Result<(SlotFigures, Option<Vec<f64>>), Error> {
-        let figures =
-            cluster
-                .backend()
-                .slot_figures(cluster, snapshot, &self.options.slot_stats)?;
-        let rates = self.slot_cpu(snapshot, &figures);
-        self.last_slot_figures = Some(LastSlotFigures {
-            figures: figures.clone(),
-            masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
-            age: 0,
-        });
-        Ok((figures, rates))
-    }
-
-    /// The cpu of every slot over the interval since the last per-slot sample (missing samples
-    /// keep their earlier rate), or `None` without per-slot statistics.
-    fn slot_cpu(&mut self, snapshot: &Snapshot, figures: &SlotFigures) -> Option<Vec<f64>> {
-        let Some(usec) = &figures.cpu_usec else {
-            self.previous_slots = None;
-            return None;
-        };
-        let now = SlotCpuSample {
-            owners: snapshot
-                .owners
-                .iter()
-                .map(|owner| owner.map(|i| snapshot.masters[i].id.clone()))
-                .collect(),
-            usec: usec.clone(),
-            taken: Instant::now(),
-        };
-        slot_cpu_rates(self.previous_slots.as_ref(), &now, &mut self.slot_rates);
-        self.previous_slots = Some(now);
-        Some(self.slot_rates.clone())
     }
 
     /// Remembers samples as the base of the next cpu reading (call once before the first
@@ -390,7 +308,14 @@ impl Controller {
             self.seed(ids, &weights)?;
         }
         let backend = cluster.backend().kind();
-        let (figures, slot_cpu, slot_figures_age) = self.slot_figures(cluster, &snapshot)?;
+        let SlotReading {
+            figures,
+            cpu: slot_cpu,
+            split: slot_split,
+            age: slot_figures_age,
+        } = self
+            .slots
+            .observe(cluster, &snapshot, &self.options.slot_stats)?;
         let readings = self.nodes.read(cluster, &snapshot, &self.options.rules)?;
         let bases = cpu_bases(
             &self.options.idle_cpu,
@@ -463,7 +388,7 @@ impl Controller {
             signals: Signals::of(backend, &figures, &self.nodes.source, &bases),
             hot_slots,
             slot_figures_age,
-            token_loads: slot_cpu.map(|rates| token_loads(&slots, &rates, &loads)),
+            token_loads: slot_split.map(|split| token_loads(&slots, &split, &loads)),
             snapshot,
             slot_keys,
             nodes,

@@ -1,0 +1,282 @@
+//! The controller's per-slot reading: keys per slot and, with per-slot statistics, each slot's
+//! cpu and the counter that splits its owner's load among its slots; read at every
+//! [`SlotStatsReading::every`]-th observation and reused between.
+
+use std::time::Instant;
+
+use crate::backend::{SlotFigures, SlotStatsReading};
+use crate::cluster::{Cluster, Snapshot};
+use crate::error::Error;
+use crate::slot::SLOT_COUNT;
+use crate::telemetry::{SlotCpuSample, slot_cpu_rates};
+
+/// Which per-slot counter splits a master's load among its slots (`--slot-split`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotSplit {
+    /// `cpu-usec`: the time the slot's commands ran. Valkey adds each command's duration in
+    /// whole microseconds, so a command shorter than one (a GET: about 0.2 to 0.3 us on
+    /// average) mostly adds 0, and a slot with a request or two in the interval mostly reads
+    /// no load at all.
+    #[default]
+    Cpu,
+    /// `network-bytes-in` plus `network-bytes-out`: every request and reply counted to the
+    /// byte, so every slot that was asked anything reads a load, in proportion to the bytes
+    /// its requests and replies carried.
+    Network,
+}
+
+impl SlotSplit {
+    /// The name `--slot-split` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            SlotSplit::Cpu => "cpu",
+            SlotSplit::Network => "network",
+        }
+    }
+}
+
+/// One observation's per-slot reading.
+pub(super) struct SlotReading {
+    /// Keys per slot (and the raw counters).
+    pub figures: SlotFigures,
+    /// The cpu (cores) of every slot (`None` without per-slot statistics).
+    pub cpu: Option<Vec<f64>>,
+    /// What splits each master's load among its slots, per slot (`None` without per-slot
+    /// statistics): the cpu, or the bytes per microsecond under [`SlotSplit::Network`].
+    pub split: Option<Vec<f64>>,
+    /// Observations since the figures were read (0: read for this one).
+    pub age: u32,
+}
+
+/// The per-slot counters of the last readings, and the last figures for the observations that
+/// reuse them.
+pub(super) struct SlotReader {
+    split: SlotSplit,
+    previous_cpu: Option<SlotCpuSample>,
+    /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
+    cpu_rates: Vec<f64>,
+    previous_network: Option<SlotCpuSample>,
+    /// The bytes per microsecond of every slot, likewise.
+    network_rates: Vec<f64>,
+    last: Option<LastReading>,
+}
+
+/// The figures of the last reading, the masters they were read from, and the observations
+/// since.
+struct LastReading {
+    figures: SlotFigures,
+    masters: Vec<String>,
+    age: u32,
+}
+
+impl SlotReader {
+    pub(super) fn new(split: SlotSplit) -> SlotReader {
+        SlotReader {
+            split,
+            previous_cpu: None,
+            cpu_rates: vec![f64::NAN; SLOT_COUNT],
+            previous_network: None,
+            network_rates: vec![f64::NAN; SLOT_COUNT],
+            last: None,
+        }
+    }
+
+    /// Takes the first counters as the base of the next reading's rates. The first
+    /// observation reads its own figures: these have no rates yet.
+    pub(super) fn prime(
+        &mut self,
+        cluster: &mut Cluster,
+        snapshot: &Snapshot,
+        reading: &SlotStatsReading,
+    ) -> Result<(), Error> {
+        let figures = cluster.backend().slot_figures(cluster, snapshot, reading)?;
+        self.rates(snapshot, &figures);
+        self.last = None;
+        Ok(())
+    }
+
+    /// The per-slot reading of an observation. It is read at every
+    /// [`SlotStatsReading::every`]-th observation and whenever the masters are not those of
+    /// the last reading; the observations between reuse the last reading. Keys travel with
+    /// their slot, so a reused count is still the slot's after a move (only keys written or
+    /// deleted since are missing), and a slot's rates are measured over the longer interval
+    /// between two readings.
+    pub(super) fn observe(
+        &mut self,
+        cluster: &mut Cluster,
+        snapshot: &Snapshot,
+        reading: &SlotStatsReading,
+    ) -> Result<SlotReading, Error> {
+        if let Some(last) = &mut self.last
+            && last.age + 1 < reading.every.max(1)
+            && snapshot.masters.iter().map(|m| &m.id).eq(&last.masters)
+        {
+            last.age += 1;
+            let (figures, age) = (last.figures.clone(), last.age);
+            let (cpu, split) = self.current_rates(&figures);
+            return Ok(SlotReading {
+                figures,
+                cpu,
+                split,
+                age,
+            });
+        }
+        let figures = cluster.backend().slot_figures(cluster, snapshot, reading)?;
+        self.rates(snapshot, &figures);
+        self.last = Some(LastReading {
+            figures: figures.clone(),
+            masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
+            age: 0,
+        });
+        let (cpu, split) = self.current_rates(&figures);
+        Ok(SlotReading {
+            figures,
+            cpu,
+            split,
+            age: 0,
+        })
+    }
+
+    /// The rates kept, for figures with per-slot statistics.
+    fn current_rates(&self, figures: &SlotFigures) -> (Option<Vec<f64>>, Option<Vec<f64>>) {
+        if figures.cpu_usec.is_none() {
+            return (None, None);
+        }
+        let split = match self.split {
+            SlotSplit::Cpu => &self.cpu_rates,
+            SlotSplit::Network => &self.network_rates,
+        };
+        (Some(self.cpu_rates.clone()), Some(split.clone()))
+    }
+
+    /// Updates the rates with the counters of `figures` (missing samples keep their earlier
+    /// rate); forgets the counters when `figures` has none.
+    fn rates(&mut self, snapshot: &Snapshot, figures: &SlotFigures) {
+        let owners: Vec<Option<String>> = snapshot
+            .owners
+            .iter()
+            .map(|owner| owner.map(|i| snapshot.masters[i].id.clone()))
+            .collect();
+        let taken = Instant::now();
+        update(
+            &mut self.previous_cpu,
+            &mut self.cpu_rates,
+            figures.cpu_usec.as_ref(),
+            &owners,
+            taken,
+        );
+        if self.split == SlotSplit::Network {
+            update(
+                &mut self.previous_network,
+                &mut self.network_rates,
+                figures.network_bytes.as_ref(),
+                &owners,
+                taken,
+            );
+        }
+    }
+}
+
+/// One counter's rates since its previous sample, which `counter` replaces (`None`: no
+/// counter, the previous sample forgotten). The rate of a counter is its growth per
+/// microsecond ([`slot_cpu_rates`]: cores for `cpu-usec`, bytes per microsecond for bytes).
+fn update(
+    previous: &mut Option<SlotCpuSample>,
+    rates: &mut [f64],
+    counter: Option<&Vec<u64>>,
+    owners: &[Option<String>],
+    taken: Instant,
+) {
+    let Some(counter) = counter else {
+        *previous = None;
+        return;
+    };
+    let now = SlotCpuSample {
+        owners: owners.to_vec(),
+        usec: counter.clone(),
+        taken,
+    };
+    slot_cpu_rates(previous.as_ref(), &now, rates);
+    *previous = Some(now);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::Master;
+
+    /// One master owning every slot.
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            masters: vec![Master {
+                id: "a".repeat(40),
+                address: "127.0.0.1:7000".into(),
+                slots: SLOT_COUNT,
+                replicas: Vec::new(),
+            }],
+            owners: vec![Some(0); SLOT_COUNT],
+            open: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Counters where slot 1 ran 10 us and read 500 bytes, slot 2 ran under a microsecond
+    /// (0 us) and read 50 bytes, and the others nothing, after `base`.
+    fn figures(base: u64) -> SlotFigures {
+        let mut cpu = vec![base; SLOT_COUNT];
+        let mut network = vec![base; SLOT_COUNT];
+        cpu[1] += 10;
+        network[1] += 500;
+        network[2] += 50;
+        SlotFigures {
+            keys: vec![1; SLOT_COUNT],
+            cpu_usec: Some(cpu),
+            network_bytes: Some(network),
+            stats_off: Vec::new(),
+        }
+    }
+
+    fn split_of(split: SlotSplit) -> (Vec<f64>, Vec<f64>) {
+        let mut reader = SlotReader::new(split);
+        let snapshot = snapshot();
+        let start = SlotFigures {
+            cpu_usec: Some(vec![0; SLOT_COUNT]),
+            network_bytes: Some(vec![0; SLOT_COUNT]),
+            ..figures(0)
+        };
+        reader.rates(&snapshot, &start);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let later = figures(0);
+        reader.rates(&snapshot, &later);
+        let (cpu, split) = reader.current_rates(&later);
+        (cpu.unwrap(), split.unwrap())
+    }
+
+    #[test]
+    fn the_network_split_sees_a_slot_whose_cpu_reads_zero() {
+        let (cpu, split) = split_of(SlotSplit::Network);
+        assert!(
+            cpu[1] > 0.0 && cpu[2] == 0.0 && cpu[3] == 0.0,
+            "{:?}",
+            &cpu[..4]
+        );
+        assert!(split[1] > 0.0 && split[2] > 0.0 && split[3] == 0.0);
+        // Shares follow the bytes: slot 2 has a tenth of slot 1's.
+        assert!((split[2] / split[1] - 0.1).abs() < 1e-12);
+        let (cpu, split) = split_of(SlotSplit::Cpu);
+        assert_eq!(cpu, split);
+        assert_eq!(split[2], 0.0);
+    }
+
+    #[test]
+    fn without_per_slot_statistics_there_are_no_rates() {
+        let mut reader = SlotReader::new(SlotSplit::Network);
+        let none = SlotFigures {
+            keys: vec![1; SLOT_COUNT],
+            ..SlotFigures::default()
+        };
+        reader.rates(&snapshot(), &none);
+        assert_eq!(reader.current_rates(&none), (None, None));
+    }
+}
