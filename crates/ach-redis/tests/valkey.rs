@@ -194,6 +194,23 @@ fn slot_statistics_off_are_said_and_turned_on_only_when_asked() {
     assert!(status.status.success(), "{err}");
     assert!(out.contains("per-slot statistics: on"), "{out}");
     assert!(cluster.servers().iter().all(|s| enabled(s) == "yes"));
+    // Which counter splits a master's load among its slots is said in the plan's signals.
+    for (split, counter) in [("cpu", "cpu-usec growth"), ("network", "network-bytes-in")] {
+        let plan = ach_redis(&[
+            "plan",
+            "--cluster",
+            &seed,
+            "--sample-ms",
+            "100",
+            "--json",
+            "--slot-split",
+            split,
+        ]);
+        assert!(plan.status.success(), "{}", text(&plan).1);
+        let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
+        let slots = planned["observed"]["signals"]["slots"].as_str().unwrap();
+        assert!(slots.contains(counter), "--slot-split {split}: {slots}");
+    }
 }
 
 #[test]

@@ -385,7 +385,13 @@ impl Controller {
         Ok(Observed {
             imbalance: undrained_imbalance(&nodes, &loads),
             total_load,
-            signals: Signals::of(backend, &figures, &self.nodes.source, &bases),
+            signals: Signals::of(
+                backend,
+                &figures,
+                &self.nodes.source,
+                &bases,
+                self.options.slot_split,
+            ),
             hot_slots,
             slot_figures_age,
             token_loads: slot_split.map(|split| token_loads(&slots, &split, &loads)),

@@ -8,7 +8,7 @@ use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::NodeSample;
 
-use super::CpuBasis;
+use super::{CpuBasis, SlotSplit};
 
 /// One observation of the cluster.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -68,6 +68,7 @@ impl Signals {
         figures: &SlotFigures,
         telemetry: &NodeTelemetry,
         bases: &[CpuBasis],
+        split: SlotSplit,
     ) -> Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
@@ -123,11 +124,16 @@ impl Signals {
             cpu,
             memory,
             latency,
-            slots: if slot_stats {
-                "cost by keys; each slot's load its share of its node's cpu-usec growth over \
-                 the interval (CLUSTER SLOT-STATS)"
-            } else {
-                "cost by keys; load assumed in proportion to keys"
+            slots: match (slot_stats, split) {
+                (true, SlotSplit::Cpu) => {
+                    "cost by keys; each slot's load its share of its node's cpu-usec growth \
+                     over the interval (CLUSTER SLOT-STATS)"
+                }
+                (true, SlotSplit::Network) => {
+                    "cost by keys; each slot's load its share of its node's network-bytes-in \
+                     + network-bytes-out growth over the interval (CLUSTER SLOT-STATS)"
+                }
+                (false, _) => "cost by keys; load assumed in proportion to keys",
             },
             note,
         }
