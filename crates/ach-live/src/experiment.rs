@@ -877,20 +877,18 @@ mod tests {
         assert_eq!(Arm::parse("redis-cli").unwrap(), Arm::RedisCli);
         let error = Arm::parse("foo").unwrap_err().to_string();
         assert!(error.contains("\"foo\""), "{error}");
+        let error_of = |config: LiveConfig| config.validate().unwrap_err().to_string();
         let bad = LiveConfig {
             nodes: 1,
             ..LiveConfig::default()
         };
-        assert_eq!(
-            bad.validate().unwrap_err().to_string(),
-            "--nodes 1: must be 2 to 64"
-        );
+        assert_eq!(error_of(bad), "--nodes 1: must be 2 to 64");
         let bad = LiveConfig {
             idle_cpu_s: 0.1,
             ..LiveConfig::default()
         };
         assert_eq!(
-            bad.validate().unwrap_err().to_string(),
+            error_of(bad),
             "--idle-cpu-s 0.1: must be 0 (whole readings) or 0.5 to 60 seconds"
         );
         let too_many_threads = LiveConfig {
@@ -899,7 +897,7 @@ mod tests {
             ..LiveConfig::default()
         };
         assert_eq!(
-            too_many_threads.validate().unwrap_err().to_string(),
+            error_of(too_many_threads),
             "--senders-per-client 5: times --clients 64 must be at most 256 threads"
         );
         let whole_readings = LiveConfig {
@@ -912,7 +910,7 @@ mod tests {
             ..LiveConfig::default()
         };
         assert_eq!(
-            never_read.validate().unwrap_err().to_string(),
+            error_of(never_read),
             "--slot-stats-every 0: must be 1 to 60 control steps"
         );
         let every_fifth = LiveConfig {

@@ -17,7 +17,7 @@ use ach_redis::local::{LocalCluster, LocalServer, ServerKind};
 use common::{
     DataSet, STEP_OPTIONS, Workload, ach_redis, add_replica_of, assert_check_clean,
     assert_nothing_lost, first_step_of_rebalance, moves_of, read_events, serial, slot_map,
-    slot_map_of, text, used_memory_mb,
+    slot_map_of, temp_log, text, used_memory_mb,
 };
 
 #[test]
@@ -199,8 +199,7 @@ fn a_failed_migration_exits_non_zero(cluster: &LocalCluster, common: &[&str]) {
     };
     set_maxmemory("1");
     let source = cluster.servers()[drained].address();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let mut args = vec![
         "rebalance",
         "--drain",

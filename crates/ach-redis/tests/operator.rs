@@ -12,7 +12,7 @@ use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
     DataSet, STEP_OPTIONS, Workload, ach_redis, add_replicas, assert_check_clean,
     assert_nothing_lost, command_calls, first_step_of_rebalance, moves_of, read_events, read_log,
-    serial, slot_map, start_cluster_of, text, used_memory_mb, wrong_values,
+    serial, slot_map, start_cluster_of, temp_log, text, used_memory_mb, wrong_values,
 };
 
 on_every_backend!(
@@ -224,8 +224,7 @@ fn a_step_that_moves_nothing_says_which_rule_stopped_it(kind: ServerKind) {
     let (cluster, data, capacity) = two_masters(kind, 20);
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
     let seed = cluster.seed();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let mut args = vec![
         "rebalance",
         "--cluster",
@@ -285,8 +284,7 @@ fn a_failed_migration_exits_non_zero_and_the_summary_says_so() {
         .query(&mut connection)
         .unwrap();
     let seed = cluster.seed();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     // A full target reads as loaded, so the algorithm would send it nothing: draining the
     // first master sends it slots whatever its load.
     let drained = cluster.servers()[0].address();
@@ -425,8 +423,7 @@ fn a_big_hash_tagged_slot_is_named_in_plan_and_log(kind: ServerKind) {
         "{plan_text}"
     );
 
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let mut args = vec![
         "rebalance",
         "--steps",
@@ -527,8 +524,7 @@ fn until_balanced_stops_at_the_first_step_within_the_tolerance(kind: ServerKind)
     let (cluster, data, capacity) = two_masters(kind, 20);
     let workload = Workload::start(&cluster, &data, 2, Duration::from_secs(60));
     let seed = cluster.seed();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let rebalance = ach_redis(&[
         "rebalance",
         "--cluster",
@@ -735,8 +731,7 @@ fn a_drain_empties_its_master_under_clients_within_the_budget(kind: ServerKind) 
     assert!(plan.status.success(), "plan failed: {}", text(&plan.stderr));
     let planned: serde_json::Value = serde_json::from_slice(&plan.stdout).unwrap();
 
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let mut args = vec![
         "rebalance",
         "--steps",
@@ -871,8 +866,7 @@ fn a_drained_slot_larger_than_any_step_budget_leaves_the_drain_unfinished() {
         )),
         "{plan_text}"
     );
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let rebalance = ach_redis(&[
         "rebalance",
         "--cluster",
@@ -947,8 +941,7 @@ fn the_algorithm_plans_only_a_horizon_after_the_drain() {
     let capacity = format!("{:.1}", used_memory_mb(&cluster.servers()[0]) * 1.05);
     let seed = cluster.seed();
     let drained = cluster.servers()[2].address();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let rebalance = ach_redis(&[
         "rebalance",
         "--cluster",
@@ -1020,8 +1013,7 @@ fn slot_stats_every_reads_the_per_slot_figures_at_every_nth_step(kind: ServerKin
     };
     let before = command_calls(&cluster, &[command]);
     let seed = cluster.seed();
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let mut args = vec![
         "rebalance",
         "--cluster",

@@ -15,7 +15,8 @@ use std::time::Duration;
 use ach_redis::local::{LocalCluster, ServerKind};
 use common::{
     DataSet, Workload, ach_redis, assert_check_clean, assert_nothing_lost, data_calls, node_id,
-    read_log, serial, share_between, slot_map, start_cluster_of, used_memory_mb, wrong_values,
+    read_log, serial, share_between, slot_map, start_cluster_of, temp_log, used_memory_mb,
+    wrong_values,
 };
 
 on_every_backend!(
@@ -70,8 +71,7 @@ fn ach_rebalance_under_load_sheds_the_hot_node_within_budget_and_loses_nothing(k
     let calls_1 = data_calls(&cluster);
     let share_before = share_between(&calls_0, &calls_1, &hot);
 
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let seed = cluster.seed();
     let (m_max, m_horizon, horizon) = (0.05, 0.3, 10usize);
     let output = ach_redis(&[

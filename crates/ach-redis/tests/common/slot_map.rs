@@ -3,7 +3,7 @@
 
 use ach_redis::local::{LocalCluster, LocalServer, ServerKind, ServerMode};
 
-use super::{ach_redis, follow, read_log};
+use super::{ach_redis, follow, read_log, temp_log};
 
 /// Every slot's owner (`host:port`) and the number of ranges, from the first server's
 /// `CLUSTER SLOTS`.
@@ -89,8 +89,7 @@ pub const STEP_OPTIONS: [&str; 10] = [
 /// `rebalance --steps 1` with `common` and [`STEP_OPTIONS`]: its log's step lines and its
 /// progress (stderr); fails the test when the run fails.
 pub fn first_step_of_rebalance(common: &[&str]) -> (Vec<serde_json::Value>, String) {
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let log_path = log.path().to_str().unwrap().to_string();
+    let (log, log_path) = temp_log();
     let mut args = vec![
         "rebalance",
         "--steps",

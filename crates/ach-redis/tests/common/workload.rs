@@ -406,6 +406,13 @@ pub fn used_memory_mb(server: &ach_redis::local::LocalServer) -> f64 {
     bytes / (1024.0 * 1024.0)
 }
 
+/// A temporary file for a `--log` (removed when dropped), and its path as an argument.
+pub fn temp_log() -> (tempfile::NamedTempFile, String) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let path = log.path().to_str().unwrap().to_string();
+    (log, path)
+}
+
 /// The steps of a `--log` file, parsed (its `fix` and `summary` lines left out).
 pub fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
     read_events(path)
