@@ -1051,7 +1051,7 @@ fn slot_stats_every_reads_the_per_slot_figures_at_every_nth_step(kind: ServerKin
     }
     let readings = 1 + ages.iter().filter(|&&age| age == 0).count() as u64;
     let after = command_calls(&cluster, &[command]);
-    for node in &steps[0]["observed"]["nodes"].as_array().unwrap().clone() {
+    for node in steps[0]["observed"]["nodes"].as_array().unwrap() {
         let address = node["address"].as_str().unwrap();
         let slots = node["slots"].as_u64().unwrap();
         assert_eq!(

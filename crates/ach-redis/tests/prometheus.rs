@@ -458,14 +458,18 @@ fn status_from_prometheus_agrees_with_status_from_info() {
             })
             .collect()
     };
+    // Each master's commands per second since `before`, taken at `started`.
+    let rates_since = |before: &[f64], started: std::time::Instant| -> Vec<f64> {
+        let seconds = started.elapsed().as_secs_f64();
+        commands()
+            .iter()
+            .zip(before)
+            .map(|(after, before)| (after - before) / seconds)
+            .collect()
+    };
     let (before, started) = (commands(), std::time::Instant::now());
     let info = run_json(&info_args);
-    let seconds = started.elapsed().as_secs_f64();
-    let info_rates: Vec<f64> = commands()
-        .iter()
-        .zip(&before)
-        .map(|(after, before)| (after - before) / seconds)
-        .collect();
+    let info_rates = rates_since(&before, started);
     let mut prometheus_args = base.to_vec();
     prometheus_args.extend(monitored.telemetry_args(10));
     prometheus_args.extend(["--sample-ms".to_string(), "1".to_string()]);
@@ -482,14 +486,6 @@ fn status_from_prometheus_agrees_with_status_from_info() {
             ]);
         }
         run_json(&args)
-    };
-    let rates_since = |before: &[f64], started: std::time::Instant| -> Vec<f64> {
-        let seconds = started.elapsed().as_secs_f64();
-        commands()
-            .iter()
-            .zip(before)
-            .map(|(after, before)| (after - before) / seconds)
-            .collect()
     };
     // Each status's cpu part is compared with the rate of the same window: the clients' rate
     // drifts by more than the tolerance over a minute of a busy machine (seen once in CI:

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 
 use ach_redis::backend::SlotStatsReading;
 use ach_redis::cluster::Snapshot;
-use ach_redis::control::SlotSplit;
-use ach_redis::control::{ControlOptions, Controller};
+use ach_redis::control::{ControlOptions, Controller, SlotSplit};
 use ach_redis::local::redis_cli_binary;
 use ach_redis::rebalance::{self, LoopOptions};
 use ach_redis::security::Security;

@@ -63,7 +63,8 @@ impl Backend for ValkeyBackend {
             .map(|slots| reading.ranges(slots))
             .collect();
         let rounds = requests.iter().map(Vec::len).max().unwrap_or(0);
-        let mut has_cpu = vec![true; requests.len()];
+        // Whether every reply of a master had the per-slot counters (statistics on).
+        let mut has_counters = vec![true; requests.len()];
         for round in 0..rounds {
             if round > 0 {
                 std::thread::sleep(reading.pause);
@@ -94,13 +95,13 @@ impl Backend for ValkeyBackend {
                             cpu[slot] = usec;
                             network[slot] = bytes;
                         }
-                        _ => has_cpu[node] = false,
+                        _ => has_counters[node] = false,
                     }
                 }
             }
         }
         let stats_off: Vec<String> = (0..requests.len())
-            .filter(|&node| !requests[node].is_empty() && !has_cpu[node])
+            .filter(|&node| !requests[node].is_empty() && !has_counters[node])
             .map(|node| snapshot.masters[node].address.clone())
             .collect();
         let on = stats_off.is_empty();

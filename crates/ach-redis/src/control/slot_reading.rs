@@ -108,33 +108,30 @@ impl SlotReader {
         snapshot: &Snapshot,
         reading: &SlotStatsReading,
     ) -> Result<SlotReading, Error> {
-        if let Some(last) = &mut self.last
-            && last.age + 1 < reading.every.max(1)
-            && snapshot.masters.iter().map(|m| &m.id).eq(&last.masters)
-        {
-            last.age += 1;
-            let (figures, age) = (last.figures.clone(), last.age);
-            let (cpu, split) = self.current_rates(&figures);
-            return Ok(SlotReading {
-                figures,
-                cpu,
-                split,
-                age,
-            });
+        match &mut self.last {
+            Some(last)
+                if last.age + 1 < reading.every.max(1)
+                    && snapshot.masters.iter().map(|m| &m.id).eq(&last.masters) =>
+            {
+                last.age += 1;
+            }
+            _ => {
+                let figures = cluster.backend().slot_figures(cluster, snapshot, reading)?;
+                self.rates(snapshot, &figures);
+                self.last = Some(LastReading {
+                    figures,
+                    masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
+                    age: 0,
+                });
+            }
         }
-        let figures = cluster.backend().slot_figures(cluster, snapshot, reading)?;
-        self.rates(snapshot, &figures);
-        self.last = Some(LastReading {
-            figures: figures.clone(),
-            masters: snapshot.masters.iter().map(|m| m.id.clone()).collect(),
-            age: 0,
-        });
-        let (cpu, split) = self.current_rates(&figures);
+        let last = self.last.as_ref().expect("read or kept above");
+        let (cpu, split) = self.current_rates(&last.figures);
         Ok(SlotReading {
-            figures,
+            figures: last.figures.clone(),
             cpu,
             split,
-            age: 0,
+            age: last.age,
         })
     }
 
@@ -159,22 +156,22 @@ impl SlotReader {
             .map(|owner| owner.map(|i| snapshot.masters[i].id.clone()))
             .collect();
         let taken = Instant::now();
-        update(
-            &mut self.previous_cpu,
-            &mut self.cpu_rates,
-            figures.cpu_usec.as_ref(),
-            &owners,
-            taken,
-        );
         if self.split == SlotSplit::Network {
             update(
                 &mut self.previous_network,
                 &mut self.network_rates,
                 figures.network_bytes.as_ref(),
-                &owners,
+                owners.clone(),
                 taken,
             );
         }
+        update(
+            &mut self.previous_cpu,
+            &mut self.cpu_rates,
+            figures.cpu_usec.as_ref(),
+            owners,
+            taken,
+        );
     }
 }
 
@@ -185,7 +182,7 @@ fn update(
     previous: &mut Option<SlotCpuSample>,
     rates: &mut [f64],
     counter: Option<&Vec<u64>>,
-    owners: &[Option<String>],
+    owners: Vec<Option<String>>,
     taken: Instant,
 ) {
     let Some(counter) = counter else {
@@ -193,7 +190,7 @@ fn update(
         return;
     };
     let now = SlotCpuSample {
-        owners: owners.to_vec(),
+        owners,
         usec: counter.clone(),
         taken,
     };
