@@ -4,9 +4,10 @@ use ach_ring::{TokenMove, TokenRing};
 use serde::{Deserialize, Serialize};
 
 use crate::balancer::TokenLoadNeed;
-use crate::balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan};
+use crate::balancer::{BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, Withheld};
 use crate::budget::Budget;
 use crate::config::{AchConfig, AssignRule, ConfigError, SelectRule, StepRule, TargetRule};
+use crate::gain::predicted_gain;
 use crate::hysteresis::{Hysteresis, HysteresisState, Thresholds};
 use crate::intensity::{Intensity, IntensityParams, intensity};
 use crate::planner::{
@@ -35,6 +36,10 @@ pub struct AchStep {
     pub bound: f64,
     /// The target load `l*` the step used (fixed, or the live mean).
     pub target: f64,
+    /// The predicted gain of the step's planned moves (the fraction of the load above `l*`
+    /// they would remove), when `min_gain` is set and the step planned moves; not saved in
+    /// [`AchState`].
+    pub predicted_gain: Option<f64>,
 }
 
 /// The ACH controller.
@@ -208,6 +213,7 @@ impl Ach {
             m_keys: 0.0,
             bound: 0.0,
             target,
+            predicted_gain: None,
         };
         if intensity.c <= 0.0 || budget <= 0.0 || sources.is_empty() || receivers.is_empty() {
             return Plan::none();
@@ -259,6 +265,20 @@ impl Ach {
                 }
             }
         };
+        if c.min_gain > 0.0 {
+            let gain = predicted_gain(ring, &moves, loads, obs.live, token_loads, target);
+            self.last.predicted_gain = Some(gain);
+            if gain < c.min_gain {
+                return Plan {
+                    withheld: Some(Withheld {
+                        moves: moves.iter().filter(|mv| mv.from != mv.to).count(),
+                        gain,
+                        min_gain: c.min_gain,
+                    }),
+                    ..Plan::none()
+                };
+            }
+        }
         let mut plan = Plan::from_moves(ring, moves);
         let bound = match c.step_rule {
             StepRule::Paper => budget + sources.len() as f64 * ring.max_arc(),
@@ -354,6 +374,7 @@ impl Ach {
             m_keys,
             bound,
             target,
+            predicted_gain: None,
         };
         Ok(ach)
     }

@@ -50,6 +50,21 @@ pub struct Plan {
     /// For budgeted algorithms, the bound the plan must respect: `M_keys <= bound + 1e-9`
     /// (the budget invariant of ACH, `m + |O| * max_s L[s]`). `None` for unbudgeted ones.
     pub budget_bound: Option<f64>,
+    /// Set when the algorithm planned moves and held them back (the plan then moves nothing):
+    /// why, for the operator.
+    pub withheld: Option<Withheld>,
+}
+
+/// Moves an algorithm planned and did not carry out, because their predicted gain was below
+/// its threshold (ACH's [`crate::AchConfig::min_gain`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Withheld {
+    /// How many moves the plan held back.
+    pub moves: usize,
+    /// Their predicted gain: the fraction of the load above the target they would remove.
+    pub gain: f64,
+    /// The threshold it fell below.
+    pub min_gain: f64,
 }
 
 /// Sorts `moves` by token, keeping the given order of moves of one token: the order of a
@@ -149,6 +164,7 @@ impl Plan {
             moves,
             m_keys,
             budget_bound: None,
+            withheld: None,
         }
     }
 

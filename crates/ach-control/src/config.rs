@@ -62,6 +62,14 @@ pub struct AchConfig {
     /// falls back to the paper's rule without them.
     #[serde(skip_serializing_if = "SelectRule::is_paper")]
     pub select_rule: SelectRule,
+    /// The smallest predicted gain of a plan that is carried out, in `[0, 1)`: a step whose
+    /// plan is predicted to remove less than this fraction of the load above the target (the
+    /// excess `sum_i max(l_i - l*, 0)`, see [`crate::gain`]) moves nothing. Every move costs
+    /// its source a copy of the moved keys (on Valkey, a fork), whatever it gains; this keeps
+    /// a step from paying that for a sliver of the imbalance. 0 (the paper) carries out every
+    /// plan.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub min_gain: f64,
 }
 
 /// What the hysteresis thresholds `eps_on`, `eps_off` and the intensity's `kappa` are
@@ -143,6 +151,10 @@ impl AssignRule {
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+fn is_zero_f64(value: &f64) -> bool {
+    *value == 0.0
 }
 
 /// When the horizon budget `M_H` applies.
@@ -230,6 +242,7 @@ impl AchConfig {
             assign_rule: AssignRule::Paper,
             threshold_rule: ThresholdRule::Absolute,
             select_rule: SelectRule::Paper,
+            min_gain: 0.0,
         }
     }
 
@@ -293,6 +306,7 @@ impl AchConfig {
             ("kappa", self.kappa),
             ("M_max", self.m_max),
             ("M_H", self.m_horizon),
+            ("min_gain", self.min_gain),
         ];
         for (field, value) in finite {
             if !value.is_finite() {
@@ -334,6 +348,13 @@ impl AchConfig {
         }
         if self.horizon == 0 {
             return Err(ConfigError::new("H", 0.0, "must be >= 1"));
+        }
+        if !(0.0..1.0).contains(&self.min_gain) {
+            return Err(ConfigError::new(
+                "min_gain",
+                self.min_gain,
+                "must be in [0, 1)",
+            ));
         }
         if let ThresholdRule::Relative { idle_floor } = self.threshold_rule
             && !(idle_floor.is_finite() && idle_floor > 0.0)
@@ -439,5 +460,12 @@ mod tests {
         let mut c = AchConfig::live();
         c.threshold_rule = ThresholdRule::Relative { idle_floor: 0.0 };
         assert_eq!(c.validate().unwrap_err().field, "idle_floor");
+        for bad in [-0.1, 1.0, f64::INFINITY] {
+            let c = AchConfig {
+                min_gain: bad,
+                ..AchConfig::live()
+            };
+            assert_eq!(c.validate().unwrap_err().field, "min_gain", "{bad}");
+        }
     }
 }

@@ -73,6 +73,7 @@ pub mod apportion;
 mod balancer;
 pub mod budget;
 mod config;
+pub mod gain;
 pub mod hysteresis;
 pub mod intensity;
 pub mod planner;
@@ -80,7 +81,7 @@ mod routing;
 
 pub use ach::{ACH_STATE_VERSION, Ach, AchState, AchStep, StateError};
 pub use balancer::{
-    BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, TokenLoadNeed, commit,
+    BUDGET_SLACK, Balancer, ConfirmError, Observation, Plan, TokenLoadNeed, Withheld, commit,
 };
 pub use config::{
     AchConfig, AssignRule, ConfigError, HorizonRule, SelectRule, StepRule, TargetRule,

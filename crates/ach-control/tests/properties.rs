@@ -176,3 +176,82 @@ proptest! {
         prop_assert_eq!(ach.budget_violations(), 0);
     }
 }
+
+/// The load above `target` of the nodes, after `moves` of tokens carrying `token_loads` (a
+/// token's load leaves its owner and joins its receiver), recomputed here from the definition.
+fn excess_after(
+    loads: &[f64],
+    moves: &[ach_ring::TokenMove],
+    token_loads: &[f64],
+    target: f64,
+) -> f64 {
+    let mut after = loads.to_vec();
+    for mv in moves {
+        after[mv.from.index()] -= token_loads[mv.token];
+        after[mv.to.index()] += token_loads[mv.token];
+    }
+    after.iter().map(|l| (l - target).max(0.0)).sum()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1000))]
+
+    /// With `min_gain`, a step carries out exactly the plan it makes without it when that plan
+    /// removes at least `min_gain` of the load above the target, and nothing otherwise (saying
+    /// so in `withheld`).
+    #[test]
+    fn min_gain_carries_out_only_plans_that_gain_enough(
+        gaps in prop::collection::vec(0.01f64..1.0, 24..120),
+        n in 2usize..8,
+        owner_seed in any::<u64>(),
+        config in config_strategy(),
+        min_gain in 0.01f64..0.6,
+        steps in prop::collection::vec((prop::collection::vec(0.0f64..1.0, 8), 0.0f64..1.0), 1..10),
+        token_load_seed in any::<u64>(),
+    ) {
+        let mut ring = ring_from(&gaps, n, owner_seed);
+        let config = AchConfig { select_rule: SelectRule::ByTokenLoad, min_gain, ..config };
+        let mut state = token_load_seed | 1;
+        let token_loads: Vec<f64> = (0..ring.len())
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+                if u > 0.9 { 0.3 * u } else { 0.02 * u }
+            })
+            .collect();
+        let mut ach = Ach::new(config.clone()).expect("valid by construction");
+        let live = vec![true; n];
+        for (t, (loads, total)) in steps.iter().enumerate() {
+            let observation = Observation {
+                step: t as u64,
+                loads: &loads[..n],
+                total_load: *total,
+                live: &live,
+                token_loads: Some(&token_loads),
+            };
+            let mut without = ach.clone();
+            without.set_config(AchConfig { min_gain: 0.0, ..config.clone() }).unwrap();
+            let unfiltered = without.plan(&ring, &observation);
+            let plan = ach.plan(&ring, &observation);
+            let target = ach.last_step().target;
+            let before: f64 = loads[..n].iter().map(|l| (l - target).max(0.0)).sum();
+            if unfiltered.moves.is_empty() {
+                prop_assert!(plan.moves.is_empty() && plan.withheld.is_none());
+            } else {
+                let gain = 1.0 - excess_after(&loads[..n], &unfiltered.moves, &token_loads, target) / before;
+                if gain >= min_gain + 1e-9 {
+                    prop_assert_eq!(&plan.moves, &unfiltered.moves, "step {}: gain {} >= {}", t, gain, min_gain);
+                } else if gain < min_gain - 1e-9 {
+                    prop_assert!(plan.moves.is_empty(), "step {t}: gain {gain} < {min_gain} but {plan:?}");
+                    let withheld = plan.withheld.expect("a held-back plan says so");
+                    prop_assert_eq!(withheld.moves, unfiltered.moves.len());
+                    prop_assert!((withheld.gain - gain).abs() < 1e-9);
+                }
+            }
+            commit(&mut ring, &plan).expect("a plan applies to its own ring");
+            ach.confirm(&plan).unwrap();
+        }
+    }
+}
