@@ -78,6 +78,16 @@ pub struct Args {
     /// rebalance loop: cpu (cpu-usec) or network (bytes in and out).
     #[arg(long, value_enum, default_value = "cpu")]
     slot_split: ach_redis::control::SlotSplit,
+    /// ACH, in the loop and in the simulator: carry out a step's plan only when it is
+    /// predicted to remove at least this fraction of the load above the mean (ach-redis
+    /// --min-gain; default 0: every plan).
+    #[arg(long, default_value_t = 0.0)]
+    min_gain: f64,
+    /// Valkey 9: the rebalance loop moves a group of slots holding fewer keys than this key
+    /// by key instead of in an atomic job, which forks its source (ach-redis
+    /// --atomic-from-keys; default 0: every group atomic).
+    #[arg(long, default_value_t = 0)]
+    atomic_from_keys: u64,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -107,6 +117,8 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         slot_stats_chunk: args.slot_stats_chunk,
         slot_stats_every: args.slot_stats_every,
         slot_split: args.slot_split,
+        min_gain: args.min_gain,
+        atomic_from_keys: args.atomic_from_keys,
     };
     config.validate()?;
     Ok(config)

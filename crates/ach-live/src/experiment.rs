@@ -216,6 +216,13 @@ pub struct LiveConfig {
     /// Which per-slot counter splits a master's load among its slots in the loop
     /// (`ach-redis --slot-split`).
     pub slot_split: ach_redis::control::SlotSplit,
+    /// ACH's `min_gain` in the loop and in the simulator (`ach-redis --min-gain`): a step moves
+    /// only when its plan is predicted to remove at least this fraction of the load above the
+    /// mean (0: every plan, as `AchConfig::live()`).
+    pub min_gain: f64,
+    /// Valkey 9: the loop moves a group of slots holding fewer keys than this key by key
+    /// instead of in an atomic job (`ach-redis --atomic-from-keys`; 0: every group atomic).
+    pub atomic_from_keys: u64,
 }
 
 /// What the cpu part of a master's reading counts, for the controllers and the observer alike.
@@ -268,6 +275,8 @@ impl Default for LiveConfig {
             slot_stats_chunk: ach_redis::slot::SLOT_COUNT,
             slot_stats_every: 1,
             slot_split: ach_redis::control::SlotSplit::Cpu,
+            min_gain: 0.0,
+            atomic_from_keys: 0,
         }
     }
 }
@@ -347,6 +356,12 @@ impl LiveConfig {
             "must be 1 to 60 control steps",
         )?;
         rule(
+            (0.0..1.0).contains(&self.min_gain),
+            "--min-gain",
+            self.min_gain.to_string(),
+            "must be a fraction in [0, 1)",
+        )?;
+        rule(
             self.rate.is_finite() && self.rate > 0.0,
             "--rate",
             self.rate.to_string(),
@@ -410,6 +425,15 @@ impl LiveConfig {
                 }
             })
             .collect()
+    }
+
+    /// ACH's configuration in the loop and in the simulator: `AchConfig::live()` with
+    /// [`LiveConfig::min_gain`].
+    pub fn ach_config(&self) -> ach_control::AchConfig {
+        ach_control::AchConfig {
+            min_gain: self.min_gain,
+            ..ach_redis::control::live_ach_config()
+        }
     }
 
     /// How the rebalance loop reads the per-slot statistics: one request per master, or
@@ -918,6 +942,23 @@ mod tests {
             ..LiveConfig::default()
         };
         assert_eq!(every_fifth.slot_stats_reading().every, 5);
+        let all_or_nothing = LiveConfig {
+            min_gain: 1.0,
+            ..LiveConfig::default()
+        };
+        assert_eq!(
+            error_of(all_or_nothing),
+            "--min-gain 1: must be a fraction in [0, 1)"
+        );
+        let some_gain = LiveConfig {
+            min_gain: 0.05,
+            ..LiveConfig::default()
+        };
+        assert_eq!(some_gain.ach_config().min_gain, 0.05);
+        assert_eq!(
+            LiveConfig::default().ach_config(),
+            ach_redis::control::live_ach_config()
+        );
     }
 
     #[test]

@@ -8,7 +8,6 @@
 //! ([`calibration`]), so the simulator's `D_true` is in the live ground truth's unit.
 
 use ach_baselines::RedisCliRebalance;
-use ach_redis::control::live_ach_config;
 use ach_ring::NodeId;
 use ach_sim::algorithms::AlgorithmInfo;
 use ach_sim::config::{ClusterConfig, Degradation, HotKeys, InitialLayout, LoadProfile};
@@ -118,7 +117,7 @@ pub fn series(config: &LiveConfig, rates: &[ServiceRate], arms: &ArmCalibration)
             amplitude: 0.0,
             period: 1.0,
         },
-        ach: live_ach_config(),
+        ach: config.ach_config(),
         hot_keys: hot_phase(config),
         pacing: arms.pacing.clone(),
         readings: arms.readings.clone(),

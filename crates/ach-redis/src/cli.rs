@@ -103,6 +103,11 @@ enum Command {
         /// Keys per MIGRATE batch.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
         batch: u64,
+        /// Valkey 9: a group of slots holding fewer keys than this moves key by key (SETSLOT +
+        /// MIGRATE) instead of in one atomic job, which forks its source (default 0: every
+        /// group in an atomic job).
+        #[arg(long, value_name = "KEYS", default_value_t = 0)]
+        atomic_from_keys: u64,
         /// Serve the rebalancer's metrics at http://HOST:PORT/metrics (OpenMetrics for
         /// Prometheus, Prometheus text for other clients; docs/prometheus.md).
         #[arg(long, value_name = "HOST:PORT")]
@@ -139,6 +144,11 @@ struct StepArgs {
     /// ACH's horizon `H` in steps.
     #[arg(long)]
     horizon: Option<usize>,
+    /// ACH: carry out a step's plan only when it is predicted to remove at least this fraction
+    /// of the load above the mean, in [0, 1) (default 0: every plan). Each migration costs its
+    /// source a copy of the keys (on Valkey, a fork) whatever it gains.
+    #[arg(long, value_name = "FRACTION")]
+    min_gain: Option<f64>,
     /// Smoothing factor `beta` of the load tracker's EWMA, in (0, 1] (1: no smoothing; the
     /// smoothing starts from the first reading).
     #[arg(long, default_value_t = TelemetryConfig::paper().beta)]
@@ -448,6 +458,9 @@ fn step_options(
     if let Some(value) = step.horizon {
         options.ach.horizon = value;
     }
+    if let Some(value) = step.min_gain {
+        options.ach.min_gain = value;
+    }
     options.min_slot_keys = step.min_slot_keys;
     if step.slot_stats_chunk == 0 {
         return Err(Error::Input(
@@ -637,6 +650,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             step,
             log,
             batch,
+            atomic_from_keys,
             metrics_addr,
             pause_at,
         } => {
@@ -667,6 +681,7 @@ fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
             options.migration = MigrationOptions {
                 batch: batch as usize,
                 pause_at,
+                atomic_from_keys,
                 ..MigrationOptions::default()
             };
             let migration = options.migration;

@@ -55,18 +55,33 @@ pub struct MigrationOptions {
     pub pause_at: Option<ProtocolPoint>,
     /// How long an atomic migration job may run before it is cancelled, in milliseconds.
     pub job_timeout_ms: u64,
+    /// Valkey 9: a group of slots holding fewer keys than this moves key by key (`SETSLOT` +
+    /// `MIGRATE`, as on Redis) instead of in one atomic job. Each atomic job forks its source
+    /// to send the slots' data, a fixed cost that a master under a small CPU quota pays in
+    /// throttled periods however few keys the job carries. 0 (the default): every group moves
+    /// in an atomic job.
+    pub atomic_from_keys: u64,
 }
 
 impl Default for MigrationOptions {
     /// Batches of 100 keys, `MIGRATE` timeout 5000 ms, no pause, atomic jobs cancelled after
-    /// 10 minutes.
+    /// 10 minutes, every group of a Valkey 9 cluster in an atomic job.
     fn default() -> MigrationOptions {
         MigrationOptions {
             batch: 100,
             migrate_timeout_ms: 5000,
             pause_at: None,
             job_timeout_ms: 600_000,
+            atomic_from_keys: 0,
         }
+    }
+}
+
+impl MigrationOptions {
+    /// True when a group of slots holding `keys` keys moves key by key on a backend that could
+    /// move it in an atomic job ([`MigrationOptions::atomic_from_keys`]).
+    pub fn key_by_key(&self, keys: u64) -> bool {
+        keys < self.atomic_from_keys
     }
 }
 
@@ -677,5 +692,17 @@ mod tests {
     #[test]
     fn a_valkey_source_that_lost_its_last_slot_by_gossip_ends_the_migration() {
         a_source_that_lost_its_last_slot_by_gossip_ends_the_migration(ServerKind::Valkey);
+    }
+
+    #[test]
+    fn only_groups_below_atomic_from_keys_move_key_by_key() {
+        let every_group_atomic = MigrationOptions::default();
+        assert!(!every_group_atomic.key_by_key(0));
+        let options = MigrationOptions {
+            atomic_from_keys: 500,
+            ..MigrationOptions::default()
+        };
+        assert!(options.key_by_key(0) && options.key_by_key(499));
+        assert!(!options.key_by_key(500) && !options.key_by_key(u64::MAX));
     }
 }

@@ -195,6 +195,13 @@ pub fn plan_text(plan: &StepPlan) -> String {
         plan.imbalance_predicted,
         loads.join(", ")
     );
+    if let Some(gain) = plan.predicted_gain {
+        let _ = writeln!(
+            out,
+            "predicted gain: the planned moves remove {:.1} % of the load above the mean",
+            100.0 * gain
+        );
+    }
     if let Some(drain) = &plan.drain {
         let _ = writeln!(
             out,

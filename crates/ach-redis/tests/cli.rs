@@ -393,6 +393,9 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
     );
     check(&["--beta", "0"], "beta");
     check(&["--m-max=-1"], "M_max");
+    check(&["--min-gain", "1"], "min_gain = 1 must be in [0, 1)");
+    check(&["--min-gain=-0.1"], "min_gain = -0.1 must be in [0, 1)");
+    check(&["--atomic-from-keys=-1"], "--atomic-from-keys");
     check(&["--algorithm", "magic"], "unknown algorithm \"magic\"");
     check(&["--algorithm", "CH-BL"], "routes requests its own way");
     check(

@@ -102,6 +102,37 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
         observed["hot_slots"]
     );
 
+    // The plan's predicted gain, and `--min-gain` above it: the same moves held back, said.
+    let plan_with = |extra: &[&str]| -> serde_json::Value {
+        let mut args = vec!["plan", "--cluster", &seed, "--sample-ms", "1500", "--json"];
+        args.extend_from_slice(extra);
+        let plan = ach_redis(&args);
+        assert!(plan.status.success(), "{}", text(&plan).1);
+        serde_json::from_slice(&plan.stdout).unwrap()
+    };
+    let planned = plan_with(&[]);
+    let gain = planned["plan"]["predicted_gain"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    assert!(
+        !planned["plan"]["moves"].as_array().unwrap().is_empty() && gain > 0.0 && gain < 1.0,
+        "ACH plans moves that remove part of the load above the mean: {}",
+        planned["plan"]
+    );
+    let held = plan_with(&["--min-gain", "0.999"]);
+    let because = held["plan"]["nothing_moves_because"].as_str().unwrap_or("");
+    assert!(
+        held["plan"]["moves"].as_array().unwrap().is_empty()
+            && because.contains("below --min-gain 99.9 %"),
+        "{}",
+        held["plan"]
+    );
+    let held_gain = held["plan"]["predicted_gain"].as_f64().unwrap();
+    assert!(
+        held_gain > 0.0 && held_gain < 0.999,
+        "{held_gain}: {because}"
+    );
+
     let before = slot_cpu_over(&cluster, Duration::from_secs(3));
     let log = tempfile::NamedTempFile::new().unwrap();
     let rebalance = ach_redis(&[
@@ -153,6 +184,51 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
         "hot node's share of the server's cpu-usec: {share_before:.3} before, \
          {share_after:.3} after\n{progress}"
     );
+}
+
+/// `--atomic-from-keys`: every group of slots holding fewer keys moves key by key (here every
+/// group: the data set has 8 020 keys), on the same Valkey 9 cluster whose groups the default
+/// moves in atomic jobs; nothing is lost.
+#[test]
+fn groups_below_atomic_from_keys_move_key_by_key_with_nothing_lost() {
+    let _serial = serial();
+    let cluster = start_cluster_of(ServerKind::Valkey, 4);
+    let data = Arc::new(DataSet::with_hot_slot(8000, 20, (0, 4095)));
+    data.load(&cluster, 2);
+    let seed = cluster.seed();
+    let workload = Workload::start_hot(&cluster, &data, 2, Duration::from_secs(120), 30);
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let rebalance = ach_redis(&[
+        "rebalance",
+        "--cluster",
+        &seed,
+        "--steps",
+        "8",
+        "--interval-ms",
+        "500",
+        "--atomic-from-keys",
+        "100000",
+        "--log",
+        log.path().to_str().unwrap(),
+    ]);
+    let (_, progress) = text(&rebalance);
+    assert!(rebalance.status.success(), "{progress}");
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    let mut migrations = 0;
+    for step in read_log(log.path()) {
+        for migration in step["outcome"]["migrations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            assert_eq!(migration["method"], "keys", "{migration}");
+            assert_eq!(migration["outcome"], "success", "{migration}");
+            migrations += 1;
+        }
+    }
+    assert!(migrations > 0, "nothing moved:\n{progress}");
 }
 
 #[test]
@@ -317,6 +393,7 @@ fn a_failing_atomic_job_is_retried_once_then_migrated_key_by_key_with_nothing_lo
         from,
         to: 1 - from,
         slots: vec![slot],
+        keys: 0,
     };
     // The target stops answering until both atomic jobs have failed.
     signal(&cluster.servers()[target], "STOP");

@@ -338,6 +338,8 @@ fn start_workload(
             security: &security,
             slot_stats: config.slot_stats_reading(),
             slot_split: config.slot_split,
+            ach: &config.ach_config(),
+            atomic_from_keys: config.atomic_from_keys,
         },
         Arc::clone(&rebalance_stop),
     )?;

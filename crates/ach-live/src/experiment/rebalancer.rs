@@ -12,6 +12,7 @@ use ach_redis::backend::SlotStatsReading;
 use ach_redis::cluster::Snapshot;
 use ach_redis::control::{ControlOptions, Controller, SlotSplit};
 use ach_redis::local::redis_cli_binary;
+use ach_redis::migrate::MigrationOptions;
 use ach_redis::rebalance::{self, LoopOptions};
 use ach_redis::security::Security;
 
@@ -60,6 +61,10 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) slot_stats: SlotStatsReading,
     /// Which per-slot counter splits a master's load among its slots.
     pub(super) slot_split: SlotSplit,
+    /// ACH's configuration.
+    pub(super) ach: &'a ach_control::AchConfig,
+    /// Groups of fewer keys move key by key (Valkey 9).
+    pub(super) atomic_from_keys: u64,
 }
 
 /// Starts the arm's rebalancer; `stop` ends the rebalance loop.
@@ -78,6 +83,8 @@ pub(super) fn start_rebalancer(
         security,
         slot_stats,
         slot_split,
+        ach,
+        atomic_from_keys,
     } = *setup;
     if *arm == Arm::RedisCli {
         let mut command = Command::new(redis_cli_binary()?);
@@ -109,10 +116,16 @@ pub(super) fn start_rebalancer(
     let buffer = SharedBuffer::default();
     let mut log = buffer.clone();
     let seed = seed.to_string();
+    let base = control_options(algorithm, weights.to_vec(), cpu);
     let options = ControlOptions {
         slot_stats,
         slot_split,
-        ..control_options(algorithm, weights.to_vec(), cpu)
+        ach: ach.clone(),
+        migration: MigrationOptions {
+            atomic_from_keys,
+            ..base.migration
+        },
+        ..base
     };
     let handle = std::thread::spawn(move || {
         let mut cluster = connect(&seed)?;

@@ -204,6 +204,9 @@ pub struct MoveGroup {
     pub to: usize,
     /// The slots, ascending.
     pub slots: Vec<u16>,
+    /// The keys the slots held when the step observed them (what a backend may choose its
+    /// method by; [`MigrationOptions::atomic_from_keys`]).
+    pub keys: u64,
 }
 
 /// How the per-slot statistics are read from the masters (Valkey's `CLUSTER SLOT-STATS`): in

@@ -135,6 +135,17 @@ impl Backend for ValkeyBackend {
         stop: &AtomicBool,
         progress: &mut dyn FnMut(&SlotMigration),
     ) -> GroupOutcome {
+        if options.key_by_key(group.keys) {
+            return migrate_key_by_key(
+                cluster,
+                snapshot,
+                group,
+                &group.slots,
+                options,
+                stop,
+                progress,
+            );
+        }
         let mut outcome = GroupOutcome::default();
         // A source that has just reported a job failed may still hold its slots as exporting
         // for a moment, and refuses a new job for them ("I am already migrating slot"): such a

@@ -458,9 +458,25 @@ impl Controller {
                 &names,
                 skipped_moves,
                 self.options.min_slot_keys,
+                plan.withheld,
             )
         });
         let budget_keys = diagnosis.as_ref().map(|d| d.budget * total_keys as f64);
+        let predicted_gain = match plan.withheld {
+            Some(withheld) => Some(withheld.gain),
+            None if plan.moves.iter().all(|mv| mv.from == mv.to) => None,
+            None => {
+                let mean = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
+                Some(ach_control::gain::predicted_gain(
+                    &ring,
+                    &plan.moves,
+                    &loads,
+                    &live_nodes,
+                    observed.token_loads.as_deref(),
+                    mean,
+                ))
+            }
+        };
         Ok(StepPlan {
             notable_slots: notable_slots(observed, budget_keys),
             summary: summarise_moves(&moves),
@@ -478,6 +494,7 @@ impl Controller {
             } else {
                 keys_to_copy as f64 / total_keys as f64
             },
+            predicted_gain,
             budget_bound: plan.budget_bound,
             plan,
             ring: Some(ring),
@@ -550,6 +567,7 @@ impl Controller {
             keys_to_copy: 0,
             skipped_moves: 0,
             planned_fraction: 0.0,
+            predicted_gain: None,
             budget_bound: None,
             summary: Vec::new(),
             nothing_moves_because: Some(reason),
@@ -599,10 +617,16 @@ impl Controller {
                 break;
             }
             let planned = &groups[batch.group];
+            let keys = batch
+                .slots
+                .iter()
+                .map(|&slot| observed.slot_keys[usize::from(slot)])
+                .sum();
             let group = MoveGroup {
                 from: planned.from,
                 to: planned.to,
                 slots: batch.slots,
+                keys,
             };
             let result = backend.migrate(
                 cluster,

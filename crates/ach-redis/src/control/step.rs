@@ -1,6 +1,6 @@
 //! A step's plan (the moves, their summary, why nothing moves) and what executing it did.
 
-use ach_control::Plan;
+use ach_control::{Plan, Withheld};
 use ach_ring::TokenRing;
 
 use crate::compact::{GroupPlan, SlotChoice};
@@ -43,6 +43,11 @@ pub struct StepPlan {
     pub skipped_moves: usize,
     /// Fraction of all keys the plan would copy (`M_keys` of the key-weighted ring).
     pub planned_fraction: f64,
+    /// The predicted gain of the algorithm's moves: the fraction of the load above the mean
+    /// they would remove (each slot taking its per-slot load, or else its share of its owner's
+    /// keys' load, from its source to its target; [`ach_control::gain`]); for moves held back
+    /// by `--min-gain`, the gain they would have had. `None` when the algorithm planned none.
+    pub predicted_gain: Option<f64>,
     /// The budget bound of the plan, for budgeted algorithms.
     pub budget_bound: Option<f64>,
     /// The moves grouped per (source, target), in the plan's order (the executor migrates them
@@ -147,9 +152,22 @@ pub(super) fn nothing_moves_because(
     names: &[String],
     skipped_moves: usize,
     min_slot_keys: u64,
+    withheld: Option<Withheld>,
 ) -> String {
     if let Some(rule) = diagnosis.and_then(|d| d.stopping_rule(names)) {
         return rule;
+    }
+    if let Some(withheld) = withheld {
+        // The gain is the planner's prediction, so it is printed as is; under the live
+        // configuration the target load is the masters' mean.
+        return format!(
+            "{algorithm} planned {} move(s) predicted to remove {:.1} % of the load above the \
+             target load, below --min-gain {:.1} %: a migration costs its source a copy of the keys \
+             whatever it gains",
+            withheld.moves,
+            100.0 * withheld.gain,
+            100.0 * withheld.min_gain
+        );
     }
     let budget = diagnosis.map(|d| {
         format!(
