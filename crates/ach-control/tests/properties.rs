@@ -33,6 +33,21 @@ fn ring_from(gaps: &[f64], n: usize, owner_seed: u64) -> TokenRing {
     TokenRing::new(positions, owners).expect("strictly increasing positions")
 }
 
+/// `tokens` per-token loads from `seed`: with a uniform `u` in [0, 1) per token, `hot * u` when
+/// `u > hot_above` (a hot token), `0.02 * u` otherwise.
+fn random_token_loads(seed: u64, tokens: usize, hot_above: f64, hot: f64) -> Vec<f64> {
+    let mut state = seed | 1;
+    (0..tokens)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let u = (state >> 11) as f64 / (1u64 << 53) as f64;
+            if u > hot_above { hot * u } else { 0.02 * u }
+        })
+        .collect()
+}
+
 fn config_strategy() -> impl Strategy<Value = AchConfig> {
     (
         0.3f64..0.8,
@@ -99,16 +114,7 @@ proptest! {
             ..config
         };
         // Random per-token loads, some of them hot (up to half a node's load).
-        let mut state = token_load_seed | 1;
-        let token_loads: Vec<f64> = (0..ring.len())
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-                if u > 0.95 { 0.5 * u } else { 0.02 * u }
-            })
-            .collect();
+        let token_loads = random_token_loads(token_load_seed, ring.len(), 0.95, 0.5);
         let mut ach = Ach::new(config.clone()).expect("valid by construction");
         let live = vec![true; n];
         let v_min = config.v_min;
@@ -211,16 +217,7 @@ proptest! {
     ) {
         let mut ring = ring_from(&gaps, n, owner_seed);
         let config = AchConfig { select_rule: SelectRule::ByTokenLoad, min_gain, ..config };
-        let mut state = token_load_seed | 1;
-        let token_loads: Vec<f64> = (0..ring.len())
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                let u = (state >> 11) as f64 / (1u64 << 53) as f64;
-                if u > 0.9 { 0.3 * u } else { 0.02 * u }
-            })
-            .collect();
+        let token_loads = random_token_loads(token_load_seed, ring.len(), 0.9, 0.3);
         let mut ach = Ach::new(config.clone()).expect("valid by construction");
         let live = vec![true; n];
         for (t, (loads, total)) in steps.iter().enumerate() {

@@ -69,17 +69,49 @@ fn share_of(loads: &[(String, f64)], address: &str) -> f64 {
     loads.iter().find(|l| l.0 == address).map_or(0.0, |l| l.1) / total.max(1.0)
 }
 
+/// A 4-master Valkey 9 cluster with 8000 keys over all slots and 20 in one slot of server 0,
+/// and clients that send that slot 30 % of their requests for up to `workload_s` seconds.
+fn hot_slot_cluster(workload_s: u64) -> (LocalCluster, Arc<DataSet>, Workload) {
+    let cluster = start_cluster_of(ServerKind::Valkey, 4);
+    let data = Arc::new(DataSet::with_hot_slot(8000, 20, (0, 4095)));
+    data.load(&cluster, 2);
+    let workload = Workload::start_hot(&cluster, &data, 2, Duration::from_secs(workload_s), 30);
+    (cluster, data, workload)
+}
+
+/// Runs `rebalance --interval-ms 500` with `args` on the cluster of `seed`, checks that it
+/// succeeded, and returns its progress output and its log's steps.
+fn rebalance_logged(seed: &str, args: &[&str]) -> (String, Vec<serde_json::Value>) {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut all = vec!["rebalance", "--cluster", seed, "--interval-ms", "500"];
+    all.extend_from_slice(args);
+    all.extend(["--log", log.path().to_str().unwrap()]);
+    let rebalance = ach_redis(&all);
+    let (_, progress) = text(&rebalance);
+    assert!(rebalance.status.success(), "{progress}");
+    (progress, read_log(log.path()))
+}
+
+/// Every migration of every step of a rebalance log, in order.
+fn migrations_of(steps: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    steps
+        .iter()
+        .flat_map(|step| {
+            step["outcome"]["migrations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .collect()
+}
+
 #[test]
 fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu() {
     let _serial = serial();
-    let cluster = start_cluster_of(ServerKind::Valkey, 4);
-    // 8000 keys over all slots, 20 in one slot of server 0 that gets 30 % of the requests.
-    let data = Arc::new(DataSet::with_hot_slot(8000, 20, (0, 4095)));
-    data.load(&cluster, 2);
+    let (cluster, data, workload) = hot_slot_cluster(240);
     let hot_slot = data.hot_slots[0];
     let hot = cluster.servers()[0].address();
     let seed = cluster.seed();
-    let workload = Workload::start_hot(&cluster, &data, 2, Duration::from_secs(240), 30);
 
     let status = ach_redis(&[
         "status",
@@ -134,20 +166,7 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
     );
 
     let before = slot_cpu_over(&cluster, Duration::from_secs(3));
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let rebalance = ach_redis(&[
-        "rebalance",
-        "--cluster",
-        &seed,
-        "--steps",
-        "14",
-        "--interval-ms",
-        "500",
-        "--log",
-        log.path().to_str().unwrap(),
-    ]);
-    let (_, progress) = text(&rebalance);
-    assert!(rebalance.status.success(), "{progress}");
+    let (progress, steps) = rebalance_logged(&seed, &["--steps", "14"]);
     let after = slot_cpu_over(&cluster, Duration::from_secs(3));
     let report = workload.finish();
     let (share_before, share_after) = (share_of(&before, &hot), share_of(&after, &hot));
@@ -156,29 +175,23 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
     );
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
-    let steps = read_log(log.path());
     let config = ach_control::AchConfig::live();
-    let mut migrations = 0;
     for step in &steps {
         assert_eq!(step["backend"], "valkey");
         assert_eq!(step["slot_stats"], true, "{step}");
         assert!(step["moved_fraction"].as_f64().unwrap() <= config.m_max + 1e-9);
-        for migration in step["outcome"]["migrations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            assert_eq!(migration["method"], "atomic", "{migration}");
-            assert_eq!(migration["outcome"], "success", "{migration}");
-            migrations += 1;
-        }
+    }
+    let migrations = migrations_of(&steps);
+    for migration in &migrations {
+        assert_eq!(migration["method"], "atomic", "{migration}");
+        assert_eq!(migration["outcome"], "success", "{migration}");
     }
     let moved: f64 = steps
         .iter()
         .map(|s| s["moved_fraction"].as_f64().unwrap())
         .sum();
     assert!(moved <= config.m_horizon + 1e-9, "{moved}");
-    assert!(migrations > 0, "nothing moved:\n{progress}");
+    assert!(!migrations.is_empty(), "nothing moved:\n{progress}");
     assert!(
         share_after < share_before - 0.05,
         "hot node's share of the server's cpu-usec: {share_before:.3} before, \
@@ -192,43 +205,19 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
 #[test]
 fn groups_below_atomic_from_keys_move_key_by_key_with_nothing_lost() {
     let _serial = serial();
-    let cluster = start_cluster_of(ServerKind::Valkey, 4);
-    let data = Arc::new(DataSet::with_hot_slot(8000, 20, (0, 4095)));
-    data.load(&cluster, 2);
+    let (cluster, _data, workload) = hot_slot_cluster(120);
     let seed = cluster.seed();
-    let workload = Workload::start_hot(&cluster, &data, 2, Duration::from_secs(120), 30);
-    let log = tempfile::NamedTempFile::new().unwrap();
-    let rebalance = ach_redis(&[
-        "rebalance",
-        "--cluster",
-        &seed,
-        "--steps",
-        "8",
-        "--interval-ms",
-        "500",
-        "--atomic-from-keys",
-        "100000",
-        "--log",
-        log.path().to_str().unwrap(),
-    ]);
-    let (_, progress) = text(&rebalance);
-    assert!(rebalance.status.success(), "{progress}");
+    let (progress, steps) =
+        rebalance_logged(&seed, &["--steps", "8", "--atomic-from-keys", "100000"]);
     let report = workload.finish();
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
-    let mut migrations = 0;
-    for step in read_log(log.path()) {
-        for migration in step["outcome"]["migrations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            assert_eq!(migration["method"], "keys", "{migration}");
-            assert_eq!(migration["outcome"], "success", "{migration}");
-            migrations += 1;
-        }
+    let migrations = migrations_of(&steps);
+    for migration in &migrations {
+        assert_eq!(migration["method"], "keys", "{migration}");
+        assert_eq!(migration["outcome"], "success", "{migration}");
     }
-    assert!(migrations > 0, "nothing moved:\n{progress}");
+    assert!(!migrations.is_empty(), "nothing moved:\n{progress}");
 }
 
 #[test]
