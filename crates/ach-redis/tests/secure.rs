@@ -20,7 +20,8 @@ use ach_redis::local::{
 use ach_redis::security::{ATOMIC_MIGRATION_RULE, least_privilege_rule};
 use ach_redis::topology::{parse_cluster_nodes, slot_owners};
 use common::{
-    DataSet, Workload, assert_check_clean, assert_nothing_lost, read_log, serial, used_memory_mb,
+    DataSet, Workload, assert_check_clean, assert_nothing_lost, migrations_of, read_log, serial,
+    used_memory_mb,
 };
 
 on_every_backend!(
@@ -241,19 +242,14 @@ fn rebalance_watched(password: &str, seed: &str, capacity: &str, extra: &[&str])
 /// Keys the steps of a log moved, and fails unless every migration used `method` and
 /// succeeded.
 fn keys_moved(steps: &[serde_json::Value], method: &str) -> u64 {
-    let mut moved = 0;
-    for step in steps {
-        for migration in step["outcome"]["migrations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            assert_eq!(migration["method"], method, "{migration}");
-            assert_eq!(migration["outcome"], "success", "{migration}");
-        }
-        moved += step["outcome"]["keys_moved"].as_u64().unwrap_or(0);
+    for migration in migrations_of(steps) {
+        assert_eq!(migration["method"], method, "{migration}");
+        assert_eq!(migration["outcome"], "success", "{migration}");
     }
-    moved
+    steps
+        .iter()
+        .map(|step| step["outcome"]["keys_moved"].as_u64().unwrap_or(0))
+        .sum()
 }
 
 fn method_of(kind: ServerKind) -> &'static str {
@@ -607,16 +603,7 @@ fn valkey_without_masterauth_fails_atomic_jobs_then_moves_keys_by_migrate_auth2(
     let report = workload.finish();
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
-    let migrations: Vec<&serde_json::Value> = run
-        .steps
-        .iter()
-        .flat_map(|step| {
-            step["outcome"]["migrations"]
-                .as_array()
-                .into_iter()
-                .flatten()
-        })
-        .collect();
+    let migrations = migrations_of(&run.steps);
     let refused = migrations
         .iter()
         .filter(|m| m["method"] == "atomic" && m["outcome"] == "failed")

@@ -20,7 +20,7 @@ use ach_redis::migrate::{MigrationMethod, MigrationOptions};
 use ach_redis::slot::key_slot;
 use common::{
     DataSet, Workload, ach_redis, add_replicas, assert_check_clean, assert_nothing_lost,
-    command_calls, read_events, read_log, serial, start_cluster_of,
+    command_calls, migrations_of, read_events, read_log, serial, start_cluster_of,
 };
 
 fn text(output: &std::process::Output) -> (String, String) {
@@ -90,19 +90,6 @@ fn rebalance_logged(seed: &str, args: &[&str]) -> (String, Vec<serde_json::Value
     let (_, progress) = text(&rebalance);
     assert!(rebalance.status.success(), "{progress}");
     (progress, read_log(log.path()))
-}
-
-/// Every migration of every step of a rebalance log, in order.
-fn migrations_of(steps: &[serde_json::Value]) -> Vec<&serde_json::Value> {
-    steps
-        .iter()
-        .flat_map(|step| {
-            step["outcome"]["migrations"]
-                .as_array()
-                .into_iter()
-                .flatten()
-        })
-        .collect()
 }
 
 #[test]

@@ -421,6 +421,19 @@ pub fn read_log(path: &std::path::Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// Every migration of every step of a rebalance log, in order.
+pub fn migrations_of(steps: &[serde_json::Value]) -> Vec<&serde_json::Value> {
+    steps
+        .iter()
+        .flat_map(|step| {
+            step["outcome"]["migrations"]
+                .as_array()
+                .into_iter()
+                .flatten()
+        })
+        .collect()
+}
+
 /// Every line of a `--log` file, parsed: `step`, `fix` and `summary` events.
 pub fn read_events(path: &std::path::Path) -> Vec<serde_json::Value> {
     std::fs::read_to_string(path)
