@@ -74,6 +74,10 @@ pub struct Args {
     /// at every N-th control step and reuses them between (default 1: every step).
     #[arg(long, default_value_t = 1)]
     slot_stats_every: u32,
+    /// Valkey: each slot's load in the rebalance loop is its per-slot counter's growth over
+    /// the last N readings (ach-redis --slot-stats-window; default 1: since the last one).
+    #[arg(long, default_value_t = 1)]
+    slot_stats_window: u32,
     /// Valkey: the per-slot counter that splits each master's load among its slots in the
     /// rebalance loop: cpu (cpu-usec) or network (bytes in and out).
     #[arg(long, value_enum, default_value = "cpu")]
@@ -116,6 +120,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         cpu_reading: CpuReading::parse(&args.cpu_reading)?,
         slot_stats_chunk: args.slot_stats_chunk,
         slot_stats_every: args.slot_stats_every,
+        slot_stats_window: args.slot_stats_window,
         slot_split: args.slot_split,
         min_gain: args.min_gain,
         atomic_from_keys: args.atomic_from_keys,

@@ -213,6 +213,9 @@ pub struct LiveConfig {
     /// The loop reads the per-slot statistics at every this-many control steps and reuses them
     /// between (`ach-redis --slot-stats-every`; 1: every step).
     pub slot_stats_every: u32,
+    /// Each slot's rate in the loop is its per-slot counter's growth over the last this-many
+    /// readings (`ach-redis --slot-stats-window`; 1: since the last reading).
+    pub slot_stats_window: u32,
     /// Which per-slot counter splits a master's load among its slots in the loop
     /// (`ach-redis --slot-split`).
     pub slot_split: ach_redis::control::SlotSplit,
@@ -274,6 +277,7 @@ impl Default for LiveConfig {
             cpu_reading: CpuReading::Requests,
             slot_stats_chunk: ach_redis::slot::SLOT_COUNT,
             slot_stats_every: 1,
+            slot_stats_window: 1,
             slot_split: ach_redis::control::SlotSplit::Cpu,
             min_gain: 0.0,
             atomic_from_keys: 0,
@@ -354,6 +358,12 @@ impl LiveConfig {
             "--slot-stats-every",
             self.slot_stats_every.to_string(),
             "must be 1 to 60 control steps",
+        )?;
+        rule(
+            (1..=60).contains(&self.slot_stats_window),
+            "--slot-stats-window",
+            self.slot_stats_window.to_string(),
+            "must be 1 to 60 readings",
         )?;
         rule(
             (0.0..1.0).contains(&self.min_gain),
@@ -450,6 +460,7 @@ impl LiveConfig {
                 std::time::Duration::ZERO
             },
             every: self.slot_stats_every,
+            window: self.slot_stats_window,
         }
     }
 
@@ -942,6 +953,19 @@ mod tests {
             ..LiveConfig::default()
         };
         assert_eq!(every_fifth.slot_stats_reading().every, 5);
+        let no_window = LiveConfig {
+            slot_stats_window: 0,
+            ..LiveConfig::default()
+        };
+        assert_eq!(
+            error_of(no_window),
+            "--slot-stats-window 0: must be 1 to 60 readings"
+        );
+        let five_readings = LiveConfig {
+            slot_stats_window: 5,
+            ..LiveConfig::default()
+        };
+        assert_eq!(five_readings.slot_stats_reading().window, 5);
         let all_or_nothing = LiveConfig {
             min_gain: 1.0,
             ..LiveConfig::default()

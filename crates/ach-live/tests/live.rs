@@ -37,6 +37,7 @@ fn short_config(
         cpu_reading,
         slot_stats_chunk: 16384,
         slot_stats_every: 1,
+        slot_stats_window: 1,
         slot_split: ach_redis::control::SlotSplit::Cpu,
         min_gain: 0.0,
         atomic_from_keys: 0,
@@ -454,6 +455,7 @@ fn with_cpu_readings_every_masters_idle_use_is_read_first() {
     let config = LiveConfig {
         slot_stats_chunk: 2048,
         slot_stats_every: 1,
+        slot_stats_window: 1,
         slot_split: ach_redis::control::SlotSplit::Cpu,
         ..short_config(out.path(), arms, 1, CpuReading::Cores)
     };

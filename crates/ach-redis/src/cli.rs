@@ -171,6 +171,12 @@ struct StepArgs {
     /// masters' own readings (INFO) are taken at every step either way.
     #[arg(long, default_value_t = 1)]
     slot_stats_every: u32,
+    /// Valkey: each slot's load is its per-slot counter's growth over the last N readings of
+    /// the per-slot figures (default 1: since the last reading). A slot asked a few times an
+    /// interval reads mostly noise over one; over N the noise falls by about the square root
+    /// of N, and a change of load shows fully after N readings.
+    #[arg(long, default_value_t = 1)]
+    slot_stats_window: u32,
     /// Valkey: the per-slot counter that splits each master's load among its slots: cpu
     /// (cpu-usec, whole microseconds per command, so a slot asked once or twice in an
     /// interval mostly reads 0) or network (network-bytes-in + network-bytes-out, every
@@ -472,10 +478,16 @@ fn step_options(
             "--slot-stats-every 0: must be at least 1 (1: every step)".into(),
         ));
     }
+    if step.slot_stats_window == 0 {
+        return Err(Error::Input(
+            "--slot-stats-window 0: must be at least 1 (1: since the last reading)".into(),
+        ));
+    }
     options.slot_stats = SlotStatsReading {
         chunk_slots: step.slot_stats_chunk,
         pause: std::time::Duration::from_millis(step.slot_stats_pause_ms),
         every: step.slot_stats_every,
+        window: step.slot_stats_window,
     };
     options.slot_split = step.slot_split;
     Ok(options)

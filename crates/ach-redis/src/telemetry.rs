@@ -292,21 +292,123 @@ pub fn slot_cpu_rates(
     now: &SlotCpuSample,
     rates: &mut [f64],
 ) -> usize {
-    let Some(before) = previous.filter(|b| now.taken > b.taken) else {
-        return now.usec.len();
+    let Some(interval) = previous.and_then(|before| SlotInterval::between(before, now)) else {
+        return rates.len();
     };
-    let elapsed_usec = (now.taken - before.taken).as_secs_f64() * 1e6;
     let mut missing = 0;
     for (slot, rate) in rates.iter_mut().enumerate() {
-        let same_owner = before.owners.get(slot) == now.owners.get(slot);
-        match (before.usec.get(slot), now.usec.get(slot)) {
-            (Some(&then), Some(&usec)) if same_owner && usec >= then => {
-                *rate = (usec - then) as f64 / elapsed_usec;
-            }
-            _ => missing += 1,
+        match interval.growth.get(slot).copied().flatten() {
+            Some(growth) => *rate = growth as f64 / interval.elapsed_usec,
+            None => missing += 1,
         }
     }
     missing
+}
+
+/// The growth of every slot's counter between two samples, and the microseconds between them.
+struct SlotInterval {
+    /// Per slot: the counter's growth (`None`: a missing sample, see [`slot_cpu_rates`]).
+    growth: Vec<Option<u64>>,
+    elapsed_usec: f64,
+}
+
+impl SlotInterval {
+    /// The interval from `before` to `now` (`None` unless `now` was taken later).
+    fn between(before: &SlotCpuSample, now: &SlotCpuSample) -> Option<SlotInterval> {
+        if now.taken <= before.taken {
+            return None;
+        }
+        let growth = (0..now.usec.len())
+            .map(|slot| {
+                let same_owner = before.owners.get(slot) == now.owners.get(slot);
+                match (before.usec.get(slot), now.usec.get(slot)) {
+                    (Some(&then), Some(&usec)) if same_owner && usec >= then => Some(usec - then),
+                    _ => None,
+                }
+            })
+            .collect();
+        Some(SlotInterval {
+            growth,
+            elapsed_usec: (now.taken - before.taken).as_secs_f64() * 1e6,
+        })
+    }
+}
+
+/// Per-slot rates of a cumulative counter (`cpu-usec`, bytes) over its last `window`
+/// intervals: a slot's rate is its growth summed over the intervals of the window in which
+/// it was sampled, over their time summed. A slot asked a few times a second grows by a few
+/// whole microseconds of `cpu-usec` in one interval, so a rate over one interval is mostly
+/// noise; over `window` intervals the noise falls by about the square root of `window`, and
+/// a change of load shows fully only after `window` intervals. A window of 1 is
+/// [`slot_cpu_rates`] exactly.
+#[derive(Debug)]
+pub struct SlotRateWindow {
+    window: usize,
+    previous: Option<SlotCpuSample>,
+    /// The last intervals, oldest first; at most `window`.
+    intervals: std::collections::VecDeque<SlotInterval>,
+}
+
+impl std::fmt::Debug for SlotInterval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotInterval")
+            .field("slots", &self.growth.len())
+            .field("elapsed_usec", &self.elapsed_usec)
+            .finish()
+    }
+}
+
+impl SlotRateWindow {
+    /// A window of the last `window` intervals (at least 1).
+    pub fn new(window: usize) -> SlotRateWindow {
+        SlotRateWindow {
+            window: window.max(1),
+            previous: None,
+            intervals: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Takes a sample: the interval since the previous sample joins the window, the oldest
+    /// leaves it past `window`, and `rates` (one entry per slot) gets every slot's rate over
+    /// the window. Returns how many slots were sampled in none of the window's intervals;
+    /// those keep their earlier rate (NaN: never sampled), as in [`slot_cpu_rates`].
+    pub fn push(&mut self, now: SlotCpuSample, rates: &mut [f64]) -> usize {
+        let interval = self
+            .previous
+            .as_ref()
+            .and_then(|before| SlotInterval::between(before, &now));
+        self.previous = Some(now);
+        let Some(interval) = interval else {
+            return rates.len();
+        };
+        if self.intervals.len() == self.window {
+            self.intervals.pop_front();
+        }
+        self.intervals.push_back(interval);
+        let mut missing = 0;
+        for (slot, rate) in rates.iter_mut().enumerate() {
+            let (mut growth, mut elapsed_usec, mut sampled) = (0u64, 0.0, false);
+            for interval in &self.intervals {
+                if let Some(slot_growth) = interval.growth.get(slot).copied().flatten() {
+                    growth += slot_growth;
+                    elapsed_usec += interval.elapsed_usec;
+                    sampled = true;
+                }
+            }
+            if sampled {
+                *rate = growth as f64 / elapsed_usec;
+            } else {
+                missing += 1;
+            }
+        }
+        missing
+    }
+
+    /// Forgets every sample (the counter is gone): the next sample starts the window again.
+    pub fn forget(&mut self) {
+        self.previous = None;
+        self.intervals.clear();
+    }
 }
 
 /// How samples become readings.
@@ -550,5 +652,68 @@ latency_percentiles_usec_cluster|nodes:p50=2.0,p99=9000.0,p99.9=9000.0\r\n";
         };
         assert_eq!(slot_cpu_rates(Some(&second), &third, &mut rates), 2);
         assert_eq!(rates, vec![0.5, 0.1, 0.25]);
+    }
+
+    /// Samples of three slots over four intervals of 1, 1, 2 and 1 s: slot 0 steady at 0.5
+    /// cores, slot 1 growing once by 300 000 us, slot 2 moving from `a` to `b` in the third
+    /// interval; slot 3 never sampled (missing from every sample).
+    fn four_intervals() -> Vec<SlotCpuSample> {
+        let start = Instant::now();
+        let sample = |at_s: u64, owner_2: &str, usec: [u64; 3]| SlotCpuSample {
+            owners: ["a", "a", owner_2].map(|id| Some(id.to_string())).to_vec(),
+            usec: usec.to_vec(),
+            taken: start + Duration::from_secs(at_s),
+        };
+        vec![
+            sample(0, "a", [0, 0, 0]),
+            sample(1, "a", [500_000, 0, 100_000]),
+            sample(2, "a", [1_000_000, 300_000, 300_000]),
+            sample(4, "b", [2_000_000, 300_000, 40_000]),
+            sample(5, "b", [2_500_000, 300_000, 140_000]),
+        ]
+    }
+
+    #[test]
+    fn a_window_of_one_is_the_rate_since_the_last_sample() {
+        let samples = four_intervals();
+        let mut by_window = vec![f64::NAN; 4];
+        let mut by_pairs = vec![f64::NAN; 4];
+        let mut window = SlotRateWindow::new(1);
+        for (i, sample) in samples.iter().enumerate() {
+            let previous = i.checked_sub(1).map(|p| &samples[p]);
+            let missing = slot_cpu_rates(previous, sample, &mut by_pairs);
+            assert_eq!(window.push(sample.clone(), &mut by_window), missing);
+            assert_eq!(
+                format!("{by_window:?}"),
+                format!("{by_pairs:?}"),
+                "sample {i}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_window_sums_the_growth_of_the_intervals_a_slot_was_sampled_in() {
+        let mut window = SlotRateWindow::new(3);
+        let mut rates = vec![f64::NAN; 4];
+        let samples = four_intervals();
+        // The first sample has no interval yet: every slot is missing.
+        assert_eq!(window.push(samples[0].clone(), &mut rates), 4);
+        assert!(rates.iter().all(|r| r.is_nan()));
+        assert_eq!(window.push(samples[1].clone(), &mut rates), 1);
+        assert_eq!(rates[..3], [0.5, 0.0, 0.1]);
+        assert_eq!(window.push(samples[2].clone(), &mut rates), 1);
+        // Slot 1: 300 000 us in 2 s.
+        assert_eq!(rates[..3], [0.5, 0.15, 0.15]);
+        // Slot 2 moved in the third interval: its rate is over the first two intervals only.
+        assert_eq!(window.push(samples[3].clone(), &mut rates), 1);
+        assert_eq!(rates[..3], [0.5, 0.075, 0.15]);
+        assert!(rates[3].is_nan());
+        // The first interval leaves the window: slot 1 over 1 + 2 + 1 s, slot 2 over its
+        // second interval and its first on b.
+        assert_eq!(window.push(samples[4].clone(), &mut rates), 1);
+        assert_eq!(rates[..3], [0.5, 0.075, 0.15]);
+        window.forget();
+        assert_eq!(window.push(samples[4].clone(), &mut rates), 4);
+        assert_eq!(rates[..3], [0.5, 0.075, 0.15]);
     }
 }

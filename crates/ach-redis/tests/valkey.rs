@@ -186,6 +186,41 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
     );
 }
 
+/// `--slot-stats-window 3`: each slot's load is its `cpu-usec` growth over the last three
+/// readings. The loop says so in every step, still sees the hot slot first, and relieves its
+/// node; nothing is lost.
+#[test]
+fn a_window_of_readings_still_sees_the_hot_slot_and_relieves_its_node() {
+    let _serial = serial();
+    let (cluster, data, workload) = hot_slot_cluster(120);
+    let hot = cluster.servers()[0].address();
+    let seed = cluster.seed();
+    config_set_everywhere(&cluster, "cluster-slot-stats-enabled", "yes");
+    let before = slot_cpu_over(&cluster, Duration::from_secs(3));
+    let (progress, steps) = rebalance_logged(&seed, &["--steps", "10", "--slot-stats-window", "3"]);
+    let after = slot_cpu_over(&cluster, Duration::from_secs(3));
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    // The loop's first observation has no rates yet; the first with rates lists the hot slot.
+    let first = steps
+        .iter()
+        .map(|step| &step["observed"]["hot_slots"])
+        .find(|hot| hot.as_array().is_some_and(|slots| !slots.is_empty()))
+        .expect("a step with per-slot rates");
+    assert_eq!(first[0]["slot"], data.hot_slots[0], "{first}");
+    for step in &steps {
+        let slots = step["observed"]["signals"]["slots"].as_str().unwrap_or("");
+        assert!(slots.contains("over the last 3 readings"), "{slots}");
+    }
+    let (share_before, share_after) = (share_of(&before, &hot), share_of(&after, &hot));
+    assert!(
+        share_after < share_before - 0.05,
+        "hot node's share of the server's cpu-usec: {share_before:.3} before, \
+         {share_after:.3} after\n{progress}"
+    );
+}
+
 /// `--atomic-from-keys`: every group of slots holding fewer keys moves key by key (here every
 /// group: the data set has 8 020 keys), on the same Valkey 9 cluster whose groups the default
 /// moves in atomic jobs; nothing is lost.

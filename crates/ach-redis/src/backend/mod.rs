@@ -228,6 +228,10 @@ pub struct SlotStatsReading {
     /// Observations per reading of the per-slot figures (>= 1; 1: every observation reads
     /// them). Applies to the keys per slot on every backend (Redis: `COUNTKEYSINSLOT`).
     pub every: u32,
+    /// Readings per slot rate (>= 1; 1: each slot's rate is its counter's growth since the
+    /// last reading): the per-slot rates (Valkey: `cpu-usec`, bytes) are the counters' growth
+    /// over the last `window` readings ([`crate::telemetry::SlotRateWindow`]).
+    pub window: u32,
 }
 
 impl Default for SlotStatsReading {
@@ -236,6 +240,7 @@ impl Default for SlotStatsReading {
             chunk_slots: SLOT_COUNT,
             pause: std::time::Duration::ZERO,
             every: 1,
+            window: 1,
         }
     }
 }

@@ -148,7 +148,7 @@ impl Controller {
         }
         // Built once now, so that a bad parameter is an error before anything is observed.
         options.build(&[1.0])?;
-        let slots = SlotReader::new(options.slot_split);
+        let slots = SlotReader::new(options.slot_split, options.slot_stats.window);
         Ok(Controller {
             options,
             balancer: None,
@@ -390,7 +390,7 @@ impl Controller {
                 &figures,
                 &self.nodes.source,
                 &bases,
-                self.options.slot_split,
+                (self.options.slot_split, self.options.slot_stats.window),
             ),
             hot_slots,
             slot_figures_age,

@@ -56,19 +56,20 @@ pub struct Signals {
     /// Where the latency reading comes from.
     pub latency: &'static str,
     /// How slots are weighted when planning.
-    pub slots: &'static str,
+    pub slots: String,
     /// What is missing and how to get it, if anything.
     pub note: Option<String>,
 }
 
 impl Signals {
-    /// The signals of an observation; `bases` says what every master's cpu part counts.
+    /// The signals of an observation; `bases` says what every master's cpu part counts, and
+    /// each slot's rate is over the last `window` readings of the per-slot figures.
     pub(super) fn of(
         backend: BackendKind,
         figures: &SlotFigures,
         telemetry: &NodeTelemetry,
         bases: &[CpuBasis],
-        split: SlotSplit,
+        (split, window): (SlotSplit, u32),
     ) -> Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
@@ -124,20 +125,29 @@ impl Signals {
             cpu,
             memory,
             latency,
-            slots: match (slot_stats, split) {
-                (true, SlotSplit::Cpu) => {
-                    "cost by keys; each slot's load its share of its node's cpu-usec growth \
-                     over the interval (CLUSTER SLOT-STATS)"
-                }
-                (true, SlotSplit::Network) => {
-                    "cost by keys; each slot's load its share of its node's network-bytes-in \
-                     + network-bytes-out growth over the interval (CLUSTER SLOT-STATS)"
-                }
-                (false, _) => "cost by keys; load assumed in proportion to keys",
-            },
+            slots: slot_signal(slot_stats, split, window),
             note,
         }
     }
+}
+
+/// How slots are weighted when planning, in a sentence.
+fn slot_signal(slot_stats: bool, split: SlotSplit, window: u32) -> String {
+    if !slot_stats {
+        return "cost by keys; load assumed in proportion to keys".into();
+    }
+    let counter = match split {
+        SlotSplit::Cpu => "cpu-usec",
+        SlotSplit::Network => "network-bytes-in + network-bytes-out",
+    };
+    let over = match window {
+        0 | 1 => "the interval".to_string(),
+        n => format!("the last {n} readings"),
+    };
+    format!(
+        "cost by keys; each slot's load its share of its node's {counter} growth over {over} \
+         (CLUSTER SLOT-STATS)"
+    )
 }
 
 impl Observed {

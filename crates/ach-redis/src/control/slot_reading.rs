@@ -8,7 +8,7 @@ use crate::backend::{SlotFigures, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::{SlotCpuSample, slot_cpu_rates};
+use crate::telemetry::{SlotCpuSample, SlotRateWindow};
 
 /// Which per-slot counter splits a master's load among its slots (`--slot-split`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -53,10 +53,13 @@ pub(super) struct SlotReading {
 /// reuse them.
 pub(super) struct SlotReader {
     split: SlotSplit,
-    previous_cpu: Option<SlotCpuSample>,
-    /// The cpu (cores) of every slot over the last interval it was sampled in (NaN: never).
+    /// The last samples of `cpu-usec`.
+    cpu_window: SlotRateWindow,
+    /// The cpu (cores) of every slot over the window's intervals it was sampled in, or the
+    /// last such intervals (NaN: never sampled).
     cpu_rates: Vec<f64>,
-    previous_network: Option<SlotCpuSample>,
+    /// The last samples of the bytes in and out.
+    network_window: SlotRateWindow,
     /// The bytes per microsecond of every slot, likewise.
     network_rates: Vec<f64>,
     last: Option<LastReading>,
@@ -71,12 +74,15 @@ struct LastReading {
 }
 
 impl SlotReader {
-    pub(super) fn new(split: SlotSplit) -> SlotReader {
+    /// A reader whose rates are over the last `window` readings
+    /// ([`SlotStatsReading::window`]).
+    pub(super) fn new(split: SlotSplit, window: u32) -> SlotReader {
+        let window = window.max(1) as usize;
         SlotReader {
             split,
-            previous_cpu: None,
+            cpu_window: SlotRateWindow::new(window),
             cpu_rates: vec![f64::NAN; SLOT_COUNT],
-            previous_network: None,
+            network_window: SlotRateWindow::new(window),
             network_rates: vec![f64::NAN; SLOT_COUNT],
             last: None,
         }
@@ -158,7 +164,7 @@ impl SlotReader {
         let taken = Instant::now();
         if self.split == SlotSplit::Network {
             update(
-                &mut self.previous_network,
+                &mut self.network_window,
                 &mut self.network_rates,
                 figures.network_bytes.as_ref(),
                 owners.clone(),
@@ -166,7 +172,7 @@ impl SlotReader {
             );
         }
         update(
-            &mut self.previous_cpu,
+            &mut self.cpu_window,
             &mut self.cpu_rates,
             figures.cpu_usec.as_ref(),
             owners,
@@ -175,18 +181,18 @@ impl SlotReader {
     }
 }
 
-/// One counter's rates since its previous sample, which `counter` replaces (`None`: no
-/// counter, the previous sample forgotten). The rate of a counter is its growth per
-/// microsecond ([`slot_cpu_rates`]: cores for `cpu-usec`, bytes per microsecond for bytes).
+/// One counter's rates over its window, which `counter` joins (`None`: no counter, the
+/// window forgotten). The rate of a counter is its growth per microsecond
+/// ([`SlotRateWindow`]: cores for `cpu-usec`, bytes per microsecond for bytes).
 fn update(
-    previous: &mut Option<SlotCpuSample>,
+    window: &mut SlotRateWindow,
     rates: &mut [f64],
     counter: Option<&Vec<u64>>,
     owners: Vec<Option<String>>,
     taken: Instant,
 ) {
     let Some(counter) = counter else {
-        *previous = None;
+        window.forget();
         return;
     };
     let now = SlotCpuSample {
@@ -194,8 +200,7 @@ fn update(
         usec: counter.clone(),
         taken,
     };
-    slot_cpu_rates(previous.as_ref(), &now, rates);
-    *previous = Some(now);
+    window.push(now, rates);
 }
 
 #[cfg(test)]
@@ -235,7 +240,7 @@ mod tests {
     }
 
     fn split_of(split: SlotSplit) -> (Vec<f64>, Vec<f64>) {
-        let mut reader = SlotReader::new(split);
+        let mut reader = SlotReader::new(split, 1);
         let snapshot = snapshot();
         let start = SlotFigures {
             cpu_usec: Some(vec![0; SLOT_COUNT]),
@@ -268,7 +273,7 @@ mod tests {
 
     #[test]
     fn without_per_slot_statistics_there_are_no_rates() {
-        let mut reader = SlotReader::new(SlotSplit::Network);
+        let mut reader = SlotReader::new(SlotSplit::Network, 1);
         let none = SlotFigures {
             keys: vec![1; SLOT_COUNT],
             ..SlotFigures::default()
