@@ -92,6 +92,11 @@ pub struct Args {
     /// --atomic-from-keys; default 0: every group atomic).
     #[arg(long, default_value_t = 0)]
     atomic_from_keys: u64,
+    /// The EWMA weight of the new reading in the rebalancers' load trackers and in what the
+    /// simulator's algorithms read (ach-redis --beta; default 0.3, the paper's; 1: no
+    /// smoothing). The observer and the ground truth keep 0.3.
+    #[arg(long, default_value_t = 0.3)]
+    beta: f64,
 }
 
 fn config(args: Args) -> Result<LiveConfig, ConfigError> {
@@ -124,6 +129,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         slot_split: args.slot_split,
         min_gain: args.min_gain,
         atomic_from_keys: args.atomic_from_keys,
+        beta: args.beta,
     };
     config.validate()?;
     Ok(config)

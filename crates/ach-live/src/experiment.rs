@@ -226,6 +226,11 @@ pub struct LiveConfig {
     /// Valkey 9: the loop moves a group of slots holding fewer keys than this key by key
     /// instead of in an atomic job (`ach-redis --atomic-from-keys`; 0: every group atomic).
     pub atomic_from_keys: u64,
+    /// The EWMA weight of the new reading in the rebalancers' load trackers (`ach-redis
+    /// --beta`), and in what the simulator's algorithms read
+    /// (`TelemetryParams::controller_beta`); the observer's readings and the ground truth keep
+    /// the paper's 0.3 either way.
+    pub beta: f64,
 }
 
 /// What the cpu part of a master's reading counts, for the controllers and the observer alike.
@@ -281,6 +286,7 @@ impl Default for LiveConfig {
             slot_split: ach_redis::control::SlotSplit::Cpu,
             min_gain: 0.0,
             atomic_from_keys: 0,
+            beta: ach_telemetry::TelemetryConfig::paper().beta,
         }
     }
 }
@@ -366,6 +372,12 @@ impl LiveConfig {
             "must be 1 to 60 readings",
         )?;
         rule(
+            self.beta > 0.0 && self.beta <= 1.0,
+            "--beta",
+            self.beta.to_string(),
+            "must be in (0, 1] (1: no smoothing)",
+        )?;
+        rule(
             (0.0..1.0).contains(&self.min_gain),
             "--min-gain",
             self.min_gain.to_string(),
@@ -443,6 +455,15 @@ impl LiveConfig {
         ach_control::AchConfig {
             min_gain: self.min_gain,
             ..ach_redis::control::live_ach_config()
+        }
+    }
+
+    /// The smoothing and composite of the rebalancers' load trackers: the paper's, with
+    /// [`LiveConfig::beta`].
+    pub fn controllers_telemetry(&self) -> ach_telemetry::TelemetryConfig {
+        ach_telemetry::TelemetryConfig {
+            beta: self.beta,
+            ..ach_telemetry::TelemetryConfig::paper()
         }
     }
 
@@ -940,40 +961,45 @@ mod tests {
             ..LiveConfig::default()
         };
         assert!(whole_readings.validate().is_ok());
-        let never_read = LiveConfig {
-            slot_stats_every: 0,
-            ..LiveConfig::default()
-        };
-        assert_eq!(
-            error_of(never_read),
-            "--slot-stats-every 0: must be 1 to 60 control steps"
-        );
+        for (bad, message) in [
+            (
+                LiveConfig {
+                    slot_stats_every: 0,
+                    ..LiveConfig::default()
+                },
+                "--slot-stats-every 0: must be 1 to 60 control steps",
+            ),
+            (
+                LiveConfig {
+                    slot_stats_window: 0,
+                    ..LiveConfig::default()
+                },
+                "--slot-stats-window 0: must be 1 to 60 readings",
+            ),
+            (
+                LiveConfig {
+                    beta: 0.0,
+                    ..LiveConfig::default()
+                },
+                "--beta 0: must be in (0, 1] (1: no smoothing)",
+            ),
+            (
+                LiveConfig {
+                    min_gain: 1.0,
+                    ..LiveConfig::default()
+                },
+                "--min-gain 1: must be a fraction in [0, 1)",
+            ),
+        ] {
+            assert_eq!(error_of(bad), message);
+        }
         let every_fifth = LiveConfig {
             slot_stats_every: 5,
+            slot_stats_window: 3,
             ..LiveConfig::default()
         };
-        assert_eq!(every_fifth.slot_stats_reading().every, 5);
-        let no_window = LiveConfig {
-            slot_stats_window: 0,
-            ..LiveConfig::default()
-        };
-        assert_eq!(
-            error_of(no_window),
-            "--slot-stats-window 0: must be 1 to 60 readings"
-        );
-        let five_readings = LiveConfig {
-            slot_stats_window: 5,
-            ..LiveConfig::default()
-        };
-        assert_eq!(five_readings.slot_stats_reading().window, 5);
-        let all_or_nothing = LiveConfig {
-            min_gain: 1.0,
-            ..LiveConfig::default()
-        };
-        assert_eq!(
-            error_of(all_or_nothing),
-            "--min-gain 1: must be a fraction in [0, 1)"
-        );
+        let reading = every_fifth.slot_stats_reading();
+        assert_eq!((reading.every, reading.window), (5, 3));
         let some_gain = LiveConfig {
             min_gain: 0.05,
             ..LiveConfig::default()

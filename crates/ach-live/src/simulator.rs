@@ -10,7 +10,9 @@
 use ach_baselines::RedisCliRebalance;
 use ach_ring::NodeId;
 use ach_sim::algorithms::AlgorithmInfo;
-use ach_sim::config::{ClusterConfig, Degradation, HotKeys, InitialLayout, LoadProfile};
+use ach_sim::config::{
+    ClusterConfig, Degradation, HotKeys, InitialLayout, LoadProfile, TelemetryParams,
+};
 use ach_sim::keys::KeyTable;
 use ach_sim::{Profile, Registry, RunSpec, SeriesConfig};
 
@@ -118,12 +120,23 @@ pub fn series(config: &LiveConfig, rates: &[ServiceRate], arms: &ArmCalibration)
             period: 1.0,
         },
         ach: config.ach_config(),
+        telemetry: telemetry_params(config),
         hot_keys: hot_phase(config),
         pacing: arms.pacing.clone(),
         readings: arms.readings.clone(),
         initial_layout: InitialLayout::Contiguous,
         key_table: Some(key_table(config)),
         ..SeriesConfig::default()
+    }
+}
+
+/// The simulator's telemetry: the paper's, with the rebalancers' smoothing factor for what
+/// its algorithms read when [`LiveConfig::beta`] is not the paper's (the truth keeps it).
+fn telemetry_params(config: &LiveConfig) -> TelemetryParams {
+    let paper = TelemetryParams::default();
+    TelemetryParams {
+        controller_beta: (config.beta != paper.beta).then_some(config.beta),
+        ..paper
     }
 }
 
@@ -289,6 +302,23 @@ mod tests {
         let gain = on_hot_node(hot_weights) - on_hot_node(&table.weights);
         assert!(gain > 0.2 && gain < config.workload(0).hot_share, "{gain}");
         series.validate_with(Profile::Paper, &registry()).unwrap();
+    }
+
+    #[test]
+    fn the_rebalancers_smoothing_is_the_simulated_algorithms_and_not_the_truths() {
+        let paper = series(&LiveConfig::default(), &[], &ArmCalibration::default());
+        assert_eq!(paper.telemetry, TelemetryParams::default());
+        let raw = LiveConfig {
+            beta: 1.0,
+            ..LiveConfig::default()
+        };
+        assert_eq!(raw.controllers_telemetry().beta, 1.0);
+        let series = series(&raw, &[], &ArmCalibration::default());
+        assert_eq!(series.telemetry.controllers(), raw.controllers_telemetry());
+        assert_eq!(
+            series.telemetry.config(),
+            ach_telemetry::TelemetryConfig::paper()
+        );
     }
 
     #[test]

@@ -41,6 +41,7 @@ fn short_config(
         slot_split: ach_redis::control::SlotSplit::Cpu,
         min_gain: 0.0,
         atomic_from_keys: 0,
+        beta: 0.3,
     }
 }
 

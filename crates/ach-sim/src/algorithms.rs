@@ -233,9 +233,10 @@ pub fn ach_h(config: &SeriesConfig) -> Result<Ach, BuildError> {
     Ach::new(per_token(config)).map_err(|e| BuildError::refused(e.to_string()))
 }
 
-/// ACH-A over `base` (the floor of its adapted parameters), with the series' smoothing factor.
+/// ACH-A over `base` (the floor of its adapted parameters), with the smoothing factor of what
+/// the algorithms read.
 pub fn ach_a(config: &SeriesConfig, base: AchConfig) -> Result<Adaptive, BuildError> {
-    let beta = config.telemetry.config().beta;
+    let beta = config.telemetry.controllers().beta;
     Adaptive::new(base, beta, AdaptiveRules::DEFAULT)
         .map_err(|e| BuildError::refused(e.to_string()))
 }

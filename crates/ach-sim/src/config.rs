@@ -175,6 +175,13 @@ pub struct TelemetryParams {
     pub p: f64,
     /// Weight of the mean in the total load (the max gets `1 - alpha`).
     pub alpha: f64,
+    /// The EWMA weight of the new observation in what the algorithms read (their loads, the
+    /// per-token loads, ACH-A's smoothing), when it differs from `beta`, which then smooths
+    /// the true loads alone (optional; absent, both are `beta`, the paper's model). Left out
+    /// of the written configuration when absent, so that series without it keep their files
+    /// and fingerprints.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub controller_beta: Option<f64>,
 }
 
 impl Default for TelemetryParams {
@@ -185,18 +192,29 @@ impl Default for TelemetryParams {
             weights: c.weights,
             p: c.p,
             alpha: c.alpha,
+            controller_beta: None,
         }
     }
 }
 
 impl TelemetryParams {
-    /// As the telemetry crate's configuration.
+    /// As the telemetry crate's configuration: the true loads' (and, without
+    /// `controller_beta`, the algorithms').
     pub fn config(&self) -> TelemetryConfig {
         TelemetryConfig {
             beta: self.beta,
             weights: self.weights,
             p: self.p,
             alpha: self.alpha,
+        }
+    }
+
+    /// The configuration of what the algorithms read: [`TelemetryParams::config`] with
+    /// `controller_beta` as its smoothing factor, when given.
+    pub fn controllers(&self) -> TelemetryConfig {
+        TelemetryConfig {
+            beta: self.controller_beta.unwrap_or(self.beta),
+            ..self.config()
         }
     }
 }

@@ -179,12 +179,18 @@ impl Arm {
         let n0 = config.cluster.classes.len();
         let steps = config.steps as usize;
         let distortion = config.noise.distortion();
-        let telemetry_config = config.telemetry.config();
         let readings = crate::reading::per_node(&config.readings, n0);
-        let noisy = !distortion.is_none() || readings.is_some();
-        let telemetry = TelemetryPipeline::new(n0, telemetry_config, distortion)?;
+        // The algorithms read their own pipeline; the truth needs one of its own when what
+        // they read differs from it (distortion, readings, or their own smoothing factor).
+        let noisy = !distortion.is_none()
+            || readings.is_some()
+            || config.telemetry.controller_beta.is_some();
+        let telemetry = TelemetryPipeline::new(n0, config.telemetry.controllers(), distortion)?;
         let truth = if noisy {
-            Some(TelemetryPipeline::noise_free(n0, telemetry_config)?)
+            Some(TelemetryPipeline::noise_free(
+                n0,
+                config.telemetry.config(),
+            )?)
         } else {
             None
         };

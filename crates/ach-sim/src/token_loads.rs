@@ -36,7 +36,7 @@ impl TokenTelemetry {
     pub fn new(tokens: usize, config: &SeriesConfig) -> TokenTelemetry {
         let lag = config.noise.distortion().lag;
         TokenTelemetry {
-            beta: config.telemetry.config().beta,
+            beta: config.telemetry.controllers().beta,
             history: vec![vec![0.0; tokens]; lag + 1],
             pushed: 0,
             previous: vec![0.0; tokens],

@@ -139,6 +139,15 @@ impl SeriesConfig {
             let (field, value, rule) = telemetry_rule(&e);
             fail(&field, &value, &rule)
         })?;
+        if let Some(beta) = self.telemetry.controller_beta
+            && !(beta > 0.0 && beta <= 1.0)
+        {
+            return Err(fail(
+                "telemetry.controller_beta",
+                &beta,
+                "must be in (0, 1]",
+            ));
+        }
         self.ach
             .validate()
             .map_err(|e| fail(&format!("ach.{}", e.field), &e.value, &e.rule))?;

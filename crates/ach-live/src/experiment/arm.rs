@@ -339,6 +339,7 @@ fn start_workload(
             slot_stats: config.slot_stats_reading(),
             slot_split: config.slot_split,
             ach: &config.ach_config(),
+            telemetry: config.controllers_telemetry(),
             atomic_from_keys: config.atomic_from_keys,
         },
         Arc::clone(&rebalance_stop),

@@ -63,6 +63,8 @@ pub(super) struct RebalancerSetup<'a> {
     pub(super) slot_split: SlotSplit,
     /// ACH's configuration.
     pub(super) ach: &'a ach_control::AchConfig,
+    /// The load tracker's smoothing and composite.
+    pub(super) telemetry: ach_telemetry::TelemetryConfig,
     /// Groups of fewer keys move key by key (Valkey 9).
     pub(super) atomic_from_keys: u64,
 }
@@ -84,6 +86,7 @@ pub(super) fn start_rebalancer(
         slot_stats,
         slot_split,
         ach,
+        telemetry,
         atomic_from_keys,
     } = *setup;
     if *arm == Arm::RedisCli {
@@ -121,6 +124,7 @@ pub(super) fn start_rebalancer(
         slot_stats,
         slot_split,
         ach: ach.clone(),
+        telemetry,
         migration: MigrationOptions {
             atomic_from_keys,
             ..base.migration

@@ -431,6 +431,53 @@ fn an_identity_reading_changes_nothing_but_records_the_true_loads() {
 }
 
 #[test]
+fn the_controllers_own_smoothing_moves_their_loads_and_leaves_the_truth_alone() {
+    // C1's heterogeneous cluster, in which ACH moves tokens from the first steps on.
+    let config = SeriesConfig {
+        steps: 120,
+        algorithms: vec!["Static-W".into(), "ACH".into()],
+        ..built_in_series()
+            .into_iter()
+            .find(|s| s.name == "C1")
+            .expect("built-in series")
+    };
+    let plain = run(&config, Profile::Paper, 0);
+    // The series' own factor, given as the controllers': the same run, the truth recorded.
+    let mut same = config.clone();
+    same.telemetry.controller_beta = Some(config.telemetry.beta);
+    let same = run(&same, Profile::Paper, 0);
+    for (plain, same) in plain.algorithms.iter().zip(&same.algorithms) {
+        assert_eq!(same.d_trace, plain.d_trace);
+        assert_eq!(same.m_trace, plain.m_trace);
+        assert_eq!(same.d_true_trace, plain.d_trace);
+    }
+    // No smoothing for the controllers: what they read changes, and so do ACH's moves; the
+    // truth of an algorithm that never moves does not.
+    let mut raw = config.clone();
+    raw.telemetry.controller_beta = Some(1.0);
+    let raw = run(&raw, Profile::Paper, 0);
+    let arm = |record: &RunRecord, name: &str| {
+        record
+            .algorithms
+            .iter()
+            .find(|a| a.name == name)
+            .cloned()
+            .expect("the series runs it")
+    };
+    let (a0_plain, a0_raw) = (arm(&plain, "Static-W"), arm(&raw, "Static-W"));
+    assert_eq!(a0_raw.d_true_trace, a0_plain.d_trace);
+    assert_ne!(a0_raw.d_trace, a0_plain.d_trace);
+    assert_ne!(arm(&raw, "ACH").m_trace, arm(&plain, "ACH").m_trace);
+    let mut bad = config.clone();
+    bad.telemetry.controller_beta = Some(0.0);
+    let error = bad.validate(Profile::Paper).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "series C1: telemetry.controller_beta = 0 must be in (0, 1]"
+    );
+}
+
+#[test]
 fn a_node_that_reads_high_is_relieved_of_tokens_its_load_does_not_call_for() {
     let mut config = small("C1");
     config.algorithms = vec!["Dynamic-R".into()];
