@@ -334,6 +334,16 @@ impl SlotInterval {
     }
 }
 
+/// An interval's growth is one number a slot: its debug form gives their count.
+impl std::fmt::Debug for SlotInterval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SlotInterval")
+            .field("slots", &self.growth.len())
+            .field("elapsed_usec", &self.elapsed_usec)
+            .finish()
+    }
+}
+
 /// Per-slot rates of a cumulative counter (`cpu-usec`, bytes) over its last `window`
 /// intervals: a slot's rate is its growth summed over the intervals of the window in which
 /// it was sampled, over their time summed. A slot asked a few times a second grows by a few
@@ -347,15 +357,6 @@ pub struct SlotRateWindow {
     previous: Option<SlotCpuSample>,
     /// The last intervals, oldest first; at most `window`.
     intervals: std::collections::VecDeque<SlotInterval>,
-}
-
-impl std::fmt::Debug for SlotInterval {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SlotInterval")
-            .field("slots", &self.growth.len())
-            .field("elapsed_usec", &self.elapsed_usec)
-            .finish()
-    }
 }
 
 impl SlotRateWindow {

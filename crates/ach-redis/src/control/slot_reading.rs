@@ -55,8 +55,8 @@ pub(super) struct SlotReader {
     split: SlotSplit,
     /// The last samples of `cpu-usec`.
     cpu_window: SlotRateWindow,
-    /// The cpu (cores) of every slot over the window's intervals it was sampled in, or the
-    /// last such intervals (NaN: never sampled).
+    /// The cpu (cores) of every slot over the window's intervals it was sampled in (kept
+    /// from before when it was sampled in none of them; NaN: never sampled).
     cpu_rates: Vec<f64>,
     /// The last samples of the bytes in and out.
     network_window: SlotRateWindow,
