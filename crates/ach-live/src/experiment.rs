@@ -934,65 +934,41 @@ mod tests {
         let error = Arm::parse("foo").unwrap_err().to_string();
         assert!(error.contains("\"foo\""), "{error}");
         let error_of = |config: LiveConfig| config.validate().unwrap_err().to_string();
-        let bad = LiveConfig {
-            nodes: 1,
-            ..LiveConfig::default()
+        let with = |change: fn(&mut LiveConfig)| {
+            let mut config = LiveConfig::default();
+            change(&mut config);
+            config
         };
-        assert_eq!(error_of(bad), "--nodes 1: must be 2 to 64");
-        let bad = LiveConfig {
-            idle_cpu_s: 0.1,
-            ..LiveConfig::default()
-        };
-        assert_eq!(
-            error_of(bad),
-            "--idle-cpu-s 0.1: must be 0 (whole readings) or 0.5 to 60 seconds"
-        );
-        let too_many_threads = LiveConfig {
-            clients: 64,
-            senders_per_client: 5,
-            ..LiveConfig::default()
-        };
-        assert_eq!(
-            error_of(too_many_threads),
-            "--senders-per-client 5: times --clients 64 must be at most 256 threads"
-        );
-        let whole_readings = LiveConfig {
-            idle_cpu_s: 0.0,
-            ..LiveConfig::default()
-        };
-        assert!(whole_readings.validate().is_ok());
         for (bad, message) in [
+            (with(|c| c.nodes = 1), "--nodes 1: must be 2 to 64"),
             (
-                LiveConfig {
-                    slot_stats_every: 0,
-                    ..LiveConfig::default()
-                },
+                with(|c| c.idle_cpu_s = 0.1),
+                "--idle-cpu-s 0.1: must be 0 (whole readings) or 0.5 to 60 seconds",
+            ),
+            (
+                with(|c| (c.clients, c.senders_per_client) = (64, 5)),
+                "--senders-per-client 5: times --clients 64 must be at most 256 threads",
+            ),
+            (
+                with(|c| c.slot_stats_every = 0),
                 "--slot-stats-every 0: must be 1 to 60 control steps",
             ),
             (
-                LiveConfig {
-                    slot_stats_window: 0,
-                    ..LiveConfig::default()
-                },
+                with(|c| c.slot_stats_window = 0),
                 "--slot-stats-window 0: must be 1 to 60 readings",
             ),
             (
-                LiveConfig {
-                    beta: 0.0,
-                    ..LiveConfig::default()
-                },
+                with(|c| c.beta = 0.0),
                 "--beta 0: must be in (0, 1] (1: no smoothing)",
             ),
             (
-                LiveConfig {
-                    min_gain: 1.0,
-                    ..LiveConfig::default()
-                },
+                with(|c| c.min_gain = 1.0),
                 "--min-gain 1: must be a fraction in [0, 1)",
             ),
         ] {
             assert_eq!(error_of(bad), message);
         }
+        assert!(with(|c| c.idle_cpu_s = 0.0).validate().is_ok());
         let every_fifth = LiveConfig {
             slot_stats_every: 5,
             slot_stats_window: 3,
