@@ -306,7 +306,7 @@ pub(crate) fn drain_plan(
         keys_to_copy as f64 / total_keys as f64
     };
     plan.budget_bound = Some(budget);
-    plan.summary = summarise_moves(&moves);
+    plan.summary = summarise_moves(&moves, observed.token_loads.as_deref());
     plan.moves = moves;
     plan.groups = choice.groups;
     plan.drain = Some(drain);

@@ -222,9 +222,13 @@ pub fn plan_text(plan: &StepPlan) -> String {
         let _ = writeln!(out, "{line}");
     }
     for group in &plan.summary {
+        let load = group
+            .load
+            .map(|load| format!(", load {load:.4}"))
+            .unwrap_or_default();
         let _ = writeln!(
             out,
-            "  {} -> {}: {} slots in {} ranges, {} keys: {}",
+            "  {} -> {}: {} slots in {} ranges, {} keys{load}: {}",
             group.from, group.to, group.slots, group.range_count, group.keys, group.ranges
         );
     }

@@ -138,6 +138,18 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
         "ACH plans moves that remove part of the load above the mean: {}",
         planned["plan"]
     );
+    // Each (source, target) group says the per-slot load it moves.
+    let group_loads: Vec<f64> = planned["plan"]["summary"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|group| group["load"].as_f64().unwrap_or(f64::NAN))
+        .collect();
+    assert!(
+        group_loads.iter().all(|&load| load >= 0.0) && group_loads.iter().any(|&l| l > 0.0),
+        "{}",
+        planned["plan"]["summary"]
+    );
     let held = plan_with(&["--min-gain", "0.999"]);
     let because = held["plan"]["nothing_moves_because"].as_str().unwrap_or("");
     assert!(

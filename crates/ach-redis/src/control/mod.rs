@@ -479,7 +479,7 @@ impl Controller {
         };
         Ok(StepPlan {
             notable_slots: notable_slots(observed, budget_keys),
-            summary: summarise_moves(&moves),
+            summary: summarise_moves(&moves, observed.token_loads.as_deref()),
             nothing_moves_because,
             diagnosis,
             algorithm,

@@ -92,10 +92,16 @@ pub struct MoveSummary {
     pub range_count: usize,
     /// Keys in them when planned.
     pub keys: u64,
+    /// Their per-slot loads summed at observation (per-slot statistics only): the load the
+    /// plan moves from `from` to `to`, in the masters' load units. Absent without per-slot
+    /// statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load: Option<f64>,
 }
 
-/// The moves of `moves` grouped per (source, target) in the order of each group's first move.
-pub fn summarise_moves(moves: &[PlannedMove]) -> Vec<MoveSummary> {
+/// The moves of `moves` grouped per (source, target) in the order of each group's first move,
+/// each with its slots' `slot_loads` summed when given (one per slot).
+pub fn summarise_moves(moves: &[PlannedMove], slot_loads: Option<&[f64]>) -> Vec<MoveSummary> {
     let mut groups: Vec<(String, String, Vec<u16>, u64)> = Vec::new();
     for mv in moves {
         match groups.iter_mut().find(|g| g.0 == mv.from && g.1 == mv.to) {
@@ -117,6 +123,13 @@ pub fn summarise_moves(moves: &[PlannedMove]) -> Vec<MoveSummary> {
                 ranges: format_slot_ranges(&slots),
                 range_count: slot_range_count(&slots),
                 keys,
+                load: slot_loads.map(|loads| {
+                    slots
+                        .iter()
+                        .filter_map(|&slot| loads.get(usize::from(slot)))
+                        .filter(|load| load.is_finite())
+                        .sum()
+                }),
             }
         })
         .collect()
@@ -187,5 +200,43 @@ pub(super) fn nothing_moves_because(
              its cool-down"
         ),
         (0, None) => format!("{algorithm} planned no move"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn planned(slot: u16, from: &str, to: &str, keys: u64) -> PlannedMove {
+        PlannedMove {
+            slot,
+            from: from.into(),
+            to: to.into(),
+            keys,
+        }
+    }
+
+    #[test]
+    fn a_groups_load_is_its_slots_loads_summed_when_there_are_any() {
+        let moves = [
+            planned(3, "a", "b", 2),
+            planned(9, "a", "c", 1),
+            planned(4, "a", "b", 5),
+        ];
+        let mut loads = vec![0.0; 16];
+        (loads[3], loads[4], loads[9]) = (0.25, 0.5, f64::NAN);
+        let summary = summarise_moves(&moves, Some(&loads));
+        assert_eq!(summary.len(), 2);
+        assert_eq!(
+            (summary[0].ranges.as_str(), summary[0].keys, summary[0].load),
+            ("3-4", 7, Some(0.75))
+        );
+        // A slot never sampled (NaN) adds nothing.
+        assert_eq!(summary[1].load, Some(0.0));
+        assert!(
+            summarise_moves(&moves, None)
+                .iter()
+                .all(|g| g.load.is_none())
+        );
     }
 }
