@@ -292,14 +292,33 @@ pub fn slot_cpu_rates(
     now: &SlotCpuSample,
     rates: &mut [f64],
 ) -> usize {
-    let Some(interval) = previous.and_then(|before| SlotInterval::between(before, now)) else {
-        return rates.len();
-    };
+    match previous.and_then(|before| SlotInterval::between(before, now)) {
+        Some(interval) => rates_over(std::slice::from_ref(&interval), rates),
+        None => rates.len(),
+    }
+}
+
+/// Sets every slot's rate to its growth summed over the `intervals` it was sampled in, over
+/// their time summed; a slot sampled in none keeps its rate and counts as missing. Returns
+/// the missing.
+fn rates_over<'a>(
+    intervals: impl IntoIterator<Item = &'a SlotInterval> + Copy,
+    rates: &mut [f64],
+) -> usize {
     let mut missing = 0;
     for (slot, rate) in rates.iter_mut().enumerate() {
-        match interval.growth.get(slot).copied().flatten() {
-            Some(growth) => *rate = growth as f64 / interval.elapsed_usec,
-            None => missing += 1,
+        let (mut growth, mut elapsed_usec, mut sampled) = (0u64, 0.0, false);
+        for interval in intervals {
+            if let Some(slot_growth) = interval.growth.get(slot).copied().flatten() {
+                growth += slot_growth;
+                elapsed_usec += interval.elapsed_usec;
+                sampled = true;
+            }
+        }
+        if sampled {
+            *rate = growth as f64 / elapsed_usec;
+        } else {
+            missing += 1;
         }
     }
     missing
@@ -386,23 +405,7 @@ impl SlotRateWindow {
             self.intervals.pop_front();
         }
         self.intervals.push_back(interval);
-        let mut missing = 0;
-        for (slot, rate) in rates.iter_mut().enumerate() {
-            let (mut growth, mut elapsed_usec, mut sampled) = (0u64, 0.0, false);
-            for interval in &self.intervals {
-                if let Some(slot_growth) = interval.growth.get(slot).copied().flatten() {
-                    growth += slot_growth;
-                    elapsed_usec += interval.elapsed_usec;
-                    sampled = true;
-                }
-            }
-            if sampled {
-                *rate = growth as f64 / elapsed_usec;
-            } else {
-                missing += 1;
-            }
-        }
-        missing
+        rates_over(&self.intervals, rates)
     }
 
     /// Forgets every sample (the counter is gone): the next sample starts the window again.
