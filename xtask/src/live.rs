@@ -78,6 +78,10 @@ pub struct Args {
     /// the last N readings (ach-redis --slot-stats-window; default 1: since the last one).
     #[arg(long, default_value_t = 1)]
     slot_stats_window: u32,
+    /// Valkey: which rate over those readings weights a master's slots in the rebalance loop:
+    /// mean or median (ach-redis --slot-rate; default mean).
+    #[arg(long, value_enum, default_value = "mean")]
+    slot_rate: ach_redis::telemetry::SlotRateStatistic,
     /// Valkey: the per-slot counter that splits each master's load among its slots in the
     /// rebalance loop: cpu (cpu-usec) or network (bytes in and out).
     #[arg(long, value_enum, default_value = "cpu")]
@@ -126,6 +130,7 @@ fn config(args: Args) -> Result<LiveConfig, ConfigError> {
         slot_stats_chunk: args.slot_stats_chunk,
         slot_stats_every: args.slot_stats_every,
         slot_stats_window: args.slot_stats_window,
+        slot_rate: args.slot_rate,
         slot_split: args.slot_split,
         min_gain: args.min_gain,
         atomic_from_keys: args.atomic_from_keys,

@@ -216,6 +216,9 @@ pub struct LiveConfig {
     /// Each slot's rate in the loop is its per-slot counter's growth over the last this-many
     /// readings (`ach-redis --slot-stats-window`; 1: since the last reading).
     pub slot_stats_window: u32,
+    /// Which rate over those readings weights a master's slots in the loop
+    /// (`ach-redis --slot-rate`: the mean, or the median of the per-reading rates).
+    pub slot_rate: ach_redis::telemetry::SlotRateStatistic,
     /// Which per-slot counter splits a master's load among its slots in the loop
     /// (`ach-redis --slot-split`).
     pub slot_split: ach_redis::control::SlotSplit,
@@ -283,6 +286,7 @@ impl Default for LiveConfig {
             slot_stats_chunk: ach_redis::slot::SLOT_COUNT,
             slot_stats_every: 1,
             slot_stats_window: 1,
+            slot_rate: ach_redis::telemetry::SlotRateStatistic::Mean,
             slot_split: ach_redis::control::SlotSplit::Cpu,
             min_gain: 0.0,
             atomic_from_keys: 0,
@@ -482,6 +486,7 @@ impl LiveConfig {
             },
             every: self.slot_stats_every,
             window: self.slot_stats_window,
+            statistic: self.slot_rate,
         }
     }
 
@@ -972,10 +977,15 @@ mod tests {
         let every_fifth = LiveConfig {
             slot_stats_every: 5,
             slot_stats_window: 3,
+            slot_rate: ach_redis::telemetry::SlotRateStatistic::Median,
             ..LiveConfig::default()
         };
         let reading = every_fifth.slot_stats_reading();
         assert_eq!((reading.every, reading.window), (5, 3));
+        assert_eq!(
+            reading.statistic,
+            ach_redis::telemetry::SlotRateStatistic::Median
+        );
         let some_gain = LiveConfig {
             min_gain: 0.05,
             ..LiveConfig::default()

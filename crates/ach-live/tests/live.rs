@@ -38,6 +38,7 @@ fn short_config(
         slot_stats_chunk: 16384,
         slot_stats_every: 1,
         slot_stats_window: 1,
+        slot_rate: ach_redis::telemetry::SlotRateStatistic::Mean,
         slot_split: ach_redis::control::SlotSplit::Cpu,
         min_gain: 0.0,
         atomic_from_keys: 0,

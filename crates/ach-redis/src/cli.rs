@@ -42,7 +42,7 @@ use crate::rebalance::{LoopMetrics, LoopOptions, RunRules, report_fix, run_with_
 use crate::report::{plan_text, status_text};
 use crate::security::SecurityArgs;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::ReadingRules;
+use crate::telemetry::{ReadingRules, SlotRateStatistic};
 
 /// Load-aware, budgeted rebalancing of a Redis Cluster with ACH.
 #[derive(Parser)]
@@ -177,6 +177,13 @@ struct StepArgs {
     /// of N, and a change of load shows fully after N readings.
     #[arg(long, default_value_t = 1)]
     slot_stats_window: u32,
+    /// Valkey: which rate over the --slot-stats-window readings weights a master's slots:
+    /// mean (the growth over the window over its time) or median (the median of the
+    /// per-reading rates, over the sum of the master's means, so that one reading's outlier,
+    /// such as a command preempted or throttled on a busy host, does not make a slot hot;
+    /// use it with a window of 3 or more).
+    #[arg(long, value_enum, default_value = "mean")]
+    slot_rate: SlotRateStatistic,
     /// Valkey: the per-slot counter that splits each master's load among its slots: cpu
     /// (cpu-usec, whole microseconds per command, so a slot asked once or twice in an
     /// interval mostly reads 0) or network (network-bytes-in + network-bytes-out, every
@@ -488,6 +495,7 @@ fn step_options(
         pause: std::time::Duration::from_millis(step.slot_stats_pause_ms),
         every: step.slot_stats_every,
         window: step.slot_stats_window,
+        statistic: step.slot_rate,
     };
     options.slot_split = step.slot_split;
     Ok(options)

@@ -408,10 +408,70 @@ impl SlotRateWindow {
         rates_over(&self.intervals, rates)
     }
 
+    /// Sets every slot's entry of `medians` (one per slot) to the median of its rates over
+    /// the window's intervals in which it was sampled (the mean of the middle two for an even
+    /// count), and returns how many slots were sampled in none; those keep their entry, as in
+    /// [`push`](Self::push). A window of one interval gives `push`'s rates exactly.
+    ///
+    /// A rate that one interval alone makes high leaves the median of three or more intervals
+    /// unmoved: Valkey adds a command's elapsed time to its slot's `cpu-usec`, so a command
+    /// preempted or throttled on a busy host charges its slot with milliseconds in one
+    /// interval, where a master's slots all together take a few a second.
+    pub fn medians(&self, medians: &mut [f64]) -> usize {
+        let mut missing = 0;
+        let mut sampled = Vec::with_capacity(self.intervals.len());
+        for (slot, median) in medians.iter_mut().enumerate() {
+            sampled.clear();
+            sampled.extend(self.intervals.iter().filter_map(|interval| {
+                let growth = interval.growth.get(slot).copied().flatten()?;
+                Some(growth as f64 / interval.elapsed_usec)
+            }));
+            if sampled.is_empty() {
+                missing += 1;
+                continue;
+            }
+            sampled.sort_by(f64::total_cmp);
+            let middle = sampled.len() / 2;
+            *median = if sampled.len() % 2 == 1 {
+                sampled[middle]
+            } else {
+                (sampled[middle - 1] + sampled[middle]) / 2.0
+            };
+        }
+        missing
+    }
+
     /// Forgets every sample (the counter is gone): the next sample starts the window again.
     pub fn forget(&mut self) {
         self.previous = None;
         self.intervals.clear();
+    }
+}
+
+/// Which per-slot rate over a [`SlotRateWindow`] weights the slots of a master
+/// (`ach-redis --slot-rate`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SlotRateStatistic {
+    /// The counter's growth over the window over its time ([`SlotRateWindow::push`]); a
+    /// master's load is split among its slots in proportion to these rates.
+    #[default]
+    Mean,
+    /// The median of the per-interval rates over the window ([`SlotRateWindow::medians`]):
+    /// a slot's load is the master's load times its median over the sum of the master's mean
+    /// rates, so one interval's outlier does not make a slot hot, and the load of slots whose
+    /// median is 0 (asked less than every other interval) is left to no slot rather than
+    /// spread over the others.
+    Median,
+}
+
+impl SlotRateStatistic {
+    /// The name `--slot-rate` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            SlotRateStatistic::Mean => "mean",
+            SlotRateStatistic::Median => "median",
+        }
     }
 }
 
@@ -719,5 +779,54 @@ latency_percentiles_usec_cluster|nodes:p50=2.0,p99=9000.0,p99.9=9000.0\r\n";
         window.forget();
         assert_eq!(window.push(samples[4].clone(), &mut rates), 4);
         assert_eq!(rates[..3], [0.5, 0.075, 0.15]);
+    }
+
+    #[test]
+    fn the_medians_of_a_window_of_one_are_its_rates() {
+        let mut window = SlotRateWindow::new(1);
+        let mut rates = vec![f64::NAN; 4];
+        let mut medians = vec![f64::NAN; 4];
+        for (i, sample) in four_intervals().into_iter().enumerate() {
+            let missing = window.push(sample, &mut rates);
+            assert_eq!(window.medians(&mut medians), missing, "sample {i}");
+            assert_eq!(format!("{medians:?}"), format!("{rates:?}"), "sample {i}");
+        }
+    }
+
+    #[test]
+    fn a_median_leaves_out_the_one_interval_that_made_a_slot_hot() {
+        let mut window = SlotRateWindow::new(3);
+        let mut rates = vec![f64::NAN; 4];
+        let mut medians = vec![f64::NAN; 4];
+        let samples = four_intervals();
+        window.push(samples[0].clone(), &mut rates);
+        assert_eq!(window.medians(&mut medians), 4);
+        assert!(medians.iter().all(|m| m.is_nan()));
+        window.push(samples[1].clone(), &mut rates);
+        window.push(samples[2].clone(), &mut rates);
+        // Two intervals: slot 1 read 0 and 0.3 cores, the mean of the middle two.
+        assert_eq!(window.medians(&mut medians), 1);
+        assert_close(&medians[..3], &[0.5, 0.15, 0.15]);
+        // Slot 1's one busy interval among three: its median is 0 while its mean rate is
+        // 0.075; slot 2 moved in the third interval, so its median is over its first two.
+        window.push(samples[3].clone(), &mut rates);
+        assert_eq!(window.medians(&mut medians), 1);
+        assert_close(&medians[..3], &[0.5, 0.0, 0.15]);
+        assert_close(&rates[..3], &[0.5, 0.075, 0.15]);
+        assert!(medians[3].is_nan());
+        // The first interval leaves: slot 2's median is over its second interval (0.2 cores)
+        // and its first on b (0.1).
+        window.push(samples[4].clone(), &mut rates);
+        assert_eq!(window.medians(&mut medians), 1);
+        assert_close(&medians[..3], &[0.5, 0.0, 0.15]);
+    }
+
+    fn assert_close(actual: &[f64], expected: &[f64]) {
+        let close = actual.len() == expected.len()
+            && actual
+                .iter()
+                .zip(expected)
+                .all(|(a, e)| (a - e).abs() < 1e-12);
+        assert!(close, "{actual:?} is not {expected:?}");
     }
 }

@@ -391,6 +391,7 @@ fn bad_input_gets_a_clear_error_and_exit_2(kind: ServerKind) {
         &["--slot-stats-window", "0"],
         "--slot-stats-window 0: must be at least 1",
     );
+    check(&["--slot-rate", "mode"], "--slot-rate");
     check(
         &["--slot-stats-chunk", "0"],
         "--slot-stats-chunk 0: must be at least 1 slot",

@@ -235,6 +235,42 @@ fn a_window_of_readings_still_sees_the_hot_slot_and_relieves_its_node() {
     }
 }
 
+/// `--slot-rate median` over a window of 3: each slot's load is the median of its three
+/// per-reading `cpu-usec` rates over the sum of its node's mean rates. The hot slot reads hot
+/// in every reading, so its median finds it as the mean does; the loop says which rate in
+/// every step, relieves the hot node and loses nothing.
+#[test]
+fn the_median_of_a_window_still_sees_the_hot_slot_and_relieves_its_node() {
+    let _serial = serial();
+    let (cluster, data, workload) = hot_slot_cluster(120);
+    config_set_everywhere(&cluster, "cluster-slot-stats-enabled", "yes");
+    let args = [
+        "--steps",
+        "10",
+        "--slot-stats-window",
+        "3",
+        "--slot-rate",
+        "median",
+    ];
+    let (_, steps) = rebalance_relieving_the_hot_node(&cluster, &args);
+    let report = workload.finish();
+    assert_nothing_lost(&cluster, &report);
+    assert_check_clean(&cluster);
+    let first = steps
+        .iter()
+        .map(|step| &step["observed"]["hot_slots"])
+        .find(|hot| hot.as_array().is_some_and(|slots| !slots.is_empty()))
+        .expect("a step with per-slot rates");
+    assert_eq!(first[0]["slot"], data.hot_slots[0], "{first}");
+    for step in &steps {
+        let slots = step["observed"]["signals"]["slots"].as_str().unwrap_or("");
+        assert!(
+            slots.contains("the median of its cpu-usec rates over the last 3 readings"),
+            "{slots}"
+        );
+    }
+}
+
 /// `--atomic-from-keys`: every group of slots holding fewer keys moves key by key (here every
 /// group: the data set has 8 020 keys), on the same Valkey 9 cluster whose groups the default
 /// moves in atomic jobs; nothing is lost.

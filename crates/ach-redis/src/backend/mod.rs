@@ -232,6 +232,8 @@ pub struct SlotStatsReading {
     /// last reading): the per-slot rates (Valkey: `cpu-usec`, bytes) are the counters' growth
     /// over the last `window` readings ([`crate::telemetry::SlotRateWindow`]).
     pub window: u32,
+    /// Which rate over the window weights a master's slots (the mean by default).
+    pub statistic: crate::telemetry::SlotRateStatistic,
 }
 
 impl Default for SlotStatsReading {
@@ -241,6 +243,7 @@ impl Default for SlotStatsReading {
             pause: std::time::Duration::ZERO,
             every: 1,
             window: 1,
+            statistic: crate::telemetry::SlotRateStatistic::Mean,
         }
     }
 }

@@ -148,7 +148,11 @@ impl Controller {
         }
         // Built once now, so that a bad parameter is an error before anything is observed.
         options.build(&[1.0])?;
-        let slots = SlotReader::new(options.slot_split, options.slot_stats.window);
+        let slots = SlotReader::new(
+            options.slot_split,
+            options.slot_stats.window,
+            options.slot_stats.statistic,
+        );
         Ok(Controller {
             options,
             balancer: None,
@@ -312,6 +316,7 @@ impl Controller {
             figures,
             cpu: slot_cpu,
             split: slot_split,
+            split_total: slot_split_total,
             age: slot_figures_age,
         } = self
             .slots
@@ -390,11 +395,16 @@ impl Controller {
                 &figures,
                 &self.nodes.source,
                 &bases,
-                (self.options.slot_split, self.options.slot_stats.window),
+                (
+                    self.options.slot_split,
+                    self.options.slot_stats.window,
+                    self.options.slot_stats.statistic,
+                ),
             ),
             hot_slots,
             slot_figures_age,
-            token_loads: slot_split.map(|split| token_loads(&slots, &split, &loads)),
+            token_loads: slot_split
+                .map(|split| token_loads(&slots, &split, slot_split_total.as_deref(), &loads)),
             snapshot,
             slot_keys,
             nodes,

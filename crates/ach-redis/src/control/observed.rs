@@ -6,7 +6,7 @@ use crate::cluster::Snapshot;
 use crate::node_telemetry::NodeTelemetry;
 use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::NodeSample;
+use crate::telemetry::{NodeSample, SlotRateStatistic};
 
 use super::{CpuBasis, SlotSplit};
 
@@ -69,7 +69,7 @@ impl Signals {
         figures: &SlotFigures,
         telemetry: &NodeTelemetry,
         bases: &[CpuBasis],
-        (split, window): (SlotSplit, u32),
+        (split, window, statistic): (SlotSplit, u32, SlotRateStatistic),
     ) -> Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
@@ -125,14 +125,19 @@ impl Signals {
             cpu,
             memory,
             latency,
-            slots: slot_signal(slot_stats, split, window),
+            slots: slot_signal(slot_stats, split, window, statistic),
             note,
         }
     }
 }
 
 /// How slots are weighted when planning, in a sentence.
-fn slot_signal(slot_stats: bool, split: SlotSplit, window: u32) -> String {
+fn slot_signal(
+    slot_stats: bool,
+    split: SlotSplit,
+    window: u32,
+    statistic: SlotRateStatistic,
+) -> String {
     if !slot_stats {
         return "cost by keys; load assumed in proportion to keys".into();
     }
@@ -144,10 +149,16 @@ fn slot_signal(slot_stats: bool, split: SlotSplit, window: u32) -> String {
         0 | 1 => "the interval".to_string(),
         n => format!("the last {n} readings"),
     };
-    format!(
-        "cost by keys; each slot's load its share of its node's {counter} growth over {over} \
-         (CLUSTER SLOT-STATS)"
-    )
+    match statistic {
+        SlotRateStatistic::Mean => format!(
+            "cost by keys; each slot's load its share of its node's {counter} growth over \
+             {over} (CLUSTER SLOT-STATS)"
+        ),
+        SlotRateStatistic::Median => format!(
+            "cost by keys; each slot's load the median of its {counter} rates over {over}, \
+             over the sum of its node's mean rates (CLUSTER SLOT-STATS)"
+        ),
+    }
 }
 
 impl Observed {
@@ -214,20 +225,29 @@ pub struct NodeView {
     pub load: f64,
 }
 
-/// Every slot's part of its owner's load: the owner's load times the slot's share of the
-/// owner's per-slot cpu (0 for a slot never sampled, and for all slots of a node whose slots
-/// used no cpu).
-pub(super) fn token_loads(slots_of: &[Vec<u16>], rates: &[f64], loads: &[f64]) -> Vec<f64> {
+/// Every slot's part of its owner's load: the owner's load times the slot's rate over the sum
+/// of its owner's `totals` (of its `rates` when `None`), a rate that is not finite counting 0
+/// (0 for a slot never sampled, and for all slots of a node whose totals sum to 0). With
+/// `totals` the parts need not sum to the owner's load: under the median
+/// ([`crate::telemetry::SlotRateStatistic::Median`]) the load of the slots whose median is 0
+/// is no slot's.
+pub(super) fn token_loads(
+    slots_of: &[Vec<u16>],
+    rates: &[f64],
+    totals: Option<&[f64]>,
+    loads: &[f64],
+) -> Vec<f64> {
+    let rate_in = |of: &[f64], s: u16| {
+        let r = of[usize::from(s)];
+        if r.is_finite() { r.max(0.0) } else { 0.0 }
+    };
+    let totals = totals.unwrap_or(rates);
     let mut out = vec![0.0; SLOT_COUNT];
     for (node, slots) in slots_of.iter().enumerate() {
-        let rate = |s: u16| {
-            let r = rates[usize::from(s)];
-            if r.is_finite() { r.max(0.0) } else { 0.0 }
-        };
-        let total: f64 = slots.iter().map(|&s| rate(s)).sum();
+        let total: f64 = slots.iter().map(|&s| rate_in(totals, s)).sum();
         if total > 0.0 && loads[node].is_finite() {
             for &slot in slots {
-                out[usize::from(slot)] = loads[node] * rate(slot) / total;
+                out[usize::from(slot)] = loads[node] * rate_in(rates, slot) / total;
             }
         }
     }
@@ -270,4 +290,28 @@ pub fn imbalance(loads: &[f64]) -> f64 {
     }
     let max = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     max - loads.iter().sum::<f64>() / loads.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slots_load_is_its_rate_over_its_owners_totals() {
+        let slots_of = vec![vec![0, 1, 2], vec![3]];
+        let mut rates = vec![f64::NAN; SLOT_COUNT];
+        rates[..4].copy_from_slice(&[1.0, 3.0, 0.0, 2.0]);
+        let loads = [1.0, 0.5];
+        let by_rates = token_loads(&slots_of, &rates, None, &loads);
+        assert_eq!(by_rates[..4], [0.25, 0.75, 0.0, 0.5]);
+        assert_eq!(by_rates[4..].iter().sum::<f64>(), 0.0);
+        // Medians of 1, 0, 0 and 2 over means of 2, 3, 3 and 2: node 0's slots carry 1/8 of
+        // its load, the rest is no slot's.
+        let mut medians = rates.clone();
+        medians[..4].copy_from_slice(&[1.0, 0.0, 0.0, 2.0]);
+        let mut means = rates.clone();
+        means[..4].copy_from_slice(&[2.0, 3.0, 3.0, 2.0]);
+        let by_medians = token_loads(&slots_of, &medians, Some(&means), &loads);
+        assert_eq!(by_medians[..4], [0.125, 0.0, 0.0, 0.5]);
+    }
 }

@@ -8,7 +8,7 @@ use crate::backend::{SlotFigures, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot};
 use crate::error::Error;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::{SlotCpuSample, SlotRateWindow};
+use crate::telemetry::{SlotCpuSample, SlotRateStatistic, SlotRateWindow};
 
 /// Which per-slot counter splits a master's load among its slots (`--slot-split`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
@@ -43,8 +43,13 @@ pub(super) struct SlotReading {
     /// The cpu (cores) of every slot (`None` without per-slot statistics).
     pub cpu: Option<Vec<f64>>,
     /// What splits each master's load among its slots, per slot (`None` without per-slot
-    /// statistics): the cpu, or the bytes per microsecond under [`SlotSplit::Network`].
+    /// statistics): the cpu, or the bytes per microsecond under [`SlotSplit::Network`]; their
+    /// medians under [`SlotRateStatistic::Median`].
     pub split: Option<Vec<f64>>,
+    /// Under [`SlotRateStatistic::Median`], the mean rates of the same counter: a slot's part
+    /// of its master's load is its `split` over the sum of these over the master's slots
+    /// (`None`: over the sum of `split`).
+    pub split_total: Option<Vec<f64>>,
     /// Observations since the figures were read (0: read for this one).
     pub age: u32,
 }
@@ -53,6 +58,7 @@ pub(super) struct SlotReading {
 /// reuse them.
 pub(super) struct SlotReader {
     split: SlotSplit,
+    statistic: SlotRateStatistic,
     /// The last samples of `cpu-usec`.
     cpu_window: SlotRateWindow,
     /// The cpu (cores) of every slot over the window's intervals it was sampled in (kept
@@ -62,7 +68,18 @@ pub(super) struct SlotReader {
     network_window: SlotRateWindow,
     /// The bytes per microsecond of every slot, likewise.
     network_rates: Vec<f64>,
+    /// The medians of the split counter's rates over its window (NaN: never sampled); kept
+    /// under [`SlotRateStatistic::Median`] only.
+    split_medians: Vec<f64>,
     last: Option<LastReading>,
+}
+
+/// The per-slot rates of one reading ([`SlotReading`] says what each is).
+#[derive(Debug, PartialEq)]
+struct SlotRates {
+    cpu: Vec<f64>,
+    split: Vec<f64>,
+    split_total: Option<Vec<f64>>,
 }
 
 /// The figures of the last reading, the masters they were read from, and the observations
@@ -75,15 +92,17 @@ struct LastReading {
 
 impl SlotReader {
     /// A reader whose rates are over the last `window` readings
-    /// ([`SlotStatsReading::window`]).
-    pub(super) fn new(split: SlotSplit, window: u32) -> SlotReader {
+    /// ([`SlotStatsReading::window`]), the split weighted by `statistic`.
+    pub(super) fn new(split: SlotSplit, window: u32, statistic: SlotRateStatistic) -> SlotReader {
         let window = window.max(1) as usize;
         SlotReader {
             split,
+            statistic,
             cpu_window: SlotRateWindow::new(window),
             cpu_rates: vec![f64::NAN; SLOT_COUNT],
             network_window: SlotRateWindow::new(window),
             network_rates: vec![f64::NAN; SLOT_COUNT],
+            split_medians: vec![f64::NAN; SLOT_COUNT],
             last: None,
         }
     }
@@ -132,25 +151,36 @@ impl SlotReader {
             }
         }
         let last = self.last.as_ref().expect("read or kept above");
-        let (cpu, split) = self.current_rates(&last.figures);
+        let rates = self.current_rates(&last.figures);
+        let (cpu, split, split_total) = match rates {
+            Some(rates) => (Some(rates.cpu), Some(rates.split), rates.split_total),
+            None => (None, None, None),
+        };
         Ok(SlotReading {
             figures: last.figures.clone(),
             cpu,
             split,
+            split_total,
             age: last.age,
         })
     }
 
-    /// The rates kept, for figures with per-slot statistics.
-    fn current_rates(&self, figures: &SlotFigures) -> (Option<Vec<f64>>, Option<Vec<f64>>) {
-        if figures.cpu_usec.is_none() {
-            return (None, None);
-        }
-        let split = match self.split {
+    /// The rates kept, for figures with per-slot statistics (`None` for figures without).
+    fn current_rates(&self, figures: &SlotFigures) -> Option<SlotRates> {
+        figures.cpu_usec.as_ref()?;
+        let means = match self.split {
             SlotSplit::Cpu => &self.cpu_rates,
             SlotSplit::Network => &self.network_rates,
         };
-        (Some(self.cpu_rates.clone()), Some(split.clone()))
+        let (split, split_total) = match self.statistic {
+            SlotRateStatistic::Mean => (means.clone(), None),
+            SlotRateStatistic::Median => (self.split_medians.clone(), Some(means.clone())),
+        };
+        Some(SlotRates {
+            cpu: self.cpu_rates.clone(),
+            split,
+            split_total,
+        })
     }
 
     /// Updates the rates with the counters of `figures` (missing samples keep their earlier
@@ -178,6 +208,13 @@ impl SlotReader {
             owners,
             taken,
         );
+        if self.statistic == SlotRateStatistic::Median {
+            let window = match self.split {
+                SlotSplit::Cpu => &self.cpu_window,
+                SlotSplit::Network => &self.network_window,
+            };
+            window.medians(&mut self.split_medians);
+        }
     }
 }
 
@@ -240,7 +277,7 @@ mod tests {
     }
 
     fn split_of(split: SlotSplit) -> (Vec<f64>, Vec<f64>) {
-        let mut reader = SlotReader::new(split, 1);
+        let mut reader = SlotReader::new(split, 1, SlotRateStatistic::Mean);
         let snapshot = snapshot();
         let start = SlotFigures {
             cpu_usec: Some(vec![0; SLOT_COUNT]),
@@ -251,8 +288,9 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(2));
         let later = figures(0);
         reader.rates(&snapshot, &later);
-        let (cpu, split) = reader.current_rates(&later);
-        (cpu.unwrap(), split.unwrap())
+        let rates = reader.current_rates(&later).expect("per-slot statistics");
+        assert_eq!(rates.split_total, None);
+        (rates.cpu, rates.split)
     }
 
     #[test]
@@ -273,12 +311,48 @@ mod tests {
 
     #[test]
     fn without_per_slot_statistics_there_are_no_rates() {
-        let mut reader = SlotReader::new(SlotSplit::Network, 1);
+        let mut reader = SlotReader::new(SlotSplit::Network, 1, SlotRateStatistic::Median);
         let none = SlotFigures {
             keys: vec![1; SLOT_COUNT],
             ..SlotFigures::default()
         };
         reader.rates(&snapshot(), &none);
-        assert_eq!(reader.current_rates(&none), (None, None));
+        assert_eq!(reader.current_rates(&none), None);
+    }
+
+    #[test]
+    fn the_median_leaves_out_one_readings_spike() {
+        let mut reader = SlotReader::new(SlotSplit::Cpu, 3, SlotRateStatistic::Median);
+        let snapshot = snapshot();
+        // Slot 1 runs 10 us in every interval; slot 2 nothing, then 5 000 us in the third.
+        let grown = |slot_1: u64, slot_2: u64| {
+            let mut cpu = vec![0; SLOT_COUNT];
+            cpu[1] = slot_1;
+            cpu[2] = slot_2;
+            SlotFigures {
+                keys: vec![1; SLOT_COUNT],
+                cpu_usec: Some(cpu),
+                network_bytes: Some(vec![0; SLOT_COUNT]),
+                stats_off: Vec::new(),
+            }
+        };
+        let readings = [grown(0, 0), grown(10, 0), grown(20, 0), grown(30, 5_000)];
+        for figures in &readings {
+            reader.rates(&snapshot, figures);
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        let rates = reader
+            .current_rates(&readings[3])
+            .expect("per-slot statistics");
+        let (cpu, split, total) = (rates.cpu, rates.split, rates.split_total.unwrap());
+        assert_eq!(cpu, total, "the totals are the mean rates");
+        assert!(split[1] > 0.0 && total[1] > 0.0);
+        assert_eq!(split[2], 0.0, "the median of 0, 0 and a spike");
+        assert!(
+            total[2] > 100.0 * total[1],
+            "{} against {}",
+            total[2],
+            total[1]
+        );
     }
 }
