@@ -222,16 +222,25 @@ fn a_window_of_readings_still_sees_the_hot_slot_and_relieves_its_node() {
     let report = workload.finish();
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
-    // The loop's first observation has no rates yet; the first with rates lists the hot slot.
+    assert_hot_slot_first_and_slots_signal(&steps, data.hot_slots[0], "over the last 3 readings");
+}
+
+/// The loop's first observation has no rates yet; the first with rates lists `hot_slot`
+/// hottest, and every step's `observed.signals.slots` contains `signal`.
+fn assert_hot_slot_first_and_slots_signal(
+    steps: &[serde_json::Value],
+    hot_slot: u16,
+    signal: &str,
+) {
     let first = steps
         .iter()
         .map(|step| &step["observed"]["hot_slots"])
         .find(|hot| hot.as_array().is_some_and(|slots| !slots.is_empty()))
         .expect("a step with per-slot rates");
-    assert_eq!(first[0]["slot"], data.hot_slots[0], "{first}");
-    for step in &steps {
+    assert_eq!(first[0]["slot"], hot_slot, "{first}");
+    for step in steps {
         let slots = step["observed"]["signals"]["slots"].as_str().unwrap_or("");
-        assert!(slots.contains("over the last 3 readings"), "{slots}");
+        assert!(slots.contains(signal), "{slots}");
     }
 }
 
@@ -256,19 +265,11 @@ fn the_median_of_a_window_still_sees_the_hot_slot_and_relieves_its_node() {
     let report = workload.finish();
     assert_nothing_lost(&cluster, &report);
     assert_check_clean(&cluster);
-    let first = steps
-        .iter()
-        .map(|step| &step["observed"]["hot_slots"])
-        .find(|hot| hot.as_array().is_some_and(|slots| !slots.is_empty()))
-        .expect("a step with per-slot rates");
-    assert_eq!(first[0]["slot"], data.hot_slots[0], "{first}");
-    for step in &steps {
-        let slots = step["observed"]["signals"]["slots"].as_str().unwrap_or("");
-        assert!(
-            slots.contains("the median of its cpu-usec rates over the last 3 readings"),
-            "{slots}"
-        );
-    }
+    assert_hot_slot_first_and_slots_signal(
+        &steps,
+        data.hot_slots[0],
+        "the median of its cpu-usec rates over the last 3 readings",
+    );
 }
 
 /// `--atomic-from-keys`: every group of slots holding fewer keys moves key by key (here every
