@@ -172,19 +172,27 @@ fn a_hot_slot_with_few_keys_is_seen_and_its_node_relieved_by_server_reported_cpu
         "{}",
         planned["plan"]["summary"]
     );
+    // A plan moves exactly when its predicted gain reaches --min-gain. The gain is read
+    // anew, so a plan that removes the whole excess (a gain of 0.999 or more, seen once in
+    // CI) moves even under 0.999; any other is held back and says why.
     let held = plan_with(&["--min-gain", "0.999"]);
     let because = held["plan"]["nothing_moves_because"].as_str().unwrap_or("");
-    assert!(
-        held["plan"]["moves"].as_array().unwrap().is_empty()
-            && because.contains("below --min-gain 99.9 %"),
-        "{}",
-        held["plan"]
-    );
     let held_gain = held["plan"]["predicted_gain"].as_f64().unwrap();
-    assert!(
-        held_gain > 0.0 && held_gain < 0.999,
-        "{held_gain}: {because}"
-    );
+    let held_moves = held["plan"]["moves"].as_array().unwrap();
+    assert!(held_gain > 0.0, "{held_gain}: {because}");
+    if held_gain < 0.999 {
+        assert!(
+            held_moves.is_empty() && because.contains("below --min-gain 99.9 %"),
+            "{}",
+            held["plan"]
+        );
+    } else {
+        assert!(
+            !held_moves.is_empty() && held["plan"]["nothing_moves_because"].is_null(),
+            "{}",
+            held["plan"]
+        );
+    }
 
     let (progress, steps) = rebalance_relieving_the_hot_node(&cluster, &["--steps", "14"]);
     let report = workload.finish();
