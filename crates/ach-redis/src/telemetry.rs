@@ -308,12 +308,10 @@ fn rates_over<'a>(
     let mut missing = 0;
     for (slot, rate) in rates.iter_mut().enumerate() {
         let (mut growth, mut elapsed_usec, mut sampled) = (0u64, 0.0, false);
-        for interval in intervals {
-            if let Some(slot_growth) = interval.growth.get(slot).copied().flatten() {
-                growth += slot_growth;
-                elapsed_usec += interval.elapsed_usec;
-                sampled = true;
-            }
+        for (slot_growth, interval_usec) in samples_of(slot, intervals) {
+            growth += slot_growth;
+            elapsed_usec += interval_usec;
+            sampled = true;
         }
         if sampled {
             *rate = growth as f64 / elapsed_usec;
@@ -322,6 +320,18 @@ fn rates_over<'a>(
         }
     }
     missing
+}
+
+/// A slot's growth and the interval's microseconds, in each of the `intervals` it was sampled
+/// in.
+fn samples_of<'a>(
+    slot: usize,
+    intervals: impl IntoIterator<Item = &'a SlotInterval>,
+) -> impl Iterator<Item = (u64, f64)> {
+    intervals.into_iter().filter_map(move |interval| {
+        let growth = interval.growth.get(slot).copied().flatten()?;
+        Some((growth, interval.elapsed_usec))
+    })
 }
 
 /// The growth of every slot's counter between two samples, and the microseconds between them.
@@ -422,10 +432,9 @@ impl SlotRateWindow {
         let mut sampled = Vec::with_capacity(self.intervals.len());
         for (slot, median) in medians.iter_mut().enumerate() {
             sampled.clear();
-            sampled.extend(self.intervals.iter().filter_map(|interval| {
-                let growth = interval.growth.get(slot).copied().flatten()?;
-                Some(growth as f64 / interval.elapsed_usec)
-            }));
+            sampled.extend(
+                samples_of(slot, &self.intervals).map(|(growth, usec)| growth as f64 / usec),
+            );
             if sampled.is_empty() {
                 missing += 1;
                 continue;
@@ -463,16 +472,6 @@ pub enum SlotRateStatistic {
     /// median is 0 (asked less than every other interval) is left to no slot rather than
     /// spread over the others.
     Median,
-}
-
-impl SlotRateStatistic {
-    /// The name `--slot-rate` takes.
-    pub fn name(self) -> &'static str {
-        match self {
-            SlotRateStatistic::Mean => "mean",
-            SlotRateStatistic::Median => "median",
-        }
-    }
 }
 
 /// How samples become readings.

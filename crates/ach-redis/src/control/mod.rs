@@ -148,11 +148,7 @@ impl Controller {
         }
         // Built once now, so that a bad parameter is an error before anything is observed.
         options.build(&[1.0])?;
-        let slots = SlotReader::new(
-            options.slot_split,
-            options.slot_stats.window,
-            options.slot_stats.statistic,
-        );
+        let slots = SlotReader::new(options.slot_split, &options.slot_stats);
         Ok(Controller {
             options,
             balancer: None,
@@ -395,11 +391,7 @@ impl Controller {
                 &figures,
                 &self.nodes.source,
                 &bases,
-                (
-                    self.options.slot_split,
-                    self.options.slot_stats.window,
-                    self.options.slot_stats.statistic,
-                ),
+                (self.options.slot_split, &self.options.slot_stats),
             ),
             hot_slots,
             slot_figures_age,

@@ -1,7 +1,7 @@
 //! What one observation of the cluster holds: every master's view and load, the signals they
 //! come from, the hot slots.
 
-use crate::backend::{BackendKind, SlotFigures};
+use crate::backend::{BackendKind, SlotFigures, SlotStatsReading};
 use crate::cluster::Snapshot;
 use crate::node_telemetry::NodeTelemetry;
 use crate::prometheus_telemetry::PrometheusReadings;
@@ -63,13 +63,13 @@ pub struct Signals {
 
 impl Signals {
     /// The signals of an observation; `bases` says what every master's cpu part counts, and
-    /// each slot's rate is over the last `window` readings of the per-slot figures.
+    /// each slot's rate is as `reading` says ([`SlotStatsReading::window`] and `statistic`).
     pub(super) fn of(
         backend: BackendKind,
         figures: &SlotFigures,
         telemetry: &NodeTelemetry,
         bases: &[CpuBasis],
-        (split, window, statistic): (SlotSplit, u32, SlotRateStatistic),
+        (split, reading): (SlotSplit, &SlotStatsReading),
     ) -> Signals {
         let slot_stats = figures.cpu_usec.is_some();
         let note = match backend {
@@ -125,19 +125,14 @@ impl Signals {
             cpu,
             memory,
             latency,
-            slots: slot_signal(slot_stats, split, window, statistic),
+            slots: slot_signal(slot_stats, split, reading),
             note,
         }
     }
 }
 
 /// How slots are weighted when planning, in a sentence.
-fn slot_signal(
-    slot_stats: bool,
-    split: SlotSplit,
-    window: u32,
-    statistic: SlotRateStatistic,
-) -> String {
+fn slot_signal(slot_stats: bool, split: SlotSplit, reading: &SlotStatsReading) -> String {
     if !slot_stats {
         return "cost by keys; load assumed in proportion to keys".into();
     }
@@ -145,11 +140,11 @@ fn slot_signal(
         SlotSplit::Cpu => "cpu-usec",
         SlotSplit::Network => "network-bytes-in + network-bytes-out",
     };
-    let over = match window {
+    let over = match reading.window {
         0 | 1 => "the interval".to_string(),
         n => format!("the last {n} readings"),
     };
-    match statistic {
+    match reading.statistic {
         SlotRateStatistic::Mean => format!(
             "cost by keys; each slot's load its share of its node's {counter} growth over \
              {over} (CLUSTER SLOT-STATS)"

@@ -91,13 +91,13 @@ struct LastReading {
 }
 
 impl SlotReader {
-    /// A reader whose rates are over the last `window` readings
-    /// ([`SlotStatsReading::window`]), the split weighted by `statistic`.
-    pub(super) fn new(split: SlotSplit, window: u32, statistic: SlotRateStatistic) -> SlotReader {
-        let window = window.max(1) as usize;
+    /// A reader whose rates are over the last [`SlotStatsReading::window`] readings, the
+    /// split weighted by [`SlotStatsReading::statistic`].
+    pub(super) fn new(split: SlotSplit, reading: &SlotStatsReading) -> SlotReader {
+        let window = reading.window.max(1) as usize;
         SlotReader {
             split,
-            statistic,
+            statistic: reading.statistic,
             cpu_window: SlotRateWindow::new(window),
             cpu_rates: vec![f64::NAN; SLOT_COUNT],
             network_window: SlotRateWindow::new(window),
@@ -276,8 +276,16 @@ mod tests {
         }
     }
 
+    fn median_over(window: u32) -> SlotStatsReading {
+        SlotStatsReading {
+            window,
+            statistic: SlotRateStatistic::Median,
+            ..SlotStatsReading::default()
+        }
+    }
+
     fn split_of(split: SlotSplit) -> (Vec<f64>, Vec<f64>) {
-        let mut reader = SlotReader::new(split, 1, SlotRateStatistic::Mean);
+        let mut reader = SlotReader::new(split, &SlotStatsReading::default());
         let snapshot = snapshot();
         let start = SlotFigures {
             cpu_usec: Some(vec![0; SLOT_COUNT]),
@@ -311,7 +319,7 @@ mod tests {
 
     #[test]
     fn without_per_slot_statistics_there_are_no_rates() {
-        let mut reader = SlotReader::new(SlotSplit::Network, 1, SlotRateStatistic::Median);
+        let mut reader = SlotReader::new(SlotSplit::Network, &median_over(1));
         let none = SlotFigures {
             keys: vec![1; SLOT_COUNT],
             ..SlotFigures::default()
@@ -322,7 +330,7 @@ mod tests {
 
     #[test]
     fn the_median_leaves_out_one_readings_spike() {
-        let mut reader = SlotReader::new(SlotSplit::Cpu, 3, SlotRateStatistic::Median);
+        let mut reader = SlotReader::new(SlotSplit::Cpu, &median_over(3));
         let snapshot = snapshot();
         // Slot 1 runs 10 us in every interval; slot 2 nothing, then 5 000 us in the third.
         let grown = |slot_1: u64, slot_2: u64| {
