@@ -3,8 +3,9 @@
 //! what the run costs in CPU time, and the section of docs/performance.md that shows it.
 //!
 //! A run is timed twice per repeat: once without a probe (its thread's CPU time from
-//! `/proc/thread-self/schedstat` and its wall time: the figures of the run as users get it) and
-//! once with a [`PhaseClock`] (the wall time between the run's phase changes, which costs about
+//! `/proc/thread-self/schedstat` and its wall time: the figures of the run as users get it; for
+//! a short run, the mean of as many runs in a row as take [`MIN_REPEAT_SECONDS`]) and once with
+//! a [`PhaseClock`] (the wall time between the run's phase changes, which costs about
 //! a clock read per change). The phase table gives the probed repeat with the smallest total and
 //! each phase's share of it; a phase's CPU estimate is its share of the best unprobed CPU time.
 //! This module only measures and formats; it never judges a figure against a target.
@@ -140,9 +141,12 @@ pub struct PointProfile {
     pub tokens: usize,
     /// Steps of a run.
     pub steps: u32,
-    /// CPU seconds of the run's thread, every unprobed repeat (empty without schedstat).
+    /// Runs in a row that make one unprobed repeat (see [`MIN_REPEAT_SECONDS`]).
+    pub runs_per_repeat: u32,
+    /// CPU seconds of the run's thread per run, the mean of each unprobed repeat's runs (empty
+    /// without schedstat).
     pub cpu_seconds: Vec<f64>,
-    /// Wall seconds, every unprobed repeat.
+    /// Wall seconds per run, the mean of each unprobed repeat's runs.
     pub wall_seconds: Vec<f64>,
     /// (phase name, seconds) of the fastest probed repeat, in table order.
     pub phases: Vec<(String, f64)>,
@@ -168,22 +172,37 @@ impl PointProfile {
     }
 }
 
-/// Runs `point` `repeats` times unprobed and `repeats` times probed, in this thread.
+/// The shortest time an unprobed repeat measures: a repeat of a shorter run times several
+/// runs in a row and gives their mean. The CPU time a system keeps for a thread may grow in
+/// ticks of the scheduler (4 ms on the development machine's virtual machine, a quarter of a
+/// C1 run), which a single short run would round.
+pub const MIN_REPEAT_SECONDS: f64 = 0.25;
+
+/// Runs `point` `repeats` times unprobed and `repeats` times probed, in this thread. An
+/// unprobed repeat is as many runs in a row as take [`MIN_REPEAT_SECONDS`] (one for a long
+/// run), after one run that warms the caches up and tells how long a run takes.
 pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, BenchError> {
     let config = point.config()?;
     let spec = run_zero(&config);
+    let start = Instant::now();
+    let mut record = simulate_probed(&spec, &mut NoProbe)?;
+    let first_seconds = start.elapsed().as_secs_f64();
+    let runs_per_repeat = (MIN_REPEAT_SECONDS / first_seconds)
+        .ceil()
+        .clamp(1.0, 1000.0) as u32;
     let mut cpu_seconds = Vec::new();
     let mut wall_seconds = Vec::new();
-    let mut record = None;
     for _ in 0..repeats.max(1) {
         let cpu_start = thread_cpu_seconds();
         let start = Instant::now();
-        let done = simulate_probed(&spec, &mut NoProbe)?;
-        wall_seconds.push(start.elapsed().as_secs_f64());
-        if let (Some(a), Some(b)) = (cpu_start, thread_cpu_seconds()) {
-            cpu_seconds.push(b - a);
+        for _ in 0..runs_per_repeat {
+            record = simulate_probed(&spec, &mut NoProbe)?;
         }
-        record = Some(done);
+        let runs = f64::from(runs_per_repeat);
+        wall_seconds.push(start.elapsed().as_secs_f64() / runs);
+        if let (Some(a), Some(b)) = (cpu_start, thread_cpu_seconds()) {
+            cpu_seconds.push((b - a) / runs);
+        }
     }
     let mut fastest: Option<PhaseClock> = None;
     for _ in 0..repeats.max(1) {
@@ -198,7 +217,6 @@ pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, Be
         }
     }
     let clock = fastest.expect("at least one repeat");
-    let record = record.expect("at least one repeat");
     let start = Instant::now();
     let bytes = crate::store::encode(&record);
     let encode_seconds = start.elapsed().as_secs_f64();
@@ -211,6 +229,7 @@ pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, Be
         nodes: config.cluster.classes.len(),
         tokens: config.tokens,
         steps: config.steps,
+        runs_per_repeat,
         cpu_seconds,
         wall_seconds,
         phases: named_phases(&config, &clock),
@@ -231,6 +250,15 @@ fn named_phases(config: &SeriesConfig, clock: &PhaseClock) -> Vec<(String, f64)>
         .collect()
 }
 
+/// How a repeat's figure was made, when it is a mean of several runs.
+fn per_repeat(runs: u32) -> String {
+    if runs > 1 {
+        format!(", each the mean of {runs} runs in a row")
+    } else {
+        String::new()
+    }
+}
+
 fn milliseconds(seconds: &[f64]) -> String {
     let parts: Vec<String> = seconds.iter().map(|s| format!("{:.1}", s * 1e3)).collect();
     parts.join(", ")
@@ -248,10 +276,11 @@ pub fn point_markdown(p: &PointProfile) -> String {
         Some(cpu) => {
             let _ = writeln!(
                 out,
-                "- CPU time of one run (the run's thread): best **{:.1} ms** (repeats {} ms); \
+                "- CPU time of one run (the run's thread): best **{:.1} ms** (repeats {} ms{}); \
                  {:.2} ns per token-step.",
                 cpu * 1e3,
                 milliseconds(&p.cpu_seconds),
+                per_repeat(p.runs_per_repeat),
                 cpu * 1e9 / p.token_steps()
             );
         }
@@ -261,9 +290,10 @@ pub fn point_markdown(p: &PointProfile) -> String {
     }
     let _ = writeln!(
         out,
-        "- Wall time of one run: best {:.1} ms (repeats {} ms).",
+        "- Wall time of one run: best {:.1} ms (repeats {} ms{}).",
         best(&p.wall_seconds).unwrap_or(f64::NAN) * 1e3,
-        milliseconds(&p.wall_seconds)
+        milliseconds(&p.wall_seconds),
+        per_repeat(p.runs_per_repeat)
     );
     let _ = writeln!(
         out,
@@ -428,6 +458,7 @@ mod tests {
             nodes: 10,
             tokens: 1000,
             steps: 2000,
+            runs_per_repeat: 16,
             cpu_seconds: vec![0.02, 0.01],
             wall_seconds: vec![0.03],
             phases: vec![
@@ -437,7 +468,10 @@ mod tests {
             encode_seconds: 0.0001,
         };
         let text = point_markdown(&p);
-        assert!(text.contains("best **10.0 ms** (repeats 20.0, 10.0 ms); 5.00 ns per token-step"));
+        assert!(text.contains(
+            "best **10.0 ms** (repeats 20.0, 10.0 ms, each the mean of 16 runs in a row); \
+             5.00 ns per token-step"
+        ));
         assert!(text.contains("| drawing the workload | 75.0 % | 3.00 | 7.50 | 3.75 |"));
         assert!(text.contains("| **total** | 100.0 % | 4.00 | 10.00 | 5.00 |"));
     }

@@ -628,10 +628,28 @@ impl TokenRing {
     /// Sets the owner of each move's token (in range) to its `to`, in order, in every order
     /// the ring keeps and in the counts; each kept order is updated in a pass of its own.
     fn set_owners(&mut self, moves: &[TokenMove]) {
-        for mv in moves {
-            self.count_out(self.owners[mv.token]);
-            self.count_in(mv.to);
-            self.owners[mv.token] = mv.to;
+        let counted = self.node_counts.len();
+        if moves.iter().all(|mv| mv.to.index() < counted) {
+            // Every receiver has a count already (as in a plan among known nodes): no count
+            // grows the list, and the counts that drop to zero at its end are dropped once,
+            // which leaves the same counts as doing it move by move.
+            for mv in moves {
+                let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
+                match self.node_counts.get_mut(from.index()) {
+                    Some(count) => *count -= 1,
+                    None => self.uncounted_tokens -= 1,
+                }
+                self.node_counts[mv.to.index()] += 1;
+            }
+            while self.node_counts.last() == Some(&0) {
+                self.node_counts.pop();
+            }
+        } else {
+            for mv in moves {
+                self.count_out(self.owners[mv.token]);
+                self.count_in(mv.to);
+                self.owners[mv.token] = mv.to;
+            }
         }
         self.owner_changes += moves.len() as u64;
         if let Some(owners) = self.owners_shortest_first.get_mut() {

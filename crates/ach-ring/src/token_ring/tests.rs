@@ -328,6 +328,7 @@ mod properties {
             prop_assert_eq!(got.map(f64::to_bits), want.map(f64::to_bits));
             prop_assert_eq!(distinct.owners(), in_order.owners());
             prop_assert_eq!(distinct.counts(9), in_order.counts(9));
+            prop_assert_eq!(&distinct, &in_order);
         }
 
         #[test]

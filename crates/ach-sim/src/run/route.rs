@@ -7,10 +7,11 @@
 //! not depend on the order of the additions, which leaves the routing free to add them up in
 //! whatever order is fastest. Two orders are used:
 //!
-//! - **In full**: every token's word added to its owner's sum, chunk by chunk and arm by arm;
-//!   in a small cluster into [`LANES`] partial sums per node (token `s` to lane `s % LANES`,
-//!   so that tokens of one owner in a row, as a contiguous layout has them, do not each wait
-//!   for the previous addition's store).
+//! - **In full**: every token's word added to its owner's sum. Owners laid out round robin
+//!   or in blocks (the initial ring, Static-Wt's) are summed by their layout, many words per
+//!   instruction ([`layout`]); others word by word, chunk by chunk and arm by arm, in a small
+//!   cluster into [`LANES`] partial sums per node (token `s` to lane `s % LANES`, so that
+//!   tokens of one owner in a row do not each wait for the previous addition's store).
 //! - **From the reference**: the arms of a run all start from one ring, the *reference*, and
 //!   most move few tokens from it (a budgeted ACH, a sweep's ACH arms, an algorithm that
 //!   never moves). Such an arm's sums are the reference's sums, plus each word of a token
@@ -22,6 +23,10 @@
 //! quarter of the tokens differ) changes the time of a step, never its values.
 
 use ach_ring::{NodeId, TokenRing};
+
+mod layout;
+
+use layout::Layout;
 
 /// Tokens routed by every arm in turn before the next ones: a chunk of the packed counts
 /// (16 KiB) stays in the first-level cache while each arm reads it.
@@ -43,6 +48,7 @@ const FROM_REFERENCE_AT_MOST: usize = 4;
 /// The reference ring's owners and this step's sums of them.
 pub(super) struct Reference {
     owners: Vec<NodeId>,
+    layout: Layout,
     lanes: Vec<u64>,
     sums: Vec<u64>,
 }
@@ -52,10 +58,19 @@ impl Reference {
     pub(super) fn new(ring: &TokenRing) -> Reference {
         Reference {
             owners: ring.owners().to_vec(),
+            layout: Layout::of(ring.owners()),
             lanes: Vec::new(),
             sums: Vec::new(),
         }
     }
+}
+
+/// One arm routed in full: its owners, their layout, and its partial and whole sums.
+struct FullRoute<'a> {
+    owners: &'a [NodeId],
+    layout: &'a Layout,
+    lanes: &'a mut Vec<u64>,
+    sums: &'a mut Vec<u64>,
 }
 
 /// One arm's routing state: its per-node sums and how its owners differ from the reference.
@@ -72,6 +87,11 @@ pub(super) struct ArmRoute {
     differing_count: usize,
     /// The ring's [`TokenRing::owner_changes`] when they were last counted (`None`: never).
     counted_at: Option<u64>,
+    /// The layout of the ring's owners, found again when the arm is routed in full and its
+    /// owners changed.
+    layout: Layout,
+    /// The ring's [`TokenRing::owner_changes`] when its layout was found (`None`: never).
+    layout_at: Option<u64>,
 }
 
 impl ArmRoute {
@@ -128,19 +148,29 @@ pub(super) fn route(
         }
     }
     if from_reference_count > 0 {
-        let mut full = [(
-            reference.owners.as_slice(),
-            &mut reference.lanes,
-            &mut reference.sums,
-        )];
+        let mut full = [FullRoute {
+            owners: &reference.owners,
+            layout: &reference.layout,
+            lanes: &mut reference.lanes,
+            sums: &mut reference.sums,
+        }];
         sum_in_full(&mut full, packed, n);
     }
-    let mut full: Vec<(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)> =
-        Vec::with_capacity(arms.len() - from_reference_count);
+    let mut full = Vec::with_capacity(arms.len() - from_reference_count);
     let mut from_reference = Vec::with_capacity(from_reference_count);
     for (ring, route) in arms.iter_mut() {
         if route.differs_a_lot {
-            full.push((ring.owners(), &mut route.lanes, &mut route.sums));
+            let changes = ring.owner_changes();
+            if route.layout_at != Some(changes) {
+                route.layout = Layout::of(ring.owners());
+                route.layout_at = Some(changes);
+            }
+            full.push(FullRoute {
+                owners: ring.owners(),
+                layout: &route.layout,
+                lanes: &mut route.lanes,
+                sums: &mut route.sums,
+            });
         } else {
             from_reference.push((ring.owners(), &mut **route));
         }
@@ -160,9 +190,27 @@ pub(super) fn route(
     }
 }
 
-/// Routes in full: each `(owners, lanes, sums)` gets in `sums` the per-node sums of `packed`
-/// over its owners, for `n` nodes.
-fn sum_in_full(arms: &mut [(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)], packed: &[u64], n: usize) {
+/// Routes in full: each arm gets in its `sums` the per-node sums of `packed` over its owners,
+/// for `n` nodes; an arm whose owners have a layout ([`Layout`]) sums them by it, the others
+/// word by word.
+fn sum_in_full(arms: &mut [FullRoute<'_>], packed: &[u64], n: usize) {
+    let mut scattered = Vec::with_capacity(arms.len());
+    for arm in arms.iter_mut() {
+        arm.sums.clear();
+        arm.sums.resize(n, 0);
+        if !arm.layout.add_sums(arm.owners, packed, arm.sums, arm.lanes) {
+            scattered.push((arm.owners, &mut *arm.lanes, &mut *arm.sums));
+        }
+    }
+    sum_scattered(&mut scattered, packed, n);
+}
+
+/// Routes in full word by word: each `(owners, lanes, sums)` gets in `sums` the per-node sums
+/// of `packed` over its owners, for `n` nodes.
+fn sum_scattered(arms: &mut [(&[NodeId], &mut Vec<u64>, &mut Vec<u64>)], packed: &[u64], n: usize) {
+    if arms.is_empty() {
+        return;
+    }
     if n > LANES_UP_TO_NODES {
         for (_, _, sums) in arms.iter_mut() {
             sums.clear();
