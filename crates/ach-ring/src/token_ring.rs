@@ -329,6 +329,10 @@ impl PartialEq for TokenRing {
     }
 }
 
+/// How many positions of a bucket [`TokenRing::lookup`] counts without a branch on their
+/// number (the sum in `lookup` counts this many).
+const BRANCHLESS_CANDIDATES: usize = 4;
+
 /// How many positions of a bucket [`TokenRing::lookup`] compares one by one; it binary-searches
 /// larger buckets.
 const LINEAR_SCAN_LIMIT: usize = 8;
@@ -704,9 +708,21 @@ impl TokenRing {
             // Unreachable for h in (0, 1); answer like the reference rather than panic.
             return self.lookup_binary_search(h);
         };
-        // The candidates are the positions inside the bucket, about half a token on average:
-        // compare them one by one, unless positions cluster and a binary search is cheaper.
-        let candidates = self.positions().get(first..end).unwrap_or(&[]);
+        // The candidates are the positions inside the bucket, about half a token on average.
+        // Up to four are counted without a branch on how many there are (which varies from
+        // bucket to bucket, so that a loop over them would end mispredicted): the sorted
+        // candidates below `h` are those before the first that is not. More are compared one
+        // by one, unless positions cluster and a binary search is cheaper.
+        let positions = self.positions();
+        if end - first <= BRANCHLESS_CANDIDATES {
+            let below = |j: usize| {
+                let position = positions.get(first + j).copied().unwrap_or(f64::INFINITY);
+                usize::from((first + j < end) & (position < h))
+            };
+            let token = first + below(0) + below(1) + below(2) + below(3);
+            return if token == positions.len() { 0 } else { token };
+        }
+        let candidates = positions.get(first..end).unwrap_or(&[]);
         let offset = if candidates.len() <= LINEAR_SCAN_LIMIT {
             candidates
                 .iter()
