@@ -678,9 +678,11 @@ impl TokenRing {
         self.owner_changes
     }
 
-    /// The longest arc.
+    /// The longest arc: the first in longest-first order (`O(1)`; the arcs are positive).
     pub fn max_arc(&self) -> f64 {
-        self.arcs().iter().copied().fold(0.0, f64::max)
+        self.tokens_longest_first()
+            .first()
+            .map_or(0.0, |&token| self.arcs()[token])
     }
 
     /// The token that owns hash `h`: the first token whose position is `>= h`, wrapping around

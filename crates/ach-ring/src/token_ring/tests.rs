@@ -378,6 +378,8 @@ mod properties {
             };
             prop_assert_eq!(ring.owners_longest_first(), in_order(ring.tokens_longest_first()));
             prop_assert_eq!(ring.owners_shortest_first(), in_order(ring.tokens_shortest_first()));
+            let longest = ring.arcs().iter().copied().fold(0.0, f64::max);
+            prop_assert_eq!(ring.max_arc().to_bits(), longest.to_bits());
             // So do the counts, and a ring built from the same owners is equal.
             for n in [0, 3, 8, 9] {
                 prop_assert_eq!(ring.counts(n), ring.counts_by_scan(n));
