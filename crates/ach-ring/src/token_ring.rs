@@ -603,19 +603,20 @@ impl TokenRing {
         self.node_counts[i] += 1;
     }
 
-    /// Counts one token fewer of `owner` (which owns one). The counts end at the largest id
-    /// that owns a token, so that equal owners give equal rings.
+    /// Counts one token fewer of `owner` (which owns one). A count may drop to zero at the
+    /// end of the list: [`TokenRing::trim_counts`] drops those once the owners are set.
     fn count_out(&mut self, owner: NodeId) {
         match self.node_counts.get_mut(owner.index()) {
-            Some(count) => {
-                *count -= 1;
-                if *count == 0 {
-                    while self.node_counts.last() == Some(&0) {
-                        self.node_counts.pop();
-                    }
-                }
-            }
+            Some(count) => *count -= 1,
             None => self.uncounted_tokens -= 1,
+        }
+    }
+
+    /// Drops the counts of zero at the end of the list, so that the counts end at the largest
+    /// id that owns a token and equal owners give equal rings.
+    fn trim_counts(&mut self) {
+        while self.node_counts.last() == Some(&0) {
+            self.node_counts.pop();
         }
     }
 
@@ -632,29 +633,12 @@ impl TokenRing {
     /// Sets the owner of each move's token (in range) to its `to`, in order, in every order
     /// the ring keeps and in the counts; each kept order is updated in a pass of its own.
     fn set_owners(&mut self, moves: &[TokenMove]) {
-        let counted = self.node_counts.len();
-        if moves.iter().all(|mv| mv.to.index() < counted) {
-            // Every receiver has a count already (as in a plan among known nodes): no count
-            // grows the list, and the counts that drop to zero at its end are dropped once,
-            // which leaves the same counts as doing it move by move.
-            for mv in moves {
-                let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
-                match self.node_counts.get_mut(from.index()) {
-                    Some(count) => *count -= 1,
-                    None => self.uncounted_tokens -= 1,
-                }
-                self.node_counts[mv.to.index()] += 1;
-            }
-            while self.node_counts.last() == Some(&0) {
-                self.node_counts.pop();
-            }
-        } else {
-            for mv in moves {
-                self.count_out(self.owners[mv.token]);
-                self.count_in(mv.to);
-                self.owners[mv.token] = mv.to;
-            }
+        for mv in moves {
+            let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
+            self.count_out(from);
+            self.count_in(mv.to);
         }
+        self.trim_counts();
         self.owner_changes += moves.len() as u64;
         if let Some(owners) = self.owners_shortest_first.get_mut() {
             let ranks = &self.geometry.ranks().shortest;

@@ -144,16 +144,13 @@ fn slot_signal(slot_stats: bool, split: SlotSplit, reading: &SlotStatsReading) -
         0 | 1 => "the interval".to_string(),
         n => format!("the last {n} readings"),
     };
-    match reading.statistic {
-        SlotRateStatistic::Mean => format!(
-            "cost by keys; each slot's load its share of its node's {counter} growth over \
-             {over} (CLUSTER SLOT-STATS)"
-        ),
+    let load = match reading.statistic {
+        SlotRateStatistic::Mean => format!("its share of its node's {counter} growth over {over}"),
         SlotRateStatistic::Median => format!(
-            "cost by keys; each slot's load the median of its {counter} rates over {over}, \
-             over the sum of its node's mean rates (CLUSTER SLOT-STATS)"
+            "the median of its {counter} rates over {over}, over the sum of its node's mean rates"
         ),
-    }
+    };
+    format!("cost by keys; each slot's load {load} (CLUSTER SLOT-STATS)")
 }
 
 impl Observed {
@@ -290,6 +287,31 @@ pub fn imbalance(loads: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_slot_signal_says_which_rate_weights_the_slots() {
+        let mean = SlotStatsReading::default();
+        assert_eq!(
+            slot_signal(true, SlotSplit::Cpu, &mean),
+            "cost by keys; each slot's load its share of its node's cpu-usec growth over the \
+             interval (CLUSTER SLOT-STATS)"
+        );
+        let median = SlotStatsReading {
+            window: 3,
+            statistic: SlotRateStatistic::Median,
+            ..SlotStatsReading::default()
+        };
+        assert_eq!(
+            slot_signal(true, SlotSplit::Network, &median),
+            "cost by keys; each slot's load the median of its network-bytes-in + \
+             network-bytes-out rates over the last 3 readings, over the sum of its node's mean \
+             rates (CLUSTER SLOT-STATS)"
+        );
+        assert_eq!(
+            slot_signal(false, SlotSplit::Cpu, &median),
+            "cost by keys; load assumed in proportion to keys"
+        );
+    }
 
     #[test]
     fn a_slots_load_is_its_rate_over_its_owners_totals() {

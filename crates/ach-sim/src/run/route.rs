@@ -201,9 +201,7 @@ pub(super) fn route(
 fn sum_in_full(arms: &mut [FullRoute<'_>], packed: &[u64], n: usize) {
     let mut scattered = Vec::with_capacity(arms.len());
     for arm in arms.iter_mut() {
-        arm.sums.clear();
-        arm.sums.resize(n, 0);
-        if !arm.layout.add_sums(arm.owners, packed, arm.sums, arm.lanes) {
+        if !arm.layout.sums(arm.owners, packed, n, arm.sums, arm.lanes) {
             scattered.push((arm.owners, &mut *arm.lanes, &mut *arm.sums));
         }
     }

@@ -11,7 +11,7 @@
 //!   words are summed as a slice.
 //!
 //! Any other layout (a ring that moved tokens here and there) is *scattered*: each word is
-//! added to its owner's sum, as [`super::sum_in_full`] does. Integer sums do not depend on the
+//! added to its owner's sum, as [`super::sum_scattered`] does. Integer sums do not depend on the
 //! order of the additions, so a layout changes the time of a step, never its values.
 
 use ach_ring::NodeId;
@@ -57,16 +57,21 @@ impl Layout {
         }
     }
 
-    /// Adds, for each token `s`, `packed[s]` to `sums[owners[s]]`, where `owners` are the
-    /// owners this layout was found for; `period_sums` is a buffer kept between calls.
-    /// Returns false, doing nothing, for [`Layout::Scattered`].
-    pub(super) fn add_sums(
+    /// Sets `sums` to the `n` per-node sums of `packed` over `owners`, the owners this layout
+    /// was found for; `period_sums` is a buffer kept between calls. Returns false, doing
+    /// nothing, for [`Layout::Scattered`].
+    pub(super) fn sums(
         &self,
         owners: &[NodeId],
         packed: &[u64],
-        sums: &mut [u64],
+        n: usize,
+        sums: &mut Vec<u64>,
         period_sums: &mut Vec<u64>,
     ) -> bool {
+        if *self != Layout::Scattered {
+            sums.clear();
+            sums.resize(n, 0);
+        }
         match self {
             Layout::Periodic { period } => {
                 // The owners repeat with any multiple of the period too: one of at least
@@ -218,9 +223,9 @@ mod tests {
                 want[owner.index()] += word;
             }
             let layout = Layout::of(&owners);
-            let mut got = vec![0_u64; 6];
+            let mut got = vec![1_u64; 2];
             let mut buffer = Vec::new();
-            if layout.add_sums(&owners, &packed, &mut got, &mut buffer) {
+            if layout.sums(&owners, &packed, 6, &mut got, &mut buffer) {
                 prop_assert_eq!(got, want);
             } else {
                 prop_assert_eq!(layout, Layout::Scattered);
