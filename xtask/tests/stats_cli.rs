@@ -2,12 +2,20 @@
 
 use std::process::Command;
 
-fn write_csv(name: &str, contents: &str) -> std::path::PathBuf {
-    let directory = std::env::temp_dir().join(format!("ach-stats-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&directory).unwrap();
-    let path = directory.join(name);
+/// A CSV file in its own temporary folder, which is removed when the value is dropped.
+struct CsvFile {
+    _directory: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+fn write_csv(name: &str, contents: &str) -> CsvFile {
+    let directory = tempfile::tempdir().unwrap();
+    let path = directory.path().join(name);
     std::fs::write(&path, contents).unwrap();
-    path
+    CsvFile {
+        _directory: directory,
+        path,
+    }
 }
 
 fn run(arguments: &[&str]) -> (i32, String, String) {
@@ -25,8 +33,8 @@ fn run(arguments: &[&str]) -> (i32, String, String) {
 
 #[test]
 fn bad_number_exits_with_status_2_and_names_the_cell() {
-    let path = write_csv("bad.csv", "run,ach,base\n1,0.9,0.8\n2,0.8,0.7\n3,abc,0.6\n");
-    let file = path.to_str().unwrap();
+    let csv = write_csv("bad.csv", "run,ach,base\n1,0.9,0.8\n2,0.8,0.7\n3,abc,0.6\n");
+    let file = csv.path.to_str().unwrap();
     let (status, stdout, stderr) = run(&[file, "--x", "ach", "--y", "base"]);
     assert_eq!(status, 2);
     assert!(stdout.is_empty());
@@ -40,20 +48,20 @@ fn bad_number_exits_with_status_2_and_names_the_cell() {
 
 #[test]
 fn missing_column_lists_the_available_columns() {
-    let path = write_csv("columns.csv", "run,ach,base\n1,0.9,0.8\n2,0.8,0.7\n");
-    let (status, _, stderr) = run(&[path.to_str().unwrap(), "--x", "ach", "--y", "other"]);
+    let csv = write_csv("columns.csv", "run,ach,base\n1,0.9,0.8\n2,0.8,0.7\n");
+    let (status, _, stderr) = run(&[csv.path.to_str().unwrap(), "--x", "ach", "--y", "other"]);
     assert_eq!(status, 2);
     assert!(stderr.contains("\"run\", \"ach\", \"base\""), "{stderr}");
 }
 
 #[test]
 fn json_lists_every_scipy_combination() {
-    let path = write_csv(
+    let csv = write_csv(
         "good.csv",
         "ach,base\n0.91,0.85\n0.88,0.87\n0.93,0.86\n0.90,0.88\n0.95,0.90\n0.89,0.84\n",
     );
     let (status, stdout, stderr) = run(&[
-        path.to_str().unwrap(),
+        csv.path.to_str().unwrap(),
         "--x",
         "ach",
         "--y",
