@@ -99,14 +99,13 @@ use portable as lanes;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod sse2 {
     //! The comparison with SSE2 (which every x86-64 processor has, through `safe_arch`): a
-    //! table's eight lanes in one instruction, and the packed word drawn without leaving the
-    //! vector registers.
+    //! table's eight lanes in one instruction. The lanes below come out as a bit mask, and two
+    //! small tables turn it into the packed word: on Intel's cores only one execution port
+    //! runs shuffles, and summing the lanes in the vector registers took four more of them.
 
     use safe_arch::{
-        add_i32_m128i, bitand_m128i, bitor_m128i, cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i,
-        get_i64_from_m128i_s, m128i, move_mask_i8_m128i, pack_i16_to_i8_m128i, set_i64_m128i_s,
-        set_reversed_i8_m128i, set_splat_i8_m128i, shuffle_ai_f32_all_m128i,
-        shuffle_ai_i16_l64all_m128i, sum_of_u8_abs_diff_m128i, zeroed_m128i,
+        bitor_m128i, cmp_eq_mask_i16_m128i, cmp_gt_mask_i16_m128i, m128i, move_mask_i8_m128i,
+        pack_i16_to_i8_m128i, set_i64_m128i_s, shuffle_ai_f32_all_m128i, unpack_low_i16_m128i,
     };
 
     use super::WINDOW_VALUES;
@@ -137,39 +136,49 @@ mod sse2 {
         /// or `None` when a lane equals them or all its lanes are below them.
         #[inline(always)]
         pub(super) fn packed(&self, word: u64) -> Option<u64> {
-            // The word's 16-bit lanes in the low half of a register; each top is copied to the
-            // low four lanes, then to all eight.
+            // The word's 16-bit lanes in the low half of a register, each doubled; the reads'
+            // top (lane 3) and the writes' (lane 1) are then copied to all eight lanes.
             let biased = set_i64_m128i_s((word ^ WORD_BIAS) as i64);
-            let r = shuffle_ai_f32_all_m128i::<0>(shuffle_ai_i16_l64all_m128i::<0xFF>(biased));
-            let w = shuffle_ai_f32_all_m128i::<0>(shuffle_ai_i16_l64all_m128i::<0x55>(biased));
+            let doubled = unpack_low_i16_m128i(biased, biased);
+            let r = shuffle_ai_f32_all_m128i::<0xFF>(doubled);
+            let w = shuffle_ai_f32_all_m128i::<0x55>(doubled);
             let [reads, writes] = self.0;
             // A comparison gives -1 or 0 per lane; a saturating pack keeps a byte per lane:
-            // bytes 0 to 7 are the reads' lanes, bytes 8 to 15 the writes'.
-            let below = pack_i16_to_i8_m128i(
+            // bits 0 to 7 of the mask are the reads' lanes below, bits 8 to 15 the writes'.
+            let below = move_mask_i8_m128i(pack_i16_to_i8_m128i(
                 cmp_gt_mask_i16_m128i(r, reads),
                 cmp_gt_mask_i16_m128i(w, writes),
-            );
-            let ties = pack_i16_to_i8_m128i(
+            )) as usize;
+            let ties = move_mask_i8_m128i(bitor_m128i(
                 cmp_eq_mask_i16_m128i(r, reads),
                 cmp_eq_mask_i16_m128i(w, writes),
-            );
+            ));
             // A value is past the window when its last lane is below too.
-            let last_lanes =
-                set_reversed_i8_m128i(0, 0, 0, 0, 0, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0, -1);
-            if move_mask_i8_m128i(bitor_m128i(ties, bitand_m128i(below, last_lanes))) != 0 {
+            if ties != 0 || below & 0x8080 != 0 {
                 return None;
             }
-            // The number of lanes below in each half (the value), as two 64-bit sums: the
-            // reads' value in 32-bit lane 0, the writes' in lane 2.
-            let values = sum_of_u8_abs_diff_m128i(
-                bitand_m128i(below, set_splat_i8_m128i(1)),
-                zeroed_m128i(),
-            );
-            // Lanes 0 and 1 of (writes, reads) + (0, writes): the packed word.
-            let writes_reads = shuffle_ai_f32_all_m128i::<0b10_00_10>(values);
-            let zero_writes = shuffle_ai_f32_all_m128i::<0b10_01>(values);
-            Some(get_i64_from_m128i_s(add_i32_m128i(writes_reads, zero_writes)) as u64)
+            // The lanes below are the first ones (the lanes increase), so each half's mask
+            // has a low bit set per lane below, and a table reads the count off it.
+            Some(READS_BELOW[below & 0xFF] + WRITES_BELOW[below >> 8])
         }
+    }
+
+    /// For a mask of the first `k` lanes (`2^k - 1`), `k` reads packed: `pack(k, 0)`.
+    static READS_BELOW: [u64; 256] = packed_counts(0);
+
+    /// For a mask of the first `k` lanes (`2^k - 1`), `k` writes packed: `pack(k, k)`.
+    static WRITES_BELOW: [u64; 256] = packed_counts(1);
+
+    /// The packed words of `k` requests of which `k * writes` are writes, at the index of the
+    /// mask of the first `k` lanes; the other entries are never read (0).
+    const fn packed_counts(writes: u64) -> [u64; 256] {
+        let mut table = [0; 256];
+        let mut k = 0;
+        while k < WINDOW_VALUES {
+            table[(1 << k) - 1] = (k as u64) << 32 | k as u64 * writes;
+            k += 1;
+        }
+        table
     }
 }
 
