@@ -21,6 +21,10 @@ use crate::token_loads::{TokenTelemetry, expected_work};
 use crate::workload::{packed_requests, packed_writes};
 use route::ArmRoute;
 
+/// A list with an entry per arm of a step (or fewer), on the stack: a run has a handful of
+/// arms, and the lists are made at every step.
+type ArmList<T> = smallvec::SmallVec<[T; 8]>;
+
 mod route;
 
 /// At most this many violations are kept in detail per algorithm and run (all are counted).
@@ -497,7 +501,7 @@ fn simulate_members<P: PhaseProbe>(
                     .map_err(|e| internal(member.spec, t, e.to_string()))?;
             }
         }
-        let mut all_arms: Vec<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
+        let mut all_arms: ArmList<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
         if apply_events(config, t, &mut cluster, &mut all_arms) {
             for arm in &mut all_arms {
                 arm.needs_check = true;
@@ -522,13 +526,14 @@ fn simulate_members<P: PhaseProbe>(
                 *w = packed_writes(*word);
             }
         }
-        let mut owner_routed: Vec<(&TokenRing, &mut ArmRoute)> = all_arms
+        let mut owner_routed: ArmList<(&TokenRing, &mut ArmRoute)> = all_arms
             .iter_mut()
             .filter(|arm| arm.forwarding.is_none())
             .map(|arm| (&arm.ring, &mut arm.route))
             .collect();
         route::route(&mut reference, &mut owner_routed, &packed, n);
         drop(owner_routed);
+        drop(all_arms);
         if wants_expected {
             expected_work(config, t, workload.token_probability(), &mut expected);
         }

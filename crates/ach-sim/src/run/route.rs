@@ -161,8 +161,8 @@ pub(super) fn route(
         }];
         sum_in_full(&mut full, packed, n);
     }
-    let mut full = Vec::with_capacity(arms.len() - from_reference_count);
-    let mut from_reference = Vec::with_capacity(from_reference_count);
+    let mut full = super::ArmList::new();
+    let mut from_reference = super::ArmList::new();
     for (ring, route) in arms.iter_mut() {
         if route.differs_a_lot {
             let changes = ring.owner_changes();
@@ -199,7 +199,7 @@ pub(super) fn route(
 /// for `n` nodes; an arm whose owners have a layout ([`Layout`]) sums them by it, the others
 /// word by word.
 fn sum_in_full(arms: &mut [FullRoute<'_>], packed: &[u64], n: usize) {
-    let mut scattered = Vec::with_capacity(arms.len());
+    let mut scattered = super::ArmList::new();
     for arm in arms.iter_mut() {
         if !arm.layout.sums(arm.owners, packed, n, arm.sums, arm.lanes) {
             scattered.push((arm.owners, &mut *arm.lanes, &mut *arm.sums));
