@@ -189,6 +189,15 @@ impl RoundHalfEvenSplit {
                 &rest[start..]
             }
         };
+        if counts.len() + candidates.len() <= k {
+            // Everyone who may be chosen is chosen (with hundreds of receivers and a few
+            // tokens, every receiver rounds to 0 and the candidates are the first k).
+            for (_, count) in &mut counts {
+                *count += step;
+            }
+            counts.extend(candidates.iter().map(|&j| (j, step)));
+            return counts;
+        }
         // Everyone who may be chosen, in receiver order (so that `first_by` breaks ties by
         // receiver): its residual and where its count is kept, if it has one yet.
         let mut pool: Vec<(usize, f64, Option<usize>)> = counts
@@ -273,6 +282,30 @@ mod tests {
                 .collect();
             proptest::prop_assert_eq!(RoundHalfEvenSplit::new(&weights).positive_counts(total), expected);
         }
+    }
+
+    /// Many receivers and few tokens: every share rounds to 0, and the tokens go one each to
+    /// the receivers of the largest weights (ties: lower receiver first), as rounding every
+    /// receiver gives.
+    #[test]
+    fn a_split_of_few_tokens_over_many_receivers_gives_one_each_to_the_largest() {
+        let mut weights = vec![1.0; 300];
+        weights[250] = 3.0;
+        weights[7] = 2.0;
+        let sum: f64 = weights.iter().sum();
+        weights.iter_mut().for_each(|w| *w /= sum);
+        let split = RoundHalfEvenSplit::new(&weights);
+        assert_eq!(
+            split.positive_counts(4),
+            vec![(0, 1), (1, 1), (7, 1), (250, 1)]
+        );
+        let raw: Vec<f64> = weights.iter().map(|w| 4.0 * w).collect();
+        let rounded = round_half_even_fixed_total(4, &raw);
+        assert_eq!(rounded.iter().sum::<i64>(), 4);
+        assert_eq!(
+            (rounded[0], rounded[1], rounded[2], rounded[7], rounded[250]),
+            (1, 1, 0, 1, 1)
+        );
     }
 
     /// Two different weights whose shares of 3 tokens are the same double: the lower receiver

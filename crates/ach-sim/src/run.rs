@@ -501,7 +501,8 @@ fn simulate_members<P: PhaseProbe>(
                     .map_err(|e| internal(member.spec, t, e.to_string()))?;
             }
         }
-        let mut all_arms: ArmList<&mut Arm> = members.iter_mut().flat_map(|m| &mut m.arms).collect();
+        let mut all_arms: ArmList<&mut Arm> =
+            members.iter_mut().flat_map(|m| &mut m.arms).collect();
         if apply_events(config, t, &mut cluster, &mut all_arms) {
             for arm in &mut all_arms {
                 arm.needs_check = true;
