@@ -120,10 +120,11 @@ impl RoundHalfEvenSplit {
     /// Splits over `weights`.
     pub fn new(weights: &[f64]) -> RoundHalfEvenSplit {
         let sorted = weights.iter().all(|w| w.is_finite() && *w >= 0.0);
-        let mut by_weight: Vec<usize> = (0..weights.len()).collect();
-        if sorted {
-            by_weight.sort_by(|&a, &b| weights[b].total_cmp(&weights[a]).then(a.cmp(&b)));
-        }
+        let by_weight = if sorted {
+            first_by(weights, Order::LargestFirst, weights.len())
+        } else {
+            (0..weights.len()).collect()
+        };
         RoundHalfEvenSplit {
             weights: weights.to_vec(),
             by_weight,
