@@ -175,7 +175,7 @@ mod sse2 {
         let mut table = [0; 256];
         let mut k = 0;
         while k < WINDOW_VALUES {
-            table[(1 << k) - 1] = (k as u64) << 32 | k as u64 * writes;
+            table[(1 << k) - 1] = ((k as u64) << 32) | (k as u64 * writes);
             k += 1;
         }
         table
