@@ -113,21 +113,37 @@ pub fn utilisation(requests: u64, writes: u64, service_rate: f64) -> f64 {
 /// The normaliser is computed as `0.849 / (1 - 0.849)` (not `0.849 / 0.151`, which differs in
 /// the last bit) because that is what the reference simulation does.
 pub fn raw_metrics(rho: f64) -> Metrics {
-    let cpu = rho;
+    [rho, memory(rho), latency(rho)]
+}
+
+/// The memory of [`raw_metrics`].
+#[inline(always)]
+fn memory(rho: f64) -> f64 {
     let memory_jump = if rho > MEMORY_JUMP_THRESHOLD {
         MEMORY_JUMP
     } else {
         0.0
     };
-    let memory = clip_unit(MEMORY_SLOPE * rho + memory_jump);
-    let latency = if rho >= LATENCY_SATURATION {
+    clip_unit(MEMORY_SLOPE * rho + memory_jump)
+}
+
+/// The latency of [`raw_metrics`], written without branches on `rho` so that the compiler
+/// computes several nodes' at a time.
+#[inline(always)]
+fn latency(rho: f64) -> f64 {
+    // `rho.min(LATENCY_KNEE)`, NaN included (it gives the knee), as a comparison.
+    let capped = if rho < LATENCY_KNEE {
+        rho
+    } else {
+        LATENCY_KNEE
+    };
+    let normaliser = LATENCY_KNEE / (1.0 - LATENCY_KNEE);
+    let queueing = clip_unit((capped / (1.0 - capped)) / normaliser);
+    if rho >= LATENCY_SATURATION {
         1.0
     } else {
-        let capped = rho.min(LATENCY_KNEE);
-        let normaliser = LATENCY_KNEE / (1.0 - LATENCY_KNEE);
-        clip_unit((capped / (1.0 - capped)) / normaliser)
-    };
-    [cpu, memory, latency]
+        queueing
+    }
 }
 
 /// Fills `raw` with the raw telemetry of every node from its request count, write count and
@@ -154,8 +170,16 @@ pub fn raw_metrics_for_cluster(
     {
         metrics[0] = utilisation(requests, writes, rate);
     }
-    for metrics in raw.iter_mut() {
-        *metrics = raw_metrics(metrics[0]);
+    // Then the latencies, eight nodes at a time (their two divisions a node are most of the
+    // rest), and the memory of each.
+    for chunk in raw.chunks_mut(8) {
+        let mut latencies = [0.0; 8];
+        for (latency_of, metrics) in latencies.iter_mut().zip(chunk.iter()) {
+            *latency_of = latency(metrics[0]);
+        }
+        for (metrics, latency) in chunk.iter_mut().zip(latencies) {
+            *metrics = [metrics[0], memory(metrics[0]), latency];
+        }
     }
     Ok(())
 }
@@ -168,6 +192,52 @@ pub(crate) fn clip_unit(value: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The raw metrics as the model states them, one node at a time.
+    fn stated_raw_metrics(requests: u64, writes: u64, service_rate: f64) -> Metrics {
+        let demand = requests as f64 + 0.5 * writes as f64;
+        let rho = (demand / service_rate.max(1e-9)).clamp(0.0, 1.0);
+        let memory = (0.6 * rho + if rho > 0.5 { 0.1 } else { 0.0 }).clamp(0.0, 1.0);
+        let latency = if rho >= 0.85 {
+            1.0
+        } else {
+            let capped = rho.min(0.849);
+            ((capped / (1.0 - capped)) / (0.849 / (1.0 - 0.849))).clamp(0.0, 1.0)
+        };
+        [rho, memory, latency]
+    }
+
+    proptest::proptest! {
+        /// The cluster's raw metrics, computed a metric at a time over blocks of nodes, are
+        /// those of each node on its own, bit for bit, at any length and around the knee.
+        #[test]
+        fn a_cluster_s_raw_metrics_are_each_node_s(
+            nodes in proptest::collection::vec(
+                (0_u64..2_000, 0_u64..=100, proptest::prop_oneof![
+                    proptest::strategy::Just(0.0),
+                    proptest::strategy::Just(87.5),
+                    proptest::strategy::Just(192.50000000000003),
+                    proptest::strategy::Just(350.0),
+                    0.001_f64..5_000.0,
+                ]),
+                0..40,
+            ),
+        ) {
+            let requests: Vec<u64> = nodes.iter().map(|n| n.0).collect();
+            let writes: Vec<u64> = nodes.iter().map(|n| n.0 * n.1 / 100).collect();
+            let rates: Vec<f64> = nodes.iter().map(|n| n.2).collect();
+            let mut raw = Vec::new();
+            raw_metrics_for_cluster(&requests, &writes, &rates, &mut raw).unwrap();
+            let bits = |m: &Metrics| m.map(f64::to_bits);
+            for (k, metrics) in raw.iter().enumerate() {
+                let stated = stated_raw_metrics(requests[k], writes[k], rates[k]);
+                proptest::prop_assert_eq!(bits(metrics), bits(&stated));
+                let one = raw_metrics(utilisation(requests[k], writes[k], rates[k]));
+                proptest::prop_assert_eq!(bits(&one), bits(&stated));
+            }
+            proptest::prop_assert_eq!(raw.len(), nodes.len());
+        }
+    }
 
     #[test]
     fn service_rates_match_the_recorded_values() {
