@@ -4,7 +4,7 @@
 //! capacities; this module only provides the functions that turn them into numbers.
 
 use crate::error::TelemetryError;
-use crate::metrics::Metrics;
+use crate::metrics::{METRIC_COUNT, Metrics};
 
 /// Service rate of a capacity-1.0 node, in requests per step (the paper's `mu_base`).
 pub const PAPER_MU_BASE: f64 = 350.0;
@@ -162,23 +162,25 @@ pub fn raw_metrics_for_cluster(
     TelemetryError::check_length("writes", node_count, writes.len())?;
     TelemetryError::check_length("service_rates", node_count, service_rates.len())?;
     // The utilisations first, in a loop of their own that the compiler vectorises (their
-    // divisions two at a time); then the other metrics of each.
+    // divisions two at a time).
     raw.clear();
-    raw.resize(node_count, [0.0; 3]);
+    raw.resize(node_count, [0.0; METRIC_COUNT]);
     for (((metrics, &requests), &writes), &rate) in
         raw.iter_mut().zip(requests).zip(writes).zip(service_rates)
     {
         metrics[0] = utilisation(requests, writes, rate);
     }
-    // Then the latencies, eight nodes at a time (their two divisions a node are most of the
-    // rest), and the memory of each.
-    for chunk in raw.chunks_mut(8) {
-        let mut latencies = [0.0; 8];
-        for (latency_of, metrics) in latencies.iter_mut().zip(chunk.iter()) {
+    // Then the latencies of a block of nodes at a time (their two divisions a node are most
+    // of the rest), and the memory of each.
+    const BLOCK: usize = 8;
+    for block in raw.chunks_mut(BLOCK) {
+        let mut latencies = [0.0; BLOCK];
+        for (latency_of, metrics) in latencies.iter_mut().zip(block.iter()) {
             *latency_of = latency(metrics[0]);
         }
-        for (metrics, latency) in chunk.iter_mut().zip(latencies) {
-            *metrics = [metrics[0], memory(metrics[0]), latency];
+        for (metrics, latency) in block.iter_mut().zip(latencies) {
+            let rho = metrics[0];
+            *metrics = [rho, memory(rho), latency];
         }
     }
     Ok(())
