@@ -69,8 +69,10 @@ use rand::RngCore;
 use rand_distr::{Distribution, Poisson};
 use rand_pcg::Pcg64Mcg;
 
+mod fine_guide;
 mod window;
 
+use fine_guide::FineGuidePair;
 use window::WindowPair;
 
 /// Means above this are drawn with `rand_distr::Poisson` instead of a table (a table for a
@@ -429,6 +431,10 @@ struct RateTables {
     /// The windows of the table pairs, when there are guide pairs and the draws at this rate
     /// fall in the windows often enough ([`WindowPair::of`]); empty otherwise.
     windows: Vec<WindowPair>,
+    /// The fine guides of the table pairs, when there are windows, few enough pairs and the
+    /// draws at this rate fall in the fine guides often enough (see
+    /// [`Workload::fine_guides`]); empty otherwise.
+    fine_guides: Vec<FineGuidePair>,
 }
 
 /// The guide of the read table and of the write table of one probability, in one entry: what
@@ -509,8 +515,9 @@ fn sample_pair_without_tie(tables: &RateTables, table: usize, word: u64) -> Opti
 
 /// [`fill_packed`] with [`sample_pair`] for tables with guide pairs, fast: the tokens are drawn
 /// by a loop that calls nothing and works on a copy of the generator (kept in registers). With
-/// windows, that loop stops at a token its window cannot answer ([`fill_until_window_misses`]),
-/// which is drawn from the guide; without, at a token whose draw ties ([`fill_until_tie`]),
+/// windows, that loop stops at a token that neither its fine guide (if the rate has them) nor
+/// its window can draw ([`fill_until_fast_misses`]), which is drawn from the guide; without,
+/// at a token whose draw ties ([`fill_until_tie`]),
 /// which is drawn by [`sample_pair`] from the generator in the same state. Either way the loop
 /// goes on after it, and the random words and values are those of drawing every token with
 /// [`sample_pair`].
@@ -524,12 +531,16 @@ fn fill_packed_guided(
     let mut start = 0;
     while start < count {
         if !tables.windows.is_empty() {
-            let (generator, miss) = fill_until_window_misses(
-                &token_table[start..count],
-                &tables.windows,
-                rng.clone(),
-                &mut packed[start..count],
-            );
+            let (rest, out) = (&token_table[start..count], &mut packed[start..count]);
+            let (generator, miss) = if tables.fine_guides.is_empty() {
+                fill_until_fast_misses(rest, &tables.windows[..], rng.clone(), out)
+            } else {
+                let fast = FineGuidesThenWindows {
+                    fine_guides: &tables.fine_guides,
+                    windows: &tables.windows,
+                };
+                fill_until_fast_misses(rest, &fast, rng.clone(), out)
+            };
             *rng = generator;
             let Some((offset, word)) = miss else { return };
             // The generator is past the token's word, where `sample_pair` draws a tie's lower
@@ -559,21 +570,49 @@ fn fill_packed_guided(
     }
 }
 
-/// Draws the tokens of `token_table` into `packed` with `generator` and their `windows` until
-/// a window cannot answer; returns the generator (after the words drawn, that token's
-/// included) and that token's index and random word. The loop holds nothing but the window
-/// search, so that its pointers and constants stay in registers (a function of its own, for the
-/// same reason).
+/// A fast way of drawing a token's reads and writes from its table pair and random word: the
+/// packed counts, or `None` to hand the draw to the guide. Each way gives the guide's values.
+trait FastDraw {
+    fn sample_packed(&self, pair: usize, word: u64) -> Option<u64>;
+}
+
+/// The windows alone.
+impl FastDraw for [WindowPair] {
+    #[inline(always)]
+    fn sample_packed(&self, pair: usize, word: u64) -> Option<u64> {
+        self[pair].sample_packed(word)
+    }
+}
+
+/// The fine guides, then for a miss the windows (one entry per pair in each).
+struct FineGuidesThenWindows<'a> {
+    fine_guides: &'a [FineGuidePair],
+    windows: &'a [WindowPair],
+}
+
+impl FastDraw for FineGuidesThenWindows<'_> {
+    #[inline(always)]
+    fn sample_packed(&self, pair: usize, word: u64) -> Option<u64> {
+        self.fine_guides[pair]
+            .sample_packed(word)
+            .or_else(|| self.windows[pair].sample_packed(word))
+    }
+}
+
+/// Draws the tokens of `token_table` into `packed` with `generator` and `fast` until it hands
+/// a draw on; returns the generator (after the words drawn, that token's included) and that
+/// token's index and random word. The loop holds nothing but the fast draw, so that its
+/// pointers and constants stay in registers (a function of its own, for the same reason).
 #[inline(never)]
-fn fill_until_window_misses(
+fn fill_until_fast_misses<F: FastDraw + ?Sized>(
     token_table: &[u32],
-    windows: &[WindowPair],
+    fast: &F,
     mut generator: Pcg64Mcg,
     packed: &mut [u64],
 ) -> (Pcg64Mcg, Option<(usize, u64)>) {
     for (index, (&table, word)) in token_table.iter().zip(packed.iter_mut()).enumerate() {
         let uniform = generator.next_u64();
-        match windows[table as usize].sample_packed(uniform) {
+        match fast.sample_packed(table as usize, uniform) {
             Some(packed) => *word = packed,
             None => return (generator, Some((index, uniform))),
         }
@@ -691,9 +730,10 @@ impl Workload {
 
     /// The token of each key: the token whose arc holds the key's hash.
     pub fn token_of_keys(positions: &[f64], hashes: &[f64]) -> Vec<usize> {
-        let lookup = TokenRing::round_robin(positions.to_vec(), 1)
+        // The ring checks the positions.
+        TokenRing::round_robin(positions.to_vec(), 1)
             .expect("positions were validated by the caller");
-        hashes.iter().map(|&h| lookup.lookup(h)).collect()
+        crate::keys::tokens_of_hashes(positions, hashes)
     }
 
     /// Folds key weights (in proportion to each key's probability) onto the tokens at
@@ -884,6 +924,7 @@ impl Workload {
                 tables: PoissonTables::default(),
                 pairs: Vec::new(),
                 windows: Vec::new(),
+                fine_guides: Vec::new(),
             }
         };
         entry.rate_bits = rate.to_bits();
@@ -899,9 +940,54 @@ impl Workload {
         } else {
             WindowPair::of(&entry.tables, &self.tokens_per_table)
         };
+        entry.fine_guides = if entry.windows.is_empty() {
+            Vec::new()
+        } else {
+            self.fine_guides(&entry.tables)
+        };
         self.cached.push(entry);
         self.cached.len() - 1
     }
+
+    /// The fine guides of a rate's `tables`, or none when the rate has more than
+    /// [`fine_guide::MAX_PAIRS`] pairs, when they would take the cache of rates past
+    /// [`fine_guide::MAX_CACHED_PAIRS`] or when they would miss too often.
+    fn fine_guides(&self, tables: &PoissonTables) -> Vec<FineGuidePair> {
+        let pairs = self.tokens_per_table.len();
+        let cached_pairs: usize = self.cached.iter().map(|t| t.fine_guides.len()).sum();
+        if pairs > fine_guide::MAX_PAIRS || cached_pairs + pairs > fine_guide::MAX_CACHED_PAIRS {
+            return Vec::new();
+        }
+        let guides = FineGuidePair::of(tables);
+        if served_often_enough(&self.tokens_per_table, |pair| {
+            guides[pair].miss_probability()
+        }) {
+            guides
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// Most of the tokens' draws that a fast way of drawing (the windows, the fine guides) may
+/// hand on to the next: a draw handed on costs a mispredicted branch on top of the next way's
+/// work, so a rate whose draws would be handed on more often does without it.
+const MAX_SHARE_HANDED_ON: f64 = 1.0 / 32.0;
+
+/// Whether a fast way of drawing that hands on a draw of table pair `i` with probability
+/// `hand_on_probability(i)` keeps to [`MAX_SHARE_HANDED_ON`] when `tokens_per_pair[i]` tokens
+/// draw from pair `i`.
+fn served_often_enough(
+    tokens_per_pair: &[u32],
+    mut hand_on_probability: impl FnMut(usize) -> f64,
+) -> bool {
+    let expected: f64 = tokens_per_pair
+        .iter()
+        .enumerate()
+        .map(|(pair, &tokens)| f64::from(tokens) * hand_on_probability(pair))
+        .sum();
+    let total_tokens: f64 = tokens_per_pair.iter().map(|&t| f64::from(t)).sum();
+    expected <= MAX_SHARE_HANDED_ON * total_tokens
 }
 
 #[cfg(test)]

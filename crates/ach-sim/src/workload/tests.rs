@@ -169,12 +169,12 @@ fn large_means_use_the_rejection_sampler() {
 #[test]
 fn a_tie_draws_as_sample_pair_does() {
     // At 300 requests a step some tokens' reads would go past the windows too often: the guide
-    // alone draws; at 40 the windows draw first.
+    // alone draws; at 40 the fine guides draw first, then the windows.
     tie_draws_as_sample_pair_does(300.0, false);
     tie_draws_as_sample_pair_does(40.0, true);
 }
 
-fn tie_draws_as_sample_pair_does(rate: f64, windows: bool) {
+fn tie_draws_as_sample_pair_does(rate: f64, fast: bool) {
     let mut workload = uniform_workload(64, 6400, 0.3);
     let mut rng = Pcg64Mcg::seed_from_u64(7);
     let mut packed = vec![0; 64];
@@ -202,9 +202,15 @@ fn tie_draws_as_sample_pair_does(rate: f64, windows: bool) {
     tables.tables.guide[slot] = IMPURE_SLOT | candidate;
     tables.tables.thresholds[header.threshold_offset as usize + usize::from(candidate)] =
         (u64::from(high) << 32) | 0xFFFF_FFFF;
-    // The windows are made again from the edited thresholds, as building the tables would.
-    assert_eq!(!tables.windows.is_empty(), windows);
+    // The windows and the fine guides are made again from the edited thresholds, as building
+    // the tables would; the tied token's fine guide slot then holds the edited threshold.
+    assert_eq!(!tables.windows.is_empty(), fast);
+    assert_eq!(!tables.fine_guides.is_empty(), fast);
     tables.windows = WindowPair::of(&tables.tables, &workload.tokens_per_table);
+    if fast {
+        tables.fine_guides = FineGuidePair::of(&tables.tables);
+        assert_eq!(tables.fine_guides[table].sample_packed(word), None);
+    }
 
     let start = rng.clone();
     let mut reference_rng = rng.clone();
@@ -302,6 +308,46 @@ fn reads_and_writes_are_independent() {
         correlation.abs() < 5.0 / n.sqrt(),
         "correlation {correlation}"
     );
+}
+
+fn zipf_workload(tokens: usize) -> Workload {
+    use rand::Rng;
+    let mut rng = Pcg64Mcg::seed_from_u64(11);
+    let hashes: Vec<f64> = (0..50_000).map(|_| rng.random()).collect();
+    let mut positions = hashes[..tokens].to_vec();
+    positions.sort_by(f64::total_cmp);
+    Workload::new(&positions, &hashes, 1.0, 0.3)
+}
+
+/// A rate gets fine guides while its pairs and the cache's stay within their bounds; the
+/// windows do not depend on them.
+#[test]
+fn fine_guides_keep_to_their_memory_bounds() {
+    let mut packed = vec![0; 1100];
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let mut many_pairs = zipf_workload(1100);
+    assert!(many_pairs.distinct_probability_count() > fine_guide::MAX_PAIRS);
+    many_pairs.draw_packed(40.0, &mut rng, &mut packed);
+    let tables = &many_pairs.cached[many_pairs.current.unwrap()];
+    assert!(!tables.windows.is_empty() && tables.fine_guides.is_empty());
+
+    let mut workload = zipf_workload(1000);
+    let pairs = workload.distinct_probability_count();
+    let rates_with_fine_guides = fine_guide::MAX_CACHED_PAIRS / pairs;
+    assert!(rates_with_fine_guides < MAX_CACHED_RATES);
+    packed.truncate(1000);
+    for step in 0..=rates_with_fine_guides {
+        // A rate drawn twice gets tables when it is first met (see `Workload::draw`).
+        let rate = 40.0 + step as f64;
+        workload.draw_packed(rate, &mut rng, &mut packed);
+        workload.draw_packed(rate, &mut rng, &mut packed);
+        let tables = &workload.cached[workload.current.unwrap()];
+        assert!(!tables.windows.is_empty());
+        assert_eq!(
+            tables.fine_guides.is_empty(),
+            step == rates_with_fine_guides
+        );
+    }
 }
 
 #[test]

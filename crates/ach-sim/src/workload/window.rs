@@ -24,11 +24,6 @@ use super::PoissonTables;
 /// Values a window answers: `0` to `WINDOW_VALUES - 1`.
 pub(super) const WINDOW_VALUES: usize = 8;
 
-/// Rates whose tables would send more than this share of the tokens' draws past their windows
-/// (to the guide) draw with the guide alone: a draw past its window costs a mispredicted
-/// branch on top of the guide's work.
-const MAX_SHARE_PAST_WINDOWS: f64 = 1.0 / 32.0;
-
 /// The windows of the read table and the write table of one probability: the top 16 bits of
 /// their first thresholds, a threshold that the table does not have (or never compares) as
 /// `u16::MAX`, which no top bits exceed.
@@ -39,25 +34,24 @@ pub(super) struct WindowPair {
 
 impl WindowPair {
     /// The windows of the table pairs of `tables` (reads at `2 i`, writes at `2 i + 1`, every
-    /// table a guide table), or an empty list when more than [`MAX_SHARE_PAST_WINDOWS`] of the
-    /// draws would go past them; `tokens_per_pair[i]` tokens draw from pair `i`.
+    /// table a guide table), or an empty list when too many of the draws would go past them
+    /// ([`super::served_often_enough`]); `tokens_per_pair[i]` tokens draw from pair `i`.
     pub(super) fn of(tables: &PoissonTables, tokens_per_pair: &[u32]) -> Vec<WindowPair> {
-        let mut expected_past = 0.0;
+        let mut past = Vec::with_capacity(tokens_per_pair.len());
         let mut windows = Vec::with_capacity(tokens_per_pair.len());
-        for (pair, &tokens) in tokens_per_pair.iter().enumerate() {
+        for pair in 0..tokens_per_pair.len() {
             let (reads, reads_past) = window_of(tables, 2 * pair);
             let (writes, writes_past) = window_of(tables, 2 * pair + 1);
-            let past = 1.0 - (1.0 - reads_past) * (1.0 - writes_past);
-            expected_past += f64::from(tokens) * past;
+            past.push(1.0 - (1.0 - reads_past) * (1.0 - writes_past));
             windows.push(WindowPair {
                 lanes: lanes::Lanes::new(&reads, &writes),
             });
         }
-        let total_tokens: f64 = tokens_per_pair.iter().map(|&t| f64::from(t)).sum();
-        if expected_past > MAX_SHARE_PAST_WINDOWS * total_tokens {
-            return Vec::new();
+        if super::served_often_enough(tokens_per_pair, |pair| past[pair]) {
+            windows
+        } else {
+            Vec::new()
         }
-        windows
     }
 
     /// The reads and writes drawn with `word` (reads from its high half, writes from its low
