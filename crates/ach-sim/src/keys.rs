@@ -165,12 +165,68 @@ impl RunKeys {
     }
 }
 
+/// Buckets per token of [`tokens_of_hashes`]' index: a bucket then holds a position about one
+/// time in sixteen, and a hash is found without comparing the rest of the time.
+const BUCKETS_PER_TOKEN: usize = 16;
+
+/// Buckets per hash at most of [`tokens_of_hashes`]' index (for rings of many more tokens
+/// than keys, whose index would cost more than the hashes it serves).
+const BUCKETS_PER_HASH: usize = 4;
+
+/// The token of each of `hashes` on a ring of tokens at `positions` (sorted, strictly
+/// increasing, in `[0, 1)`; the caller validates them): exactly [`TokenRing::lookup`] of each
+/// hash, for many hashes at once. The index of bucket `b` of `B` (a power of two) holds the
+/// number of positions below `b / B`; a hash `h` in bucket `floor(h B)` (exact) has those
+/// below it, plus the bucket's own positions below it, which are compared one by one (none
+/// most of the time, so the branch on them is well predicted).
+pub(crate) fn tokens_of_hashes(positions: &[f64], hashes: &[f64]) -> Vec<usize> {
+    let Ok(token_count) = u32::try_from(positions.len()) else {
+        let ring = TokenRing::round_robin(positions.to_vec(), 1)
+            .expect("positions were validated by the caller");
+        return hashes.iter().map(|&h| ring.lookup(h)).collect();
+    };
+    let buckets = (positions.len() * BUCKETS_PER_TOKEN)
+        .min(hashes.len() * BUCKETS_PER_HASH)
+        .max(1)
+        .next_power_of_two();
+    let scale = buckets as f64;
+    // `below[b]`: the positions below `b / B`, for `b` from 0 to `B`.
+    let mut below = Vec::with_capacity(buckets + 1);
+    let mut count = 0;
+    for bucket in 0..=buckets {
+        let edge = bucket as f64 / scale;
+        while count < positions.len() && positions[count] < edge {
+            count += 1;
+        }
+        below.push(count as u32);
+    }
+    debug_assert_eq!(below[buckets], token_count);
+    hashes
+        .iter()
+        .map(|&h| {
+            // Outside (0, 1), NaN included, `lookup` gives token 0, as for a hash above every
+            // position.
+            if !(h > 0.0 && h < 1.0) {
+                return 0;
+            }
+            let bucket = (h * scale) as usize;
+            let mut token = below[bucket] as usize;
+            let bucket_end = below[bucket + 1] as usize;
+            while token < bucket_end && positions[token] < h {
+                token += 1;
+            }
+            if token == positions.len() { 0 } else { token }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::Profile;
     use crate::record::RunRecord;
     use crate::run::positions_and_hashes;
+    use proptest::prelude::*;
 
     /// The run tests' small C1 with a hot-key phase.
     fn small() -> SeriesConfig {
@@ -286,5 +342,30 @@ mod tests {
         assert!(zero.contains("key_table.hot_weights"), "{zero}");
         let nan = refused(&|t| t.weights[0] = f64::NAN);
         assert!(nan.contains("NaN"), "{nan}");
+    }
+
+    proptest! {
+        /// The bulk lookup gives the ring's token for hashes anywhere, on the positions and
+        /// next to them, and outside `[0, 1)`.
+        #[test]
+        fn tokens_of_hashes_are_the_ring_s(
+            raw_positions in proptest::collection::btree_set(0_u64..1 << 53, 1..200),
+            uniforms in proptest::collection::vec(0.0..1.0_f64, 0..300),
+            keys in 0_usize..400,
+        ) {
+            let positions: Vec<f64> =
+                raw_positions.iter().map(|&p| p as f64 / (1_u64 << 53) as f64).collect();
+            let mut hashes = uniforms;
+            for &p in &positions {
+                hashes.extend([p, p.next_down(), p.next_up()]);
+            }
+            hashes.extend([0.0, -0.0, 1.0, -1.0, f64::NAN, f64::INFINITY, 1.0_f64.next_down()]);
+            // The index depends on the number of hashes: from a few to many per token.
+            hashes.truncate(hashes.len().min(keys.max(1) * 8));
+            let ring = TokenRing::round_robin(positions.clone(), 1).unwrap();
+            let expected: Vec<usize> =
+                hashes.iter().map(|&h| ring.lookup_binary_search(h)).collect();
+            prop_assert_eq!(tokens_of_hashes(&positions, &hashes), expected);
+        }
     }
 }
