@@ -583,77 +583,6 @@ impl TokenRing {
         })
     }
 
-    /// Owner ids below this are counted per node as owners change (so [`TokenRing::counts`]
-    /// costs `O(n_nodes)`, not `O(V)`); tokens of larger ids, which only a ring with sparse
-    /// ids has, are counted by a scan when asked for.
-    fn counted_ids(&self) -> usize {
-        self.positions().len() + 1024
-    }
-
-    /// Counts one more token of `owner`.
-    fn count_in(&mut self, owner: NodeId) {
-        let i = owner.index();
-        if i >= self.counted_ids() {
-            self.uncounted_tokens += 1;
-            return;
-        }
-        if i >= self.node_counts.len() {
-            self.node_counts.resize(i + 1, 0);
-        }
-        self.node_counts[i] += 1;
-    }
-
-    /// Counts one token fewer of `owner` (which owns one). A count may drop to zero at the
-    /// end of the list: [`TokenRing::trim_counts`] drops those once the owners are set.
-    fn count_out(&mut self, owner: NodeId) {
-        match self.node_counts.get_mut(owner.index()) {
-            Some(count) => *count -= 1,
-            None => self.uncounted_tokens -= 1,
-        }
-    }
-
-    /// Drops the counts of zero at the end of the list, so that the counts end at the largest
-    /// id that owns a token and equal owners give equal rings.
-    fn trim_counts(&mut self) {
-        while self.node_counts.last() == Some(&0) {
-            self.node_counts.pop();
-        }
-    }
-
-    /// Sets the owner of `token` (in range) in every order the ring keeps, and the counts.
-    fn set_owner(&mut self, token: usize, owner: NodeId) {
-        let from = self.owners[token];
-        self.set_owners(&[TokenMove {
-            token,
-            from,
-            to: owner,
-        }]);
-    }
-
-    /// Sets the owner of each move's token (in range) to its `to`, in order, in every order
-    /// the ring keeps and in the counts; each kept order is updated in a pass of its own.
-    fn set_owners(&mut self, moves: &[TokenMove]) {
-        for mv in moves {
-            let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
-            self.count_out(from);
-            self.count_in(mv.to);
-        }
-        self.trim_counts();
-        self.owner_changes += moves.len() as u64;
-        if let Some(owners) = self.owners_shortest_first.get_mut() {
-            let ranks = &self.geometry.ranks().shortest;
-            for mv in moves {
-                owners[ranks[mv.token]] = mv.to;
-            }
-        }
-        if let Some(owners) = self.owners_longest_first.get_mut() {
-            let ranks = &self.geometry.ranks().longest;
-            for mv in moves {
-                owners[ranks[mv.token]] = mv.to;
-            }
-        }
-    }
-
     /// How many times an owner was set since the ring was built (a clone carries the count
     /// on). Equal counts of one ring at two moments mean equal owners, so a caller can keep
     /// what it derived from the owners until the count changes. Undoing a failed
@@ -819,81 +748,6 @@ impl TokenRing {
             .collect()
     }
 
-    /// Applies a set of owner changes in order and returns their `M_keys`: the sum of the arcs
-    /// of the tokens whose owner at the end differs from their owner at the start. A token moved
-    /// away and back costs nothing.
-    ///
-    /// Fails, leaving the ring unchanged, if a move names a token out of range or a `from` that
-    /// does not own the token at that point of the sequence.
-    pub fn apply(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
-        if moves.windows(2).all(|pair| pair[0].token < pair[1].token) {
-            self.apply_distinct(moves)
-        } else {
-            self.apply_in_order(moves)
-        }
-    }
-
-    /// [`TokenRing::apply`] of any moves: each move is checked and made in turn, and undone
-    /// on the first failure.
-    fn apply_in_order(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
-        let mut before: Vec<(usize, NodeId)> = Vec::with_capacity(moves.len());
-        for (k, mv) in moves.iter().enumerate() {
-            if let Err(error) = self.check_move(mv) {
-                // Undo in reverse order so that a token moved twice gets its first owner back.
-                for &(token, owner) in before.iter().rev() {
-                    self.set_owner(token, owner);
-                }
-                debug_assert_eq!(before.len(), k);
-                return Err(error);
-            }
-            before.push((mv.token, mv.from));
-            self.set_owner(mv.token, mv.to);
-        }
-        // The first recorded owner of a token is its owner at the start.
-        before.sort_by_key(|&(token, _)| token);
-        before.dedup_by_key(|&mut (token, _)| token);
-        let m_keys = before
-            .iter()
-            .filter(|&&(token, owner)| self.owners[token] != owner)
-            .map(|&(token, _)| self.arcs()[token])
-            .sum();
-        Ok(m_keys)
-    }
-
-    /// Whether `mv` can be made now: its token is in range and owned by its `from`.
-    fn check_move(&self, mv: &TokenMove) -> Result<(), RingError> {
-        let Some(&actual) = self.owners.get(mv.token) else {
-            return Err(RingError::TokenOutOfRange {
-                token: mv.token,
-                tokens: self.owners.len(),
-            });
-        };
-        if actual != mv.from {
-            return Err(RingError::WrongSource {
-                token: mv.token,
-                claimed: mv.from,
-                actual,
-            });
-        }
-        Ok(())
-    }
-
-    /// [`TokenRing::apply`] of moves in increasing token order, each token once (as a plan
-    /// has them): every move is checked against the owners before any is made, so nothing
-    /// needs undoing, and `M_keys` sums the arcs of the moves that change an owner in token
-    /// order, as the general case does.
-    fn apply_distinct(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
-        for mv in moves {
-            self.check_move(mv)?;
-        }
-        self.set_owners(moves);
-        Ok(moves
-            .iter()
-            .filter(|mv| mv.from != mv.to)
-            .map(|mv| self.arcs()[mv.token])
-            .sum())
-    }
-
     /// `M_keys` of changing the owners of this ring to `other`: the sum of the arcs of the tokens
     /// whose owners differ. Panics if `other` does not have one owner per token.
     pub fn m_keys_to(&self, other: &[NodeId]) -> f64 {
@@ -981,5 +835,6 @@ fn arc_lengths(positions: &[f64]) -> Vec<f64> {
 }
 
 mod arc_order;
+mod owner_changes;
 #[cfg(test)]
 mod tests;
