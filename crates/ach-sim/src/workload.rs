@@ -434,10 +434,11 @@ struct RateTables {
     /// The windows of the table pairs, when there are guide pairs and the draws at this rate
     /// fall in the windows often enough ([`WindowPair::of`]); empty otherwise.
     windows: Vec<WindowPair>,
-    /// The fine guides of the table pairs, when there are windows, few enough pairs and the
-    /// draws at this rate fall in the fine guides often enough (see
-    /// [`Workload::fine_guides`]); empty otherwise.
-    fine_guides: Vec<FineGuidePair>,
+    /// The fine guides of the table pairs, built when the rate is drawn at two steps in a row
+    /// (`None` before): one per pair when there are windows, few enough pairs and the draws at
+    /// this rate fall in the fine guides often enough (see [`Workload::fine_guides`]); empty
+    /// otherwise.
+    fine_guides: Option<Vec<FineGuidePair>>,
 }
 
 /// The guide of the read table and of the write table of one probability, in one entry: what
@@ -535,14 +536,15 @@ fn fill_packed_guided(
     while start < count {
         if !tables.windows.is_empty() {
             let (rest, out) = (&token_table[start..count], &mut packed[start..count]);
-            let (generator, miss) = if tables.fine_guides.is_empty() {
-                fill_until_fast_misses(rest, &tables.windows[..], rng.clone(), out)
-            } else {
-                let fast = FineGuidesThenWindows {
-                    fine_guides: &tables.fine_guides,
-                    windows: &tables.windows,
-                };
-                fill_until_fast_misses(rest, &fast, rng.clone(), out)
+            let (generator, miss) = match tables.fine_guides.as_deref() {
+                Some(fine_guides) if !fine_guides.is_empty() => {
+                    let fast = FineGuidesThenWindows {
+                        fine_guides,
+                        windows: &tables.windows,
+                    };
+                    fill_until_fast_misses(rest, &fast, rng.clone(), out)
+                }
+                _ => fill_until_fast_misses(rest, &tables.windows[..], rng.clone(), out),
             };
             *rng = generator;
             let Some((offset, word)) = miss else { return };
@@ -878,7 +880,14 @@ impl Workload {
             }
             self.current = Some(self.build_tables());
         }
-        let tables = &self.cached[self.current.expect("tables were just found or built")];
+        let current = self.current.expect("tables were just found or built");
+        if !rate_changed && self.cached[current].fine_guides.is_none() {
+            // A rate drawn at two steps in a row gets its fine guides. Under a rate that changes
+            // at every step (a periodic load) each step would read another rate's, out of the
+            // cache, and be slower than with the windows alone.
+            self.cached[current].fine_guides = Some(self.fine_guides(current));
+        }
+        let tables = &self.cached[current];
         if !tables.pairs.is_empty() {
             fill_packed_guided(&self.token_table, tables, rng, packed);
             return;
@@ -927,7 +936,7 @@ impl Workload {
                 tables: PoissonTables::default(),
                 pairs: Vec::new(),
                 windows: Vec::new(),
-                fine_guides: Vec::new(),
+                fine_guides: None,
             }
         };
         entry.rate_bits = rate.to_bits();
@@ -943,25 +952,30 @@ impl Workload {
         } else {
             WindowPair::of(&entry.tables, &self.tokens_per_table)
         };
-        entry.fine_guides = if entry.windows.is_empty() {
-            Vec::new()
-        } else {
-            self.fine_guides(&entry.tables)
-        };
+        entry.fine_guides = None;
         self.cached.push(entry);
         self.cached.len() - 1
     }
 
-    /// The fine guides of a rate's `tables`, or none when the rate has more than
-    /// [`fine_guide::MAX_PAIRS`] pairs, when they would take the cache of rates past
-    /// [`fine_guide::MAX_CACHED_PAIRS`] or when they would miss too often.
-    fn fine_guides(&self, tables: &PoissonTables) -> Vec<FineGuidePair> {
+    /// The fine guides of the cached rate `index`, or none when it has no windows, when it
+    /// has more than [`fine_guide::MAX_PAIRS`] pairs, when they would take the cache of rates
+    /// past [`fine_guide::MAX_CACHED_PAIRS`] or when they would miss too often.
+    fn fine_guides(&self, index: usize) -> Vec<FineGuidePair> {
         let pairs = self.tokens_per_table.len();
-        let cached_pairs: usize = self.cached.iter().map(|t| t.fine_guides.len()).sum();
-        if pairs > fine_guide::MAX_PAIRS || cached_pairs + pairs > fine_guide::MAX_CACHED_PAIRS {
+        let cached_pairs: usize = self
+            .cached
+            .iter()
+            .filter_map(|t| t.fine_guides.as_ref())
+            .map(Vec::len)
+            .sum();
+        let tables = &self.cached[index];
+        if tables.windows.is_empty()
+            || pairs > fine_guide::MAX_PAIRS
+            || cached_pairs + pairs > fine_guide::MAX_CACHED_PAIRS
+        {
             return Vec::new();
         }
-        let guides = FineGuidePair::of(tables);
+        let guides = FineGuidePair::of(&tables.tables);
         if served_often_enough(&self.tokens_per_table, |pair| {
             guides[pair].miss_probability()
         }) {

@@ -178,6 +178,8 @@ fn tie_draws_as_sample_pair_does(rate: f64, fast: bool) {
     let mut workload = uniform_workload(64, 6400, 0.3);
     let mut rng = Pcg64Mcg::seed_from_u64(7);
     let mut packed = vec![0; 64];
+    // Drawn at two steps in a row, the rate has its fine guides built (or refused).
+    workload.draw_packed(rate, &mut rng, &mut packed);
     workload.draw_packed(rate, &mut rng, &mut packed);
     let current = workload.current.expect("tables were built");
     let tied_token = 5;
@@ -205,11 +207,12 @@ fn tie_draws_as_sample_pair_does(rate: f64, fast: bool) {
     // The windows and the fine guides are made again from the edited thresholds, as building
     // the tables would; the tied token's fine guide slot then holds the edited threshold.
     assert_eq!(!tables.windows.is_empty(), fast);
-    assert_eq!(!tables.fine_guides.is_empty(), fast);
+    assert_eq!(tables.fine_guides.as_ref().map(Vec::is_empty), Some(!fast));
     tables.windows = WindowPair::of(&tables.tables, &workload.tokens_per_table);
     if fast {
-        tables.fine_guides = FineGuidePair::of(&tables.tables);
-        assert_eq!(tables.fine_guides[table].sample_packed(word), None);
+        let fine_guides = FineGuidePair::of(&tables.tables);
+        assert_eq!(fine_guides[table].sample_packed(word), None);
+        tables.fine_guides = Some(fine_guides);
     }
 
     let start = rng.clone();
@@ -319,6 +322,44 @@ fn zipf_workload(tokens: usize) -> Workload {
     Workload::new(&positions, &hashes, 1.0, 0.3)
 }
 
+/// The fine guides of the current rate: `None` before they are built, then whether there are
+/// any.
+fn has_fine_guides(workload: &Workload) -> Option<bool> {
+    let tables = &workload.cached[workload.current.unwrap()];
+    assert!(!tables.windows.is_empty());
+    tables.fine_guides.as_ref().map(|guides| !guides.is_empty())
+}
+
+/// A rate gets fine guides when it is drawn at two steps in a row, and not under a rate that
+/// changes at every step; they do not change the values.
+#[test]
+fn fine_guides_come_with_a_rate_that_stays() {
+    let mut workload = uniform_workload(1000, 50_000, 0.3);
+    let mut rng = Pcg64Mcg::seed_from_u64(3);
+    let mut packed = vec![0; 1000];
+    // Two rates in turn: each gets tables (the second when met again), never fine guides.
+    for step in 0..6 {
+        workload.draw_packed([40.0, 41.0][step % 2], &mut rng, &mut packed);
+        if step >= 2 {
+            assert_eq!(has_fine_guides(&workload), None, "step {step}");
+        }
+    }
+    // The rate stays: its fine guides come at its second step.
+    workload.draw_packed(40.0, &mut rng, &mut packed);
+    assert_eq!(has_fine_guides(&workload), None);
+    workload.draw_packed(40.0, &mut rng, &mut packed);
+    assert_eq!(has_fine_guides(&workload), Some(true));
+    // The same draws with and without them.
+    let (mut with, mut without) = (rng.clone(), rng.clone());
+    let (mut with_packed, mut without_packed) = (vec![0; 1000], vec![0; 1000]);
+    workload.draw_packed(40.0, &mut with, &mut with_packed);
+    let current = workload.current.unwrap();
+    workload.cached[current].fine_guides = Some(Vec::new());
+    workload.draw_packed(40.0, &mut without, &mut without_packed);
+    assert_eq!(with_packed, without_packed);
+    assert_eq!(with.next_u64(), without.next_u64());
+}
+
 /// A rate gets fine guides while its pairs and the cache's stay within their bounds; the
 /// windows do not depend on them.
 #[test]
@@ -328,8 +369,8 @@ fn fine_guides_keep_to_their_memory_bounds() {
     let mut many_pairs = zipf_workload(1100);
     assert!(many_pairs.distinct_probability_count() > fine_guide::MAX_PAIRS);
     many_pairs.draw_packed(40.0, &mut rng, &mut packed);
-    let tables = &many_pairs.cached[many_pairs.current.unwrap()];
-    assert!(!tables.windows.is_empty() && tables.fine_guides.is_empty());
+    many_pairs.draw_packed(40.0, &mut rng, &mut packed);
+    assert_eq!(has_fine_guides(&many_pairs), Some(false));
 
     let mut workload = zipf_workload(1000);
     let pairs = workload.distinct_probability_count();
@@ -337,16 +378,13 @@ fn fine_guides_keep_to_their_memory_bounds() {
     assert!(rates_with_fine_guides < MAX_CACHED_RATES);
     packed.truncate(1000);
     for step in 0..=rates_with_fine_guides {
-        // A rate drawn twice gets tables when it is first met (see `Workload::draw`).
+        // A rate drawn twice gets tables when it is first met (see `Workload::draw`) and its
+        // fine guides at the second draw.
         let rate = 40.0 + step as f64;
         workload.draw_packed(rate, &mut rng, &mut packed);
         workload.draw_packed(rate, &mut rng, &mut packed);
-        let tables = &workload.cached[workload.current.unwrap()];
-        assert!(!tables.windows.is_empty());
-        assert_eq!(
-            tables.fine_guides.is_empty(),
-            step == rates_with_fine_guides
-        );
+        let fits = step < rates_with_fine_guides;
+        assert_eq!(has_fine_guides(&workload), Some(fits), "step {step}");
     }
 }
 
