@@ -51,9 +51,10 @@
 //! both tables (32 bytes), compared with the top bits of the word's halves by vector
 //! instructions, with no branch on the value drawn. The window gives the guide's value or
 //! hands the draw to the guide, so the values do not depend on whether a rate has windows.
-//! Before the window, a rate with few enough table pairs tries a *fine guide* (module
-//! `fine_guide`): 512 one-byte slots per table, whose pure slots give the value with one read;
-//! a slot that holds a threshold hands the draw to the window. It too gives the guide's values.
+//! Before the window, a rate that stays (drawn at two steps in a row) and has few enough
+//! table pairs tries a *fine guide* (module `fine_guide`): 512 one-byte slots per table, whose
+//! pure slots give the value with one read; a slot that holds a threshold hands the draw to
+//! the window. It too gives the guide's values.
 //!
 //! Tables are built for a rate when it is first met, and kept for up to 64 rates; tokens with
 //! the same probability `p_s` (all tokens owning the same number of keys under uniform

@@ -7,12 +7,14 @@
 //! consecutive thresholds holds its value, any other slot (one that holds a threshold, or
 //! whose value is [`MISS`] or more, or every slot of a table that does not start at 0) holds
 //! [`MISS`]. A token's two draws are then two byte reads, at the top [`SLOT_BITS`] bits of each
-//! half of its random word, and a miss (about one token in 55 at C1's rate) is drawn by the
+//! half of its random word, and a miss (1.8 % of the tokens at C1's rate) is drawn by the
 //! window, then by the guide.
 //!
 //! A pair takes 1 KiB, so a rate's fine guides stay in the processor's second-level cache up
 //! to [`MAX_PAIRS`] pairs (C1 has about 180; a Zipf popularity gives every token a pair of its
-//! own). Past that the window alone is faster, and a rate gets no fine guides. So a fine guide
+//! own). Past that the window alone is faster, and a rate gets no fine guides. Nor does a rate
+//! that changes at every step (a periodic load): its steps would each read another rate's
+//! fine guides, out of the cache, so a rate gets them at its second step in a row. A fine guide
 //! draws exactly the value the guide draws, and whether a rate has fine guides changes the
 //! time of a step, never its values.
 
