@@ -284,23 +284,7 @@ impl PoissonTables {
         let length_bits = usize::BITS - (value_count - 1).leading_zeros();
         let guide_bits = (length_bits + GUIDE_EXTRA_BITS).clamp(1, MAX_GUIDE_BITS);
         let guide_offset = self.guide.len();
-        let slot_shift = 64 - guide_bits;
-        let last = value_count - 1;
-        let mut candidate = 0;
-        for slot in 0..(1_u64 << guide_bits) {
-            let slot_start = slot << slot_shift;
-            let slot_end = slot_start | ((1_u64 << slot_shift) - 1);
-            // The value of the slot's first point: the first threshold above it.
-            while candidate < last && thresholds[candidate] <= slot_start {
-                candidate += 1;
-            }
-            let pure = candidate == last || thresholds[candidate] > slot_end;
-            self.guide.push(if pure {
-                candidate as u16
-            } else {
-                IMPURE_SLOT | candidate as u16
-            });
-        }
+        push_guide(&mut self.guide, thresholds, guide_bits);
 
         self.headers.push(TableHeader {
             smallest_value,
@@ -383,6 +367,37 @@ impl PoissonTables {
             index += 1;
         }
         index
+    }
+}
+
+/// Appends the `2^guide_bits` slots of the guide of `thresholds` to `guide`. Slot `s` covers
+/// the uniforms `s w` to `(s + 1) w - 1` for the slot width `w = 2^(64 - guide_bits)`; its
+/// candidate is the value of its first point, `min { c : c = last or T_c > s w }`, and it is
+/// pure when its last point has that value too. So the slots of candidate `c` are those from
+/// `ceil(T_(c-1) / w)` to `ceil(T_c / w) - 1` (to the end for the last value), all pure but the
+/// one that holds `T_c` when `T_c` is not a multiple of `w`: filled a range at a time.
+fn push_guide(guide: &mut Vec<u16>, thresholds: &[u64], guide_bits: u32) {
+    let slot_shift = 64 - guide_bits;
+    let slots = 1_usize << guide_bits;
+    let start = guide.len();
+    guide.resize(start + slots, 0);
+    let guide = &mut guide[start..];
+    let last = thresholds.len() - 1;
+    let mut first_slot = 0;
+    for (candidate, &threshold) in thresholds.iter().enumerate() {
+        if candidate == last {
+            guide[first_slot..].fill(candidate as u16);
+            break;
+        }
+        let pure_end = (threshold >> slot_shift) as usize;
+        let end = threshold.div_ceil(1 << slot_shift) as usize;
+        if first_slot < end {
+            guide[first_slot..pure_end].fill(candidate as u16);
+            if pure_end < end {
+                guide[pure_end] = IMPURE_SLOT | candidate as u16;
+            }
+            first_slot = end;
+        }
     }
 }
 

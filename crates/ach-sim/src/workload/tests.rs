@@ -428,3 +428,62 @@ const PINNED: [([u64; 8], [u64; 8]); 4] = [
         [56, 168, 137, 72, 506, 509, 297, 17],
     ),
 ];
+
+/// The guide as its definition builds it, slot by slot: the candidate of a slot is the value of
+/// its first point, and the slot is pure when its last point has the same value.
+fn guide_slot_by_slot(thresholds: &[u64], guide_bits: u32) -> Vec<u16> {
+    let slot_shift = 64 - guide_bits;
+    let last = thresholds.len() - 1;
+    let mut candidate = 0;
+    (0..1_u64 << guide_bits)
+        .map(|slot| {
+            let slot_start = slot << slot_shift;
+            let slot_end = slot_start | ((1_u64 << slot_shift) - 1);
+            while candidate < last && thresholds[candidate] <= slot_start {
+                candidate += 1;
+            }
+            let pure = candidate == last || thresholds[candidate] > slot_end;
+            if pure {
+                candidate as u16
+            } else {
+                IMPURE_SLOT | candidate as u16
+            }
+        })
+        .collect()
+}
+
+proptest::proptest! {
+    /// The guide filled a range at a time is the guide of the definition, for the tables of
+    /// random means and for thresholds that repeat, fall on slot edges or saturate.
+    #[test]
+    fn guides_are_filled_as_defined(
+        mean in proptest::prop_oneof![0.0..3.0, 0.0..100.0, 100.0..5000.0],
+        raw in proptest::collection::vec((0_u64..6, proptest::prelude::any::<u64>()), 1..40),
+        guide_bits in 1_u32..12,
+    ) {
+        let mut tables = PoissonTables::default();
+        tables.push(mean);
+        let header = tables.headers[0];
+        let offset = header.threshold_offset as usize;
+        let thresholds = &tables.thresholds[offset..][..header.value_count as usize];
+        let mut guide = vec![7];
+        push_guide(&mut guide, thresholds, header.guide_bits);
+        proptest::prop_assert_eq!(&guide[1..], guide_slot_by_slot(thresholds, header.guide_bits));
+
+        // Increasing thresholds, some on slot edges, repeated or saturated; the last is 2^64.
+        let width = 1_u64 << (64 - guide_bits);
+        let mut crafted: Vec<u64> = raw
+            .iter()
+            .map(|&(kind, value)| match kind {
+                0 => value / width * width,
+                1 => u64::MAX,
+                _ => value,
+            })
+            .collect();
+        crafted.sort_unstable();
+        crafted.push(u64::MAX);
+        let mut guide = Vec::new();
+        push_guide(&mut guide, &crafted, guide_bits);
+        proptest::prop_assert_eq!(guide, guide_slot_by_slot(&crafted, guide_bits));
+    }
+}
