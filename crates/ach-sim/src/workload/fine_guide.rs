@@ -114,9 +114,8 @@ fn fill_slots(tables: &PoissonTables, table: usize, slots: &mut [u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::tests::answered_as_the_guide;
     use proptest::prelude::*;
-    use rand::{RngCore, SeedableRng};
-    use rand_pcg::Pcg64Mcg;
 
     /// The value the guide draws from `thresholds` for the uniform `x`.
     fn inverse(thresholds: &[u64], x: u64) -> usize {
@@ -174,20 +173,7 @@ mod tests {
             tables.push(mean);
             tables.push(mean * 0.3);
             let pair = &FineGuidePair::of(&tables)[0];
-            let mut rng = Pcg64Mcg::seed_from_u64(5);
-            let mut answered = 0;
-            for _ in 0..20_000 {
-                let word = rng.next_u64();
-                let Some(packed) = pair.sample_packed(word) else {
-                    continue;
-                };
-                let writes = super::super::packed_writes(packed);
-                let reads = super::super::packed_requests(packed) - writes;
-                answered += 1;
-                let mut unused = Pcg64Mcg::seed_from_u64(0);
-                assert_eq!(reads, tables.sample(0, (word >> 32) as u32, &mut unused));
-                assert_eq!(writes, tables.sample(1, word as u32, &mut unused));
-            }
+            let answered = answered_as_the_guide(&tables, |word| pair.sample_packed(word));
             if mean <= 0.05 {
                 assert!(answered > 19_800, "mean {mean}: {answered}");
             }

@@ -487,3 +487,27 @@ proptest::proptest! {
         proptest::prop_assert_eq!(guide, guide_slot_by_slot(&crafted, guide_bits));
     }
 }
+
+/// Draws 20 000 random words with `sample`, a fast way of drawing from the first table pair of
+/// `tables` (reads at table 0, writes at table 1), checks every value it gives against the
+/// guide's, and returns how many words it answered.
+pub(super) fn answered_as_the_guide(
+    tables: &PoissonTables,
+    sample: impl Fn(u64) -> Option<u64>,
+) -> usize {
+    let mut rng = Pcg64Mcg::seed_from_u64(5);
+    let mut answered = 0;
+    for _ in 0..20_000 {
+        let word = rng.next_u64();
+        let Some(packed) = sample(word) else {
+            continue;
+        };
+        let writes = packed_writes(packed);
+        let reads = packed_requests(packed) - writes;
+        answered += 1;
+        let mut unused = Pcg64Mcg::seed_from_u64(0);
+        assert_eq!(reads, tables.sample(0, (word >> 32) as u32, &mut unused));
+        assert_eq!(writes, tables.sample(1, word as u32, &mut unused));
+    }
+    answered
+}

@@ -230,9 +230,8 @@ mod portable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::tests::answered_as_the_guide;
     use proptest::prelude::*;
-    use rand::{RngCore, SeedableRng};
-    use rand_pcg::Pcg64Mcg;
 
     /// Increasing lanes with repeats and `u16::MAX` padding, as tables make them.
     fn lanes() -> impl Strategy<Value = [u16; WINDOW_VALUES]> {
@@ -292,20 +291,7 @@ mod tests {
             let pair = WindowPair {
                 lanes: lanes::Lanes::new(&window_of(&tables, 0).0, &window_of(&tables, 1).0),
             };
-            let mut rng = Pcg64Mcg::seed_from_u64(5);
-            let mut answered = 0;
-            for _ in 0..20_000 {
-                let word = rng.next_u64();
-                let Some(packed) = pair.sample_packed(word) else {
-                    continue;
-                };
-                let writes = super::super::packed_writes(packed);
-                let reads = super::super::packed_requests(packed) - writes;
-                answered += 1;
-                let mut unused = Pcg64Mcg::seed_from_u64(0);
-                assert_eq!(reads, tables.sample(0, (word >> 32) as u32, &mut unused));
-                assert_eq!(writes, tables.sample(1, word as u32, &mut unused));
-            }
+            let answered = answered_as_the_guide(&tables, |word| pair.sample_packed(word));
             // Small means almost always fall in the window, a mean of 40 never does.
             if mean <= 1.0 {
                 assert!(answered > 19_900, "mean {mean}: {answered}");
