@@ -107,8 +107,9 @@ pub(crate) struct RunKeys {
 }
 
 impl RunKeys {
-    /// The keys of a run of `config` on tokens at `positions`, with the seeded key `hashes`
-    /// (unused when the configuration has a key table).
+    /// The keys of a run of `config` on tokens at `positions` (validated by the caller: the
+    /// run builds its ring from them first), with the seeded key `hashes` (unused when the
+    /// configuration has a key table).
     pub(crate) fn new(config: &SeriesConfig, positions: &[f64], hashes: &[f64]) -> RunKeys {
         match &config.key_table {
             Some(table) => RunKeys {
@@ -116,7 +117,7 @@ impl RunKeys {
                 weights: table.weights.clone(),
             },
             None => RunKeys {
-                tokens: Workload::token_of_keys(positions, hashes),
+                tokens: tokens_of_hashes(positions, hashes),
                 weights: zipf_weights(hashes.len(), config.zipf_s),
             },
         }

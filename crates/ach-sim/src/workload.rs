@@ -537,10 +537,9 @@ fn sample_pair_without_tie(tables: &RateTables, table: usize, word: u64) -> Opti
 /// by a loop that calls nothing and works on a copy of the generator (kept in registers). With
 /// windows, that loop stops at a token that neither its fine guide (if the rate has them) nor
 /// its window can draw ([`fill_until_fast_misses`]), which is drawn from the guide; without,
-/// at a token whose draw ties ([`fill_until_tie`]),
-/// which is drawn by [`sample_pair`] from the generator in the same state. Either way the loop
-/// goes on after it, and the random words and values are those of drawing every token with
-/// [`sample_pair`].
+/// at a token whose draw ties ([`fill_until_tie`]), which is drawn by [`sample_pair`] from the
+/// generator in the same state. Either way the loop goes on after it, and the random words and
+/// values are those of drawing every token with [`sample_pair`].
 fn fill_packed_guided(
     token_table: &[u32],
     tables: &RateTables,
