@@ -238,13 +238,19 @@ fn tie_draws_as_sample_pair_does(rate: f64, fast: bool) {
     assert_eq!(counted.next_u64(), reference_rng.next_u64());
 }
 
-fn uniform_workload(tokens: usize, keys: usize, write_fraction: f64) -> Workload {
+/// The workload of `keys` seeded keys on `tokens` tokens at the first keys' hashes (as the
+/// paper's profile places them), with Zipf exponent `zipf_s`.
+fn seeded_workload(tokens: usize, keys: usize, zipf_s: f64, write_fraction: f64) -> Workload {
     use rand::Rng;
     let mut rng = Pcg64Mcg::seed_from_u64(11);
     let hashes: Vec<f64> = (0..keys).map(|_| rng.random()).collect();
     let mut positions = hashes[..tokens].to_vec();
     positions.sort_by(f64::total_cmp);
-    Workload::new(&positions, &hashes, 0.0, write_fraction)
+    Workload::new(&positions, &hashes, zipf_s, write_fraction)
+}
+
+fn uniform_workload(tokens: usize, keys: usize, write_fraction: f64) -> Workload {
+    seeded_workload(tokens, keys, 0.0, write_fraction)
 }
 
 /// The reads and writes of one token, drawn through the workload, match their Poisson laws
@@ -314,12 +320,7 @@ fn reads_and_writes_are_independent() {
 }
 
 fn zipf_workload(tokens: usize) -> Workload {
-    use rand::Rng;
-    let mut rng = Pcg64Mcg::seed_from_u64(11);
-    let hashes: Vec<f64> = (0..50_000).map(|_| rng.random()).collect();
-    let mut positions = hashes[..tokens].to_vec();
-    positions.sort_by(f64::total_cmp);
-    Workload::new(&positions, &hashes, 1.0, 0.3)
+    seeded_workload(tokens, 50_000, 1.0, 0.3)
 }
 
 /// The fine guides of the current rate: `None` before they are built, then whether there are
