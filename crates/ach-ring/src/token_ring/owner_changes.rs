@@ -82,8 +82,10 @@ impl TokenRing {
     /// Fails, leaving the ring unchanged, if a move names a token out of range or a `from` that
     /// does not own the token at that point of the sequence.
     pub fn apply(&mut self, moves: &[TokenMove]) -> Result<f64, RingError> {
-        if moves.windows(2).all(|pair| pair[0].token < pair[1].token) {
+        if distinct_in_token_order(moves) {
             self.apply_distinct(moves)?;
+            // Each token moves once: the arcs of the moves that change an owner, in token
+            // order, as the general case sums them.
             Ok(moves
                 .iter()
                 .filter(|mv| mv.from != mv.to)
@@ -97,7 +99,7 @@ impl TokenRing {
     /// [`TokenRing::apply`] without measuring `M_keys`, for a caller that has it from the plan
     /// (a simulated run): the same owners and the same errors.
     pub fn apply_unmeasured(&mut self, moves: &[TokenMove]) -> Result<(), RingError> {
-        if moves.windows(2).all(|pair| pair[0].token < pair[1].token) {
+        if distinct_in_token_order(moves) {
             self.apply_distinct(moves)
         } else {
             self.apply_in_order(moves).map(|_| ())
@@ -151,8 +153,7 @@ impl TokenRing {
 
     /// The owners of [`TokenRing::apply`] of moves in increasing token order, each token once
     /// (as a plan has them): every move is checked against the owners before any is made, so
-    /// nothing needs undoing. Their `M_keys` sums the arcs of the moves that change an owner in
-    /// token order, as the general case does.
+    /// nothing needs undoing.
     fn apply_distinct(&mut self, moves: &[TokenMove]) -> Result<(), RingError> {
         for mv in moves {
             self.check_move(mv)?;
@@ -160,4 +161,10 @@ impl TokenRing {
         self.set_owners(moves);
         Ok(())
     }
+}
+
+/// Whether `moves` name distinct tokens in increasing order (as a plan has them), so that
+/// [`TokenRing::apply`] may check them all before making any.
+fn distinct_in_token_order(moves: &[TokenMove]) -> bool {
+    moves.windows(2).all(|pair| pair[0].token < pair[1].token)
 }
