@@ -246,6 +246,10 @@ pub struct TokenRing {
     /// How many tokens have an owner id of [`TokenRing::counted_ids`] or more (never in a ring
     /// whose ids are dense, as they are meant to be).
     uncounted_tokens: usize,
+    /// For the ids counted in `node_counts`, the sum of the arc units of each node's tokens
+    /// (module `shares`), built when the shares are first asked for and kept up to date from
+    /// then on; never built for a ring whose arcs are not whole units.
+    node_units: OnceLock<Vec<u64>>,
     /// [`TokenRing::owner_changes`].
     owner_changes: u64,
 }
@@ -268,6 +272,9 @@ struct Geometry {
     ranks: OnceLock<ArcRanks>,
     /// For [`TokenRing::lookup`].
     bucket_index: OnceLock<BucketIndex>,
+    /// The arcs in units of `2^-53`, if they are whole units (module `shares`), found when
+    /// first asked for.
+    arc_units: OnceLock<Option<Vec<u64>>>,
 }
 
 /// Where each token stands in the two arc orders of a [`Geometry`].
@@ -293,6 +300,7 @@ impl Geometry {
             longest_first,
             ranks: OnceLock::new(),
             bucket_index: OnceLock::new(),
+            arc_units: OnceLock::new(),
         }
     }
 
@@ -418,6 +426,7 @@ impl TokenRing {
             owners_longest_first: OnceLock::new(),
             node_counts: Vec::new(),
             uncounted_tokens: 0,
+            node_units: OnceLock::new(),
             owner_changes: 0,
         };
         for &owner in &owners {
@@ -720,17 +729,6 @@ impl TokenRing {
         (self.counts(n_nodes), self.shares(n_nodes))
     }
 
-    /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs).
-    pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
-        let mut shares = vec![0.0; n_nodes];
-        for (owner, arc) in self.owners.iter().zip(self.arcs().iter()) {
-            if let Some(s) = shares.get_mut(owner.index()) {
-                *s += arc;
-            }
-        }
-        shares
-    }
-
     /// Share of the key space owned by `node`.
     pub fn share(&self, node: NodeId) -> f64 {
         self.owners
@@ -836,5 +834,6 @@ fn arc_lengths(positions: &[f64]) -> Vec<f64> {
 
 mod arc_order;
 mod owner_changes;
+mod shares;
 #[cfg(test)]
 mod tests;

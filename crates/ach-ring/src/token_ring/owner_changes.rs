@@ -13,24 +13,19 @@ impl TokenRing {
 
     /// Counts one more token of `owner`.
     pub(super) fn count_in(&mut self, owner: NodeId) {
-        let i = owner.index();
-        if i >= self.counted_ids() {
-            self.uncounted_tokens += 1;
-            return;
-        }
-        if i >= self.node_counts.len() {
-            self.node_counts.resize(i + 1, 0);
-        }
-        self.node_counts[i] += 1;
+        let counted_ids = self.counted_ids();
+        count_in(
+            &mut self.node_counts,
+            &mut self.uncounted_tokens,
+            counted_ids,
+            owner,
+        );
     }
 
     /// Counts one token fewer of `owner` (which owns one). A count may drop to zero at the
     /// end of the list: [`TokenRing::trim_counts`] drops those once the owners are set.
     fn count_out(&mut self, owner: NodeId) {
-        match self.node_counts.get_mut(owner.index()) {
-            Some(count) => *count -= 1,
-            None => self.uncounted_tokens -= 1,
-        }
+        count_out(&mut self.node_counts, &mut self.uncounted_tokens, owner);
     }
 
     /// Drops the counts of zero at the end of the list, so that the counts end at the largest
@@ -52,12 +47,16 @@ impl TokenRing {
     }
 
     /// Sets the owner of each move's token (in range) to its `to`, in order, in every order
-    /// the ring keeps and in the counts; each kept order is updated in a pass of its own.
+    /// the ring keeps and in the counts (and the units, when the ring keeps them); each kept
+    /// order is updated in a pass of its own. Each move's `from` is its token's owner when the
+    /// move is made (the callers check it).
     fn set_owners(&mut self, moves: &[TokenMove]) {
-        for mv in moves {
-            let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
-            self.count_out(from);
-            self.count_in(mv.to);
+        if !self.set_owners_keeping_units(moves) {
+            for mv in moves {
+                let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
+                self.count_out(from);
+                self.count_in(mv.to);
+            }
         }
         self.trim_counts();
         self.owner_changes += moves.len() as u64;
@@ -160,6 +159,43 @@ impl TokenRing {
         }
         self.set_owners(moves);
         Ok(())
+    }
+}
+
+/// Counts one more token of `owner` in the counts of a ring whose ids below `counted_ids` are
+/// counted per node ([`TokenRing::counted_ids`]).
+pub(super) fn count_in(
+    node_counts: &mut Vec<usize>,
+    uncounted_tokens: &mut usize,
+    counted_ids: usize,
+    owner: NodeId,
+) {
+    let i = owner.index();
+    if i >= counted_ids {
+        *uncounted_tokens += 1;
+        return;
+    }
+    if i >= node_counts.len() {
+        node_counts.resize(i + 1, 0);
+    }
+    node_counts[i] += 1;
+}
+
+/// Counts one token fewer of `owner` (which owns one); true when its id is counted per node.
+pub(super) fn count_out(
+    node_counts: &mut [usize],
+    uncounted_tokens: &mut usize,
+    owner: NodeId,
+) -> bool {
+    match node_counts.get_mut(owner.index()) {
+        Some(count) => {
+            *count -= 1;
+            true
+        }
+        None => {
+            *uncounted_tokens -= 1;
+            false
+        }
     }
 }
 

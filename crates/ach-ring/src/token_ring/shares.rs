@@ -1,0 +1,231 @@
+//! The share of the key space each node owns, kept per node as owners change when the arcs
+//! allow it to be kept exactly.
+//!
+//! A node's share is the sum of its arcs in token index order ([`TokenRing::shares`]). Summing
+//! floating-point numbers in another order, or keeping the sum as tokens come and go, would in
+//! general round differently. But when every arc is a whole number of *units* of `2^-53` and
+//! all of them together make at most `2^53` units, every sum of some of them is a whole number
+//! of units no larger than `2^53`, which a `f64` holds exactly. Then every addition of the
+//! ordered sum is exact, and the ordered sum equals the sum of the units, whatever the order.
+//!
+//! The positions the simulator draws are such: a uniform `f64` of `rand` is a whole number of
+//! units (53 random bits scaled by `2^-53`), so each arc, a difference of two of them (token
+//! 0's wrapped round by adding 1), is one as well, and the arcs tile the circle: `2^53` units
+//! in all. For such rings the ring keeps each node's units as owners change, and
+//! [`TokenRing::shares`] costs `O(n_nodes)`, not `O(V)`; other rings are summed by a pass.
+
+use super::owner_changes::{count_in, count_out};
+use super::{Geometry, NodeId, TokenMove, TokenRing};
+
+/// `2^53`: how many units make the whole circle.
+const UNITS_PER_CIRCLE: f64 = 9_007_199_254_740_992.0;
+
+/// The size of a unit, `2^-53`.
+const UNIT: f64 = 1.0 / UNITS_PER_CIRCLE;
+
+/// The arcs in units, when every arc is a whole number of units and they sum to at most the
+/// whole circle; `None` otherwise.
+pub(super) fn whole_units(arcs: &[f64]) -> Option<Vec<u64>> {
+    let mut total: u64 = 0;
+    let mut units = Vec::with_capacity(arcs.len());
+    for &arc in arcs {
+        // Scaling by a power of two is exact, so this is the arc's value in units.
+        let scaled = arc * UNITS_PER_CIRCLE;
+        if !((1.0..=UNITS_PER_CIRCLE).contains(&scaled) && scaled.fract() == 0.0) {
+            return None;
+        }
+        let arc_units = scaled as u64;
+        total += arc_units;
+        if total as f64 > UNITS_PER_CIRCLE {
+            return None;
+        }
+        units.push(arc_units);
+    }
+    Some(units)
+}
+
+impl Geometry {
+    /// [`whole_units`] of the arcs, found at the first call.
+    pub(super) fn arc_units(&self) -> Option<&[u64]> {
+        self.arc_units
+            .get_or_init(|| whole_units(&self.arcs))
+            .as_deref()
+    }
+}
+
+impl TokenRing {
+    /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs, in
+    /// token index order). Owners outside that range are not counted.
+    ///
+    /// `O(n_nodes)` when the arcs are whole units of `2^-53` (as the simulator's random
+    /// positions are; the ring then keeps each node's sum as owners change, and the values are
+    /// those of the ordered sum, see the module documentation), else `O(V)`.
+    pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
+        if let Some(node_units) = self.node_units(n_nodes) {
+            return (0..n_nodes)
+                .map(|i| node_units.get(i).map_or(0.0, |&units| units as f64 * UNIT))
+                .collect();
+        }
+        let mut shares = vec![0.0; n_nodes];
+        for (owner, arc) in self.owners.iter().zip(self.arcs().iter()) {
+            if let Some(s) = shares.get_mut(owner.index()) {
+                *s += arc;
+            }
+        }
+        shares
+    }
+
+    /// The units of each node of id below [`TokenRing::counted_ids`], when they can give the
+    /// shares of the nodes `0..n_nodes`: the arcs are whole units, and no node of a larger id
+    /// is asked for while one owns a token. Built at the first call after the owners first
+    /// changed: a ring whose shares are asked for once, as `ach-redis` builds one at every
+    /// control step, is summed by a pass, which costs less than finding its units.
+    fn node_units(&self, n_nodes: usize) -> Option<&[u64]> {
+        if n_nodes > self.counted_ids() && self.uncounted_tokens > 0 {
+            return None;
+        }
+        if self.owner_changes == 0 && self.node_units.get().is_none() {
+            return None;
+        }
+        let arc_units = self.geometry.arc_units()?;
+        let node_units = self.node_units.get_or_init(|| {
+            let mut node_units = Vec::new();
+            for (owner, &units) in self.owners.iter().zip(arc_units) {
+                add_units(&mut node_units, self.counted_ids(), *owner, units);
+            }
+            node_units
+        });
+        Some(node_units)
+    }
+
+    /// If the ring keeps units, sets the owner of each move's token to its `to` and moves the
+    /// token's count and units from its owner before to it, in one pass, and returns true;
+    /// else returns false and changes nothing. `moves` as [`TokenRing::set_owners`] takes them.
+    pub(super) fn set_owners_keeping_units(&mut self, moves: &[TokenMove]) -> bool {
+        let counted_ids = self.counted_ids();
+        let TokenRing {
+            geometry,
+            owners,
+            node_counts,
+            uncounted_tokens,
+            node_units,
+            ..
+        } = self;
+        // Units are kept only once the geometry has found its arcs to be whole units.
+        let (Some(node_units), Some(arc_units)) = (node_units.get_mut(), geometry.arc_units())
+        else {
+            return false;
+        };
+        for mv in moves {
+            let from = std::mem::replace(&mut owners[mv.token], mv.to);
+            let units = arc_units[mv.token];
+            if count_out(node_counts, uncounted_tokens, from) {
+                node_units[from.index()] -= units;
+            }
+            count_in(node_counts, uncounted_tokens, counted_ids, mv.to);
+            add_units(node_units, counted_ids, mv.to, units);
+        }
+        true
+    }
+}
+
+/// Adds `units` to `owner`'s entry of `node_units`, growing it, if the id is below
+/// `counted_ids`.
+fn add_units(node_units: &mut Vec<u64>, counted_ids: usize, owner: NodeId, units: u64) {
+    let i = owner.index();
+    if i >= counted_ids {
+        return;
+    }
+    if i >= node_units.len() {
+        node_units.resize(i + 1, 0);
+    }
+    node_units[i] += units;
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    #[test]
+    fn units_need_whole_units_that_fit_the_circle() {
+        assert_eq!(whole_units(&[0.25, 0.75]), Some(vec![1 << 51, 3 << 51]));
+        assert_eq!(
+            whole_units(&[UNIT, 1.0 - UNIT]),
+            Some(vec![1, (1 << 53) - 1])
+        );
+        // A third is no whole number of units.
+        assert_eq!(whole_units(&[1.0 / 3.0, 2.0 / 3.0]), None);
+        // Half a unit is not a whole one.
+        assert_eq!(whole_units(&[UNIT / 2.0, 1.0 - UNIT / 2.0]), None);
+        // More than the circle could round once summed.
+        assert_eq!(whole_units(&[0.75, 0.75]), None);
+    }
+
+    /// A ring of `positions` drawn as the simulator draws them (whole units), with owners.
+    fn unit_ring(raw: &[u64], owners: &[u32]) -> Option<TokenRing> {
+        let mut positions: Vec<f64> = raw.iter().map(|&r| (r >> 11) as f64 * UNIT).collect();
+        positions.sort_by(f64::total_cmp);
+        positions.dedup();
+        let owners = (0..positions.len())
+            .map(|s| NodeId(owners[s % owners.len()]))
+            .collect();
+        TokenRing::new(positions, owners).ok()
+    }
+
+    /// The ordered sum [`TokenRing::shares`] stands for.
+    fn shares_by_pass(ring: &TokenRing, n_nodes: usize) -> Vec<f64> {
+        let mut shares = vec![0.0; n_nodes];
+        for (owner, arc) in ring.owners().iter().zip(ring.arcs()) {
+            if let Some(s) = shares.get_mut(owner.index()) {
+                *s += arc;
+            }
+        }
+        shares
+    }
+
+    proptest! {
+        /// Kept units give, bit for bit, the shares of the ordered sum, before and after any
+        /// moves (sparse owner ids included).
+        #[test]
+        fn kept_units_give_the_ordered_sums(
+            raw in prop::collection::vec(any::<u64>(), 1..200),
+            owners in prop::collection::vec(0u32..6, 1..8),
+            moves in prop::collection::vec((any::<prop::sample::Index>(), 0u32..7), 0..60),
+            sparse_id in prop::sample::select(vec![6u32, 5_000]),
+        ) {
+            let Some(mut ring) = unit_ring(&raw, &owners) else { return Ok(()) };
+            prop_assert!(ring.geometry.arc_units().is_some());
+            // Units are kept from the first change of owners on.
+            let first = TokenMove { token: 0, from: ring.owner(0), to: ring.owner(0) };
+            ring.apply(&[first]).unwrap();
+            for n in [0, 3, 6, 8] {
+                prop_assert_eq!(ring.shares(n), shares_by_pass(&ring, n));
+            }
+            for (index, to) in moves {
+                let token = index.index(ring.len());
+                let to = if to == 6 { NodeId(sparse_id) } else { NodeId(to) };
+                let mv = TokenMove { token, from: ring.owner(token), to };
+                ring.apply(&[mv]).unwrap();
+                for n in [3, 6, 8, 6_000] {
+                    let kept = ring.shares(n);
+                    let summed = shares_by_pass(&ring, n);
+                    prop_assert_eq!(
+                        kept.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
+                        summed.iter().map(|s| s.to_bits()).collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rings_without_whole_units_sum_by_a_pass() {
+        // The second arc is about 1.5 units.
+        let positions = vec![3e-17, 2e-16, 0.5];
+        let ring = TokenRing::new(positions, vec![NodeId(0), NodeId(1), NodeId(0)]).unwrap();
+        assert!(ring.geometry.arc_units().is_none());
+        assert_eq!(ring.shares(2), shares_by_pass(&ring, 2));
+    }
+}
