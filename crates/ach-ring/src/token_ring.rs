@@ -272,9 +272,9 @@ struct Geometry {
     ranks: OnceLock<ArcRanks>,
     /// For [`TokenRing::lookup`].
     bucket_index: OnceLock<BucketIndex>,
-    /// The arcs in units of `2^-53`, if they are whole units (module `shares`), found when
-    /// first asked for.
-    arc_units: OnceLock<Option<Vec<u64>>>,
+    /// Whether the arcs are whole units of `2^-53` (module `shares`), found when first asked
+    /// for.
+    whole_units: OnceLock<bool>,
 }
 
 /// Where each token stands in the two arc orders of a [`Geometry`].
@@ -300,7 +300,7 @@ impl Geometry {
             longest_first,
             ranks: OnceLock::new(),
             bucket_index: OnceLock::new(),
-            arc_units: OnceLock::new(),
+            whole_units: OnceLock::new(),
         }
     }
 

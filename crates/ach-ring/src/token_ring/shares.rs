@@ -23,33 +23,35 @@ const UNITS_PER_CIRCLE: f64 = 9_007_199_254_740_992.0;
 /// The size of a unit, `2^-53`.
 const UNIT: f64 = 1.0 / UNITS_PER_CIRCLE;
 
-/// The arcs in units, when every arc is a whole number of units and they sum to at most the
-/// whole circle; `None` otherwise.
-pub(super) fn whole_units(arcs: &[f64]) -> Option<Vec<u64>> {
+/// Whether every arc is a whole number of units and all of them together make at most the
+/// whole circle.
+pub(super) fn whole_units(arcs: &[f64]) -> bool {
     let mut total: u64 = 0;
-    let mut units = Vec::with_capacity(arcs.len());
     for &arc in arcs {
         // Scaling by a power of two is exact, so this is the arc's value in units.
         let scaled = arc * UNITS_PER_CIRCLE;
         if !((1.0..=UNITS_PER_CIRCLE).contains(&scaled) && scaled.fract() == 0.0) {
-            return None;
+            return false;
         }
-        let arc_units = scaled as u64;
-        total += arc_units;
+        total += scaled as u64;
         if total as f64 > UNITS_PER_CIRCLE {
-            return None;
+            return false;
         }
-        units.push(arc_units);
     }
-    Some(units)
+    true
+}
+
+/// The units of an arc that is a whole number of them (exact). Through `i64`, whose conversion
+/// is one instruction: the units are at most `2^53`.
+#[inline(always)]
+fn units_of(arc: f64) -> u64 {
+    (arc * UNITS_PER_CIRCLE) as i64 as u64
 }
 
 impl Geometry {
     /// [`whole_units`] of the arcs, found at the first call.
-    pub(super) fn arc_units(&self) -> Option<&[u64]> {
-        self.arc_units
-            .get_or_init(|| whole_units(&self.arcs))
-            .as_deref()
+    pub(super) fn arcs_are_whole_units(&self) -> bool {
+        *self.whole_units.get_or_init(|| whole_units(&self.arcs))
     }
 }
 
@@ -87,11 +89,13 @@ impl TokenRing {
         if self.owner_changes == 0 && self.node_units.get().is_none() {
             return None;
         }
-        let arc_units = self.geometry.arc_units()?;
+        if !self.geometry.arcs_are_whole_units() {
+            return None;
+        }
         let node_units = self.node_units.get_or_init(|| {
             let mut node_units = Vec::new();
-            for (owner, &units) in self.owners.iter().zip(arc_units) {
-                add_units(&mut node_units, self.counted_ids(), *owner, units);
+            for (owner, &arc) in self.owners.iter().zip(self.arcs()) {
+                add_units(&mut node_units, self.counted_ids(), *owner, units_of(arc));
             }
             node_units
         });
@@ -112,13 +116,13 @@ impl TokenRing {
             ..
         } = self;
         // Units are kept only once the geometry has found its arcs to be whole units.
-        let (Some(node_units), Some(arc_units)) = (node_units.get_mut(), geometry.arc_units())
-        else {
+        let Some(node_units) = node_units.get_mut() else {
             return false;
         };
+        let arcs = &geometry.arcs;
         for mv in moves {
             let from = std::mem::replace(&mut owners[mv.token], mv.to);
-            let units = arc_units[mv.token];
+            let units = units_of(arcs[mv.token]);
             if count_out(node_counts, uncounted_tokens, from) {
                 node_units[from.index()] -= units;
             }
@@ -150,17 +154,16 @@ mod tests {
 
     #[test]
     fn units_need_whole_units_that_fit_the_circle() {
-        assert_eq!(whole_units(&[0.25, 0.75]), Some(vec![1 << 51, 3 << 51]));
-        assert_eq!(
-            whole_units(&[UNIT, 1.0 - UNIT]),
-            Some(vec![1, (1 << 53) - 1])
-        );
+        assert!(whole_units(&[0.25, 0.75]));
+        assert_eq!(units_of(0.75), 3 << 51);
+        assert!(whole_units(&[UNIT, 1.0 - UNIT]));
+        assert_eq!(units_of(1.0 - UNIT), (1 << 53) - 1);
         // A third is no whole number of units.
-        assert_eq!(whole_units(&[1.0 / 3.0, 2.0 / 3.0]), None);
+        assert!(!whole_units(&[1.0 / 3.0, 2.0 / 3.0]));
         // Half a unit is not a whole one.
-        assert_eq!(whole_units(&[UNIT / 2.0, 1.0 - UNIT / 2.0]), None);
+        assert!(!whole_units(&[UNIT / 2.0, 1.0 - UNIT / 2.0]));
         // More than the circle could round once summed.
-        assert_eq!(whole_units(&[0.75, 0.75]), None);
+        assert!(!whole_units(&[0.75, 0.75]));
     }
 
     /// A ring of `positions` drawn as the simulator draws them (whole units), with owners.
@@ -196,7 +199,7 @@ mod tests {
             sparse_id in prop::sample::select(vec![6u32, 5_000]),
         ) {
             let Some(mut ring) = unit_ring(&raw, &owners) else { return Ok(()) };
-            prop_assert!(ring.geometry.arc_units().is_some());
+            prop_assert!(ring.geometry.arcs_are_whole_units());
             // Units are kept from the first change of owners on.
             let first = TokenMove { token: 0, from: ring.owner(0), to: ring.owner(0) };
             ring.apply(&[first]).unwrap();
@@ -225,7 +228,7 @@ mod tests {
         // The second arc is about 1.5 units.
         let positions = vec![3e-17, 2e-16, 0.5];
         let ring = TokenRing::new(positions, vec![NodeId(0), NodeId(1), NodeId(0)]).unwrap();
-        assert!(ring.geometry.arc_units().is_none());
+        assert!(!ring.geometry.arcs_are_whole_units());
         assert_eq!(ring.shares(2), shares_by_pass(&ring, 2));
     }
 }
