@@ -34,7 +34,7 @@ pub(super) fn whole_units(arcs: &[f64]) -> bool {
             return false;
         }
         total += scaled as u64;
-        if total as f64 > UNITS_PER_CIRCLE {
+        if total > 1 << 53 {
             return false;
         }
     }
@@ -162,8 +162,10 @@ mod tests {
         assert!(!whole_units(&[1.0 / 3.0, 2.0 / 3.0]));
         // Half a unit is not a whole one.
         assert!(!whole_units(&[UNIT / 2.0, 1.0 - UNIT / 2.0]));
-        // More than the circle could round once summed.
+        // More than the circle could round once summed, even by one unit.
         assert!(!whole_units(&[0.75, 0.75]));
+        assert!(!whole_units(&[0.5, 0.5, UNIT]));
+        assert!(whole_units(&[0.5, 0.5 - UNIT, UNIT]));
     }
 
     /// A ring of `positions` drawn as the simulator draws them (whole units), with owners.
