@@ -224,7 +224,8 @@ fn largest_remainder(total: usize, weights: &[f64]) -> Vec<usize> {
 ///
 /// Positions never change, so everything derived from them (arcs, token orders, bucket index) is
 /// shared between clones: cloning a ring copies only its owners (and their copies in arc order,
-/// once asked for, see [`TokenRing::owners_longest_first`]). That keeps the copy a commit of
+/// once asked for, see [`TokenRing::owners_longest_first`], and its shares in units when it
+/// keeps them, see [`TokenRing::shares`]). That keeps the copy a commit of
 /// [`crate::shared::SharedRing`] makes small, and its readers' caches warm.
 ///
 /// Two rings are equal when their positions and owners are: everything else is derived from
@@ -247,8 +248,9 @@ pub struct TokenRing {
     /// whose ids are dense, as they are meant to be).
     uncounted_tokens: usize,
     /// For the ids counted in `node_counts`, the sum of the arc units of each node's tokens
-    /// (module `shares`), built when the shares are first asked for and kept up to date from
-    /// then on; never built for a ring whose arcs are not whole units.
+    /// (module `shares`), built when the shares are first asked for after the owners first
+    /// changed and kept up to date from then on; never built for a ring whose arcs are not
+    /// whole units.
     node_units: OnceLock<Vec<u64>>,
     /// [`TokenRing::owner_changes`].
     owner_changes: u64,

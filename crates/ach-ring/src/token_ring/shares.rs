@@ -59,9 +59,10 @@ impl TokenRing {
     /// Share of the key space owned by each of the nodes `0..n_nodes` (sum of its arcs, in
     /// token index order). Owners outside that range are not counted.
     ///
-    /// `O(n_nodes)` when the arcs are whole units of `2^-53` (as the simulator's random
-    /// positions are; the ring then keeps each node's sum as owners change, and the values are
-    /// those of the ordered sum, see the module documentation), else `O(V)`.
+    /// `O(n_nodes)` once the owners have changed when the arcs are whole units of `2^-53` (as
+    /// the simulator's random positions are: the ring then keeps each node's sum as owners
+    /// change, and the values are those of the ordered sum, see the module documentation),
+    /// else `O(V)`.
     pub fn shares(&self, n_nodes: usize) -> Vec<f64> {
         if let Some(node_units) = self.node_units(n_nodes) {
             return (0..n_nodes)
