@@ -1,6 +1,8 @@
 //! How the owners of a ring's tokens change: moves checked and made in every order the ring
-//! keeps, and the counts of tokens per node kept with them.
+//! keeps, and the counts of tokens per node (and the shares in units, module `shares`) kept
+//! with them.
 
+use super::shares::move_units;
 use super::{NodeId, RingError, TokenMove, TokenRing};
 
 impl TokenRing {
@@ -13,19 +15,24 @@ impl TokenRing {
 
     /// Counts one more token of `owner`.
     pub(super) fn count_in(&mut self, owner: NodeId) {
-        let counted_ids = self.counted_ids();
-        count_in(
-            &mut self.node_counts,
-            &mut self.uncounted_tokens,
-            counted_ids,
-            owner,
-        );
+        let i = owner.index();
+        if i >= self.counted_ids() {
+            self.uncounted_tokens += 1;
+            return;
+        }
+        if i >= self.node_counts.len() {
+            self.node_counts.resize(i + 1, 0);
+        }
+        self.node_counts[i] += 1;
     }
 
     /// Counts one token fewer of `owner` (which owns one). A count may drop to zero at the
     /// end of the list: [`TokenRing::trim_counts`] drops those once the owners are set.
     fn count_out(&mut self, owner: NodeId) {
-        count_out(&mut self.node_counts, &mut self.uncounted_tokens, owner);
+        match self.node_counts.get_mut(owner.index()) {
+            Some(count) => *count -= 1,
+            None => self.uncounted_tokens -= 1,
+        }
     }
 
     /// Drops the counts of zero at the end of the list, so that the counts end at the largest
@@ -47,15 +54,24 @@ impl TokenRing {
     }
 
     /// Sets the owner of each move's token (in range) to its `to`, in order, in every order
-    /// the ring keeps and in the counts (and the units, when the ring keeps them); each kept
-    /// order is updated in a pass of its own. Each move's `from` is its token's owner when the
-    /// move is made (the callers check it).
+    /// the ring keeps and in the counts (and the shares in units, once the ring keeps them);
+    /// each kept order is updated in a pass of its own.
     fn set_owners(&mut self, moves: &[TokenMove]) {
-        if !self.set_owners_keeping_units(moves) {
-            for mv in moves {
-                let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
-                self.count_out(from);
-                self.count_in(mv.to);
+        let counted_ids = self.counted_ids();
+        for mv in moves {
+            let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
+            self.count_out(from);
+            self.count_in(mv.to);
+            // The shares in units, once the ring keeps them (module `shares`), move with the
+            // counts.
+            if let Some(node_units) = self.node_units.get_mut() {
+                move_units(
+                    node_units,
+                    counted_ids,
+                    from,
+                    mv.to,
+                    self.geometry.arcs[mv.token],
+                );
             }
         }
         self.trim_counts();
@@ -159,43 +175,6 @@ impl TokenRing {
         }
         self.set_owners(moves);
         Ok(())
-    }
-}
-
-/// Counts one more token of `owner` in the counts of a ring whose ids below `counted_ids` are
-/// counted per node ([`TokenRing::counted_ids`]).
-pub(super) fn count_in(
-    node_counts: &mut Vec<usize>,
-    uncounted_tokens: &mut usize,
-    counted_ids: usize,
-    owner: NodeId,
-) {
-    let i = owner.index();
-    if i >= counted_ids {
-        *uncounted_tokens += 1;
-        return;
-    }
-    if i >= node_counts.len() {
-        node_counts.resize(i + 1, 0);
-    }
-    node_counts[i] += 1;
-}
-
-/// Counts one token fewer of `owner` (which owns one); true when its id is counted per node.
-pub(super) fn count_out(
-    node_counts: &mut [usize],
-    uncounted_tokens: &mut usize,
-    owner: NodeId,
-) -> bool {
-    match node_counts.get_mut(owner.index()) {
-        Some(count) => {
-            *count -= 1;
-            true
-        }
-        None => {
-            *uncounted_tokens -= 1;
-            false
-        }
     }
 }
 

@@ -11,11 +11,11 @@
 //! The positions the simulator draws are such: a uniform `f64` of `rand` is a whole number of
 //! units (53 random bits scaled by `2^-53`), so each arc, a difference of two of them (token
 //! 0's wrapped round by adding 1), is one as well, and the arcs tile the circle: `2^53` units
-//! in all. For such rings the ring keeps each node's units as owners change, and
-//! [`TokenRing::shares`] costs `O(n_nodes)`, not `O(V)`; other rings are summed by a pass.
+//! in all. Such a ring keeps each node's units as owners change, from its first change of
+//! owners on, and [`TokenRing::shares`] then costs `O(n_nodes)`, not `O(V)`; other rings are
+//! summed by a pass.
 
-use super::owner_changes::{count_in, count_out};
-use super::{Geometry, NodeId, TokenMove, TokenRing};
+use super::{Geometry, NodeId, TokenRing};
 
 /// `2^53`: how many units make the whole circle.
 const UNITS_PER_CIRCLE: f64 = 9_007_199_254_740_992.0;
@@ -102,36 +102,23 @@ impl TokenRing {
         });
         Some(node_units)
     }
+}
 
-    /// If the ring keeps units, sets the owner of each move's token to its `to` and moves the
-    /// token's count and units from its owner before to it, in one pass, and returns true;
-    /// else returns false and changes nothing. `moves` as [`TokenRing::set_owners`] takes them.
-    pub(super) fn set_owners_keeping_units(&mut self, moves: &[TokenMove]) -> bool {
-        let counted_ids = self.counted_ids();
-        let TokenRing {
-            geometry,
-            owners,
-            node_counts,
-            uncounted_tokens,
-            node_units,
-            ..
-        } = self;
-        // Units are kept only once the geometry has found its arcs to be whole units.
-        let Some(node_units) = node_units.get_mut() else {
-            return false;
-        };
-        let arcs = &geometry.arcs;
-        for mv in moves {
-            let from = std::mem::replace(&mut owners[mv.token], mv.to);
-            let units = units_of(arcs[mv.token]);
-            if count_out(node_counts, uncounted_tokens, from) {
-                node_units[from.index()] -= units;
-            }
-            count_in(node_counts, uncounted_tokens, counted_ids, mv.to);
-            add_units(node_units, counted_ids, mv.to, units);
-        }
-        true
+/// Moves the units of a token of arc `arc` (whole units) from `from`, which owned it, to `to`
+/// in `node_units`, the units of the ids below `counted_ids`.
+pub(super) fn move_units(
+    node_units: &mut Vec<u64>,
+    counted_ids: usize,
+    from: NodeId,
+    to: NodeId,
+    arc: f64,
+) {
+    let units = units_of(arc);
+    // A counted owner has an entry: it was added when the units were built or later.
+    if let Some(held) = node_units.get_mut(from.index()) {
+        *held -= units;
     }
+    add_units(node_units, counted_ids, to, units);
 }
 
 /// Adds `units` to `owner`'s entry of `node_units`, growing it, if the id is below
@@ -152,6 +139,7 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
+    use crate::TokenMove;
 
     #[test]
     fn units_need_whole_units_that_fit_the_circle() {
