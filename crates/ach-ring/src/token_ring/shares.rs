@@ -69,6 +69,12 @@ impl TokenRing {
                 .map(|i| node_units.get(i).map_or(0.0, |&units| units as f64 * UNIT))
                 .collect();
         }
+        self.summed_shares(n_nodes)
+    }
+
+    /// The shares of the nodes `0..n_nodes` by a pass over the tokens: each node's arcs summed
+    /// in token index order, the values [`TokenRing::shares`] stands for.
+    fn summed_shares(&self, n_nodes: usize) -> Vec<f64> {
         let mut shares = vec![0.0; n_nodes];
         for (owner, arc) in self.owners.iter().zip(self.arcs().iter()) {
             if let Some(s) = shares.get_mut(owner.index()) {
@@ -168,17 +174,6 @@ mod tests {
         TokenRing::new(positions, owners).ok()
     }
 
-    /// The ordered sum [`TokenRing::shares`] stands for.
-    fn shares_by_pass(ring: &TokenRing, n_nodes: usize) -> Vec<f64> {
-        let mut shares = vec![0.0; n_nodes];
-        for (owner, arc) in ring.owners().iter().zip(ring.arcs()) {
-            if let Some(s) = shares.get_mut(owner.index()) {
-                *s += arc;
-            }
-        }
-        shares
-    }
-
     proptest! {
         /// Kept units give, bit for bit, the shares of the ordered sum, before and after any
         /// moves (sparse owner ids included).
@@ -195,7 +190,7 @@ mod tests {
             let first = TokenMove { token: 0, from: ring.owner(0), to: ring.owner(0) };
             ring.apply(&[first]).unwrap();
             for n in [0, 3, 6, 8] {
-                prop_assert_eq!(ring.shares(n), shares_by_pass(&ring, n));
+                prop_assert_eq!(ring.shares(n), ring.summed_shares(n));
             }
             for (index, to) in moves {
                 let token = index.index(ring.len());
@@ -204,7 +199,7 @@ mod tests {
                 ring.apply(&[mv]).unwrap();
                 for n in [3, 6, 8, 6_000] {
                     let kept = ring.shares(n);
-                    let summed = shares_by_pass(&ring, n);
+                    let summed = ring.summed_shares(n);
                     prop_assert_eq!(
                         kept.iter().map(|s| s.to_bits()).collect::<Vec<_>>(),
                         summed.iter().map(|s| s.to_bits()).collect::<Vec<_>>()
@@ -220,6 +215,6 @@ mod tests {
         let positions = vec![3e-17, 2e-16, 0.5];
         let ring = TokenRing::new(positions, vec![NodeId(0), NodeId(1), NodeId(0)]).unwrap();
         assert!(!ring.geometry.arcs_are_whole_units());
-        assert_eq!(ring.shares(2), shares_by_pass(&ring, 2));
+        assert_eq!(ring.shares(2), ring.summed_shares(2));
     }
 }
