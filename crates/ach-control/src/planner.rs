@@ -97,6 +97,69 @@ pub fn offer_in_arc_order(
     taken
 }
 
+/// What [`offer_in_arc_order`] gives for offers whose answers to one node depend on that
+/// node's state alone (as when each node takes its own share), or `None` for a ring that keeps
+/// no rank sets: each node is offered its tokens in arc order until it stops, one node after
+/// the other, its state made by `start(k)` (`k` indexes `nodes`) and passed to `offer` with
+/// each token. A node's tokens are read from the ring's rank sets
+/// ([`TokenRing::rank_sets_shortest_first`]), so the walk visits only the listed nodes' tokens,
+/// and a node's state stays in registers.
+fn offer_node_by_node<S>(
+    ring: &TokenRing,
+    order: ArcOrder,
+    nodes: &[usize],
+    start: impl Fn(usize) -> S,
+    offer: impl Fn(&mut S, usize) -> Offer,
+) -> Option<Vec<Vec<usize>>> {
+    let (in_order, rank_sets) = match order {
+        ArcOrder::LongestFirst => (ring.tokens_longest_first(), ring.rank_sets_longest_first()),
+        ArcOrder::ShortestFirst => (
+            ring.tokens_shortest_first(),
+            ring.rank_sets_shortest_first(),
+        ),
+    };
+    let rank_sets = rank_sets?;
+    // A node listed twice is offered its tokens at its last place only, as the walk over every
+    // token offers them.
+    let slots = nodes.iter().max().map_or(0, |&i| i + 1);
+    let mut last_place = vec![usize::MAX; slots];
+    for (k, &i) in nodes.iter().enumerate() {
+        last_place[i] = k;
+    }
+    let mut taken: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (k, &i) in nodes.iter().enumerate() {
+        let (true, Ok(id)) = (last_place[i] == k, u32::try_from(i)) else {
+            continue;
+        };
+        let node = NodeId(id);
+        let mut state = start(k);
+        // A node takes at most the tokens it owns. Written into a slice of that length, not
+        // pushed: a call that may grow a vector would make the compiler keep the state in
+        // memory, and each token's arc would wait for the last one's store.
+        let mut tokens = vec![0; ring.count(node)];
+        let mut taken_count = 0;
+        'walk: for (word_index, &word) in rank_sets.words_of(node).iter().enumerate() {
+            let mut bits = word;
+            while bits != 0 {
+                let rank = word_index * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                let token = in_order[rank];
+                match offer(&mut state, token) {
+                    Offer::Take => {
+                        tokens[taken_count] = token;
+                        taken_count += 1;
+                    }
+                    Offer::Skip => {}
+                    Offer::Stop => break 'walk,
+                }
+            }
+        }
+        tokens.truncate(taken_count);
+        taken[k] = tokens;
+    }
+    Some(taken)
+}
+
 /// Takes from each `(node, share)` its tokens in arc order while the arc taken so far is below
 /// `share` and the node still keeps more than `v_min` tokens (so a node gives at least one token
 /// when it can, and overshoots its share by at most one arc). `counts` are the tokens each node
@@ -144,27 +207,41 @@ fn take_shares_with(
 ) -> Vec<Vec<usize>> {
     let arcs = ring.arcs();
     let nodes: Vec<usize> = shares.iter().map(|&(i, _)| i).collect();
-    let mut taken_arc = vec![0.0; shares.len()];
-    let mut kept: Vec<usize> = nodes
-        .iter()
-        .map(|&i| counts.get(i).copied().unwrap_or(0))
-        .collect();
-    offer_in_arc_order(ring, order, &nodes, |k, token| {
-        let share = shares[k].1;
+    let start = |k: usize| ShareTaken {
+        share: shares[k].1,
+        arc: 0.0,
+        kept: counts.get(nodes[k]).copied().unwrap_or(0),
+    };
+    let offer = |taken: &mut ShareTaken, token: usize| {
         // Written so that a NaN share stops the node, as it always has.
-        if !(taken_arc[k] < share && kept[k] > v_min) {
+        if !(taken.arc < taken.share && taken.kept > v_min) {
             return Offer::Stop;
         }
         if !movable(token) {
             return Offer::Skip;
         }
-        if step_rule == StepRule::Strict && taken_arc[k] + arcs[token] > share {
+        if step_rule == StepRule::Strict && taken.arc + arcs[token] > taken.share {
             return Offer::Skip;
         }
-        taken_arc[k] += arcs[token];
-        kept[k] -= 1;
+        taken.arc += arcs[token];
+        taken.kept -= 1;
         Offer::Take
-    })
+    };
+    if let Some(taken) = offer_node_by_node(ring, order, &nodes, start, offer) {
+        return taken;
+    }
+    let mut states: Vec<ShareTaken> = (0..nodes.len()).map(start).collect();
+    offer_in_arc_order(ring, order, &nodes, |k, token| offer(&mut states[k], token))
+}
+
+/// How far one node of [`take_shares_with`] is in taking its share.
+struct ShareTaken {
+    /// The arc it is to give.
+    share: f64,
+    /// The arc it has given so far.
+    arc: f64,
+    /// The tokens it still keeps.
+    kept: usize,
 }
 
 /// Phase 1 and 2 (select and pool): every source gives its longest tokens until it has given
@@ -550,6 +627,92 @@ mod tests {
                 .fold(f64::NEG_INFINITY, f64::max);
             let got = Hottest::of(&loads, is_live).except(a, b);
             proptest::prop_assert_eq!(got.to_bits(), expected.to_bits());
+        }
+    }
+
+    /// What [`take_shares_under`] is to give, by its definition: each listed node's tokens
+    /// sorted by arc (stably, so ties by index), taken while the rules allow; a node listed
+    /// twice takes at its last place only.
+    fn taken_by_definition(
+        ring: &TokenRing,
+        order: ArcOrder,
+        shares: &[(usize, f64)],
+        counts: &[usize],
+        rules: SelectRules<'_>,
+    ) -> Vec<Vec<usize>> {
+        let arcs = ring.arcs();
+        let listed_later = |k: usize| shares[k + 1..].iter().any(|&(j, _)| j == shares[k].0);
+        (0..shares.len())
+            .map(|k| {
+                let (node, share) = shares[k];
+                if listed_later(k) {
+                    return Vec::new();
+                }
+                let mut tokens = ring.tokens_of(NodeId(node as u32));
+                tokens.sort_by(|&a, &b| match order {
+                    ArcOrder::LongestFirst => arcs[b].total_cmp(&arcs[a]),
+                    ArcOrder::ShortestFirst => arcs[a].total_cmp(&arcs[b]),
+                });
+                let (mut arc, mut kept) = (0.0, counts.get(node).copied().unwrap_or(0));
+                let mut taken = Vec::new();
+                for token in tokens {
+                    if !(arc < share && kept > rules.v_min) {
+                        break;
+                    }
+                    let past_share = arc + arcs[token] > share;
+                    if !(rules.movable)(token)
+                        || (rules.step_rule == StepRule::Strict && past_share)
+                    {
+                        continue;
+                    }
+                    arc += arcs[token];
+                    kept -= 1;
+                    taken.push(token);
+                }
+                taken
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        /// Taking shares gives what the definition gives, node by node from the ring's rank
+        /// sets and walking every token of a ring that keeps none (one token of a node id too
+        /// large for them), for any shares (a NaN one too), rules and unmovable tokens, with
+        /// arcs that tie.
+        #[test]
+        fn taking_shares_follows_the_definition_with_and_without_rank_sets(
+            gaps in proptest::collection::vec(1u32..6, 1..300),
+            owner_picks in proptest::collection::vec(0u32..6, 300),
+            listed in proptest::collection::vec((0usize..8, proptest::prop_oneof![
+                0.0f64..0.4, proptest::strategy::Just(f64::NAN)
+            ]), 0..8),
+            v_min in 0usize..4,
+            strict in proptest::bool::ANY,
+            movable_bits in proptest::collection::vec(proptest::bool::weighted(0.8), 300),
+        ) {
+            let total: u32 = gaps.iter().sum();
+            let positions: Vec<f64> = gaps
+                .iter()
+                .scan(0, |at, &gap| { let p = *at; *at += gap; Some(f64::from(p) / f64::from(total)) })
+                .collect();
+            let owners: Vec<NodeId> = owner_picks[..positions.len()].iter().map(|&i| NodeId(i)).collect();
+            let with_sets = TokenRing::new(positions.clone(), owners.clone()).unwrap();
+            let mut without_sets_owners = owners;
+            without_sets_owners[0] = NodeId(70_000);
+            let without_sets = TokenRing::new(positions, without_sets_owners).unwrap();
+            proptest::prop_assert!(with_sets.rank_sets_longest_first().is_some());
+            proptest::prop_assert!(without_sets.rank_sets_shortest_first().is_none());
+            let step_rule = if strict { StepRule::Strict } else { StepRule::Paper };
+            let movable = |token: usize| movable_bits[token];
+            let rules = SelectRules { v_min, step_rule, movable: &movable };
+            for ring in [&with_sets, &without_sets] {
+                let counts = ring.counts(8);
+                for order in [ArcOrder::LongestFirst, ArcOrder::ShortestFirst] {
+                    let got = take_shares_under(ring, order, &listed, &counts, rules);
+                    let want = taken_by_definition(ring, order, &listed, &counts, rules);
+                    proptest::prop_assert_eq!(got, want);
+                }
+            }
         }
     }
 

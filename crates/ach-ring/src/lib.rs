@@ -95,4 +95,6 @@ pub use membership::{JoinRule, LeaveRule};
 pub use migration::Migration;
 pub use named::{MembershipChange, NamedRing, NamedRingError, NamedRingState, Node, NodeSpec};
 pub use state::{TOKEN_RING_STATE_VERSION, TokenRingState};
-pub use token_ring::{InvariantCheck, InvariantViolation, NodeId, RingError, TokenMove, TokenRing};
+pub use token_ring::{
+    InvariantCheck, InvariantViolation, NodeId, RankSets, RingError, TokenMove, TokenRing,
+};

@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Serialize};
 
 use arc_order::{arc_orders, ranks};
+pub use rank_sets::RankSets;
 
 /// Identifier of a node (a server) of the cluster.
 ///
@@ -240,6 +241,11 @@ pub struct TokenRing {
     owners_shortest_first: OnceLock<Vec<NodeId>>,
     /// The owners in longest-first order, as `owners_shortest_first`.
     owners_longest_first: OnceLock<Vec<NodeId>>,
+    /// Each node's tokens as ranks in shortest-first order (module `rank_sets`), built when
+    /// first asked for and kept up to date from then on (`None`: too large to keep).
+    rank_sets_shortest_first: OnceLock<Option<RankSets>>,
+    /// The same in longest-first order.
+    rank_sets_longest_first: OnceLock<Option<RankSets>>,
     /// `node_counts[i]`: how many tokens node `i` owns, for the ids below its length (the
     /// largest counted owner id plus one; ids of [`TokenRing::counted_ids`] or more are not
     /// counted here).
@@ -426,6 +432,8 @@ impl TokenRing {
             owners: Vec::new(),
             owners_shortest_first: OnceLock::new(),
             owners_longest_first: OnceLock::new(),
+            rank_sets_shortest_first: OnceLock::new(),
+            rank_sets_longest_first: OnceLock::new(),
             node_counts: Vec::new(),
             uncounted_tokens: 0,
             node_units: OnceLock::new(),
@@ -836,6 +844,7 @@ fn arc_lengths(positions: &[f64]) -> Vec<f64> {
 
 mod arc_order;
 mod owner_changes;
+mod rank_sets;
 mod shares;
 #[cfg(test)]
 mod tests;

@@ -2,8 +2,10 @@
 //! keeps, and the counts of tokens per node (and the shares in units, module `shares`) kept
 //! with them.
 
+use std::sync::OnceLock;
+
 use super::shares::move_units;
-use super::{NodeId, RingError, TokenMove, TokenRing};
+use super::{NodeId, RankSets, RingError, TokenMove, TokenRing};
 
 impl TokenRing {
     /// Owner ids below this are counted per node as owners change (so [`TokenRing::counts`]
@@ -60,6 +62,9 @@ impl TokenRing {
         let counted_ids = self.counted_ids();
         for mv in moves {
             let from = std::mem::replace(&mut self.owners[mv.token], mv.to);
+            // Both callers check (or build) each move's `from` against the owner, and the rank
+            // sets rely on it.
+            debug_assert_eq!(from, mv.from);
             self.count_out(from);
             self.count_in(mv.to);
             // The shares in units, once the ring keeps them (module `shares`), move with the
@@ -88,6 +93,13 @@ impl TokenRing {
                 owners[ranks[mv.token]] = mv.to;
             }
         }
+        let geometry = &self.geometry;
+        move_ranks(&mut self.rank_sets_shortest_first, moves, || {
+            &geometry.ranks().shortest
+        });
+        move_ranks(&mut self.rank_sets_longest_first, moves, || {
+            &geometry.ranks().longest
+        });
     }
 
     /// Applies a set of owner changes in order and returns their `M_keys`: the sum of the arcs
@@ -175,6 +187,34 @@ impl TokenRing {
         }
         self.set_owners(moves);
         Ok(())
+    }
+}
+
+/// Makes `moves` (each token's `from` its owner when the move is made) in the rank sets of one
+/// arc order, once they are kept; drops them when a move's `to` would make them too large
+/// (they are built again when next asked for, or found too large). Every `from` owns a token,
+/// so the sets cover it already.
+///
+/// `ranks` gives where each token stands in that order; it is asked for only when the sets are
+/// kept.
+fn move_ranks<'a>(
+    sets: &mut OnceLock<Option<RankSets>>,
+    moves: &[TokenMove],
+    ranks: impl FnOnce() -> &'a [usize],
+) {
+    let Some(Some(kept)) = sets.get_mut() else {
+        return;
+    };
+    let ranks = ranks();
+    let covered = moves.iter().all(|mv| {
+        let covered = kept.cover(mv.to.index() + 1);
+        if covered {
+            kept.move_rank(ranks[mv.token], mv.from, mv.to);
+        }
+        covered
+    });
+    if !covered {
+        *sets = OnceLock::new();
     }
 }
 

@@ -353,8 +353,10 @@ mod properties {
             raw_moves in proptest::collection::vec((any::<usize>(), 0u32..8), 0..60),
         ) {
             let before = ring.clone();
-            // Build the owners in arc order now, so that the moves below must keep them.
+            // Build the owners in arc order and the rank sets now, so that the moves below
+            // must keep them.
             let _ = (ring.owners_longest_first(), ring.owners_shortest_first());
+            let _ = (ring.rank_sets_longest_first(), ring.rank_sets_shortest_first());
             let moves: Vec<TokenMove> = {
                 let mut owners = ring.owners().to_vec();
                 raw_moves
@@ -386,6 +388,17 @@ mod properties {
             };
             prop_assert_eq!(ring.owners_longest_first(), in_order(ring.tokens_longest_first()));
             prop_assert_eq!(ring.owners_shortest_first(), in_order(ring.tokens_shortest_first()));
+            // So do the rank sets: each node's are the ranks of its tokens, in increasing order.
+            for (sets, order) in [
+                (ring.rank_sets_longest_first(), ring.tokens_longest_first()),
+                (ring.rank_sets_shortest_first(), ring.tokens_shortest_first()),
+            ] {
+                let sets = sets.expect("a ring this small keeps rank sets");
+                for node in (0..10).map(NodeId) {
+                    let ranks: Vec<usize> = (0..order.len()).filter(|&r| ring.owner(order[r]) == node).collect();
+                    prop_assert_eq!(sets.ranks_of(node).collect::<Vec<_>>(), ranks);
+                }
+            }
             let longest = ring.arcs().iter().copied().fold(0.0, f64::max);
             prop_assert_eq!(ring.max_arc().to_bits(), longest.to_bits());
             // So do the counts, and a ring built from the same owners is equal.
@@ -442,4 +455,64 @@ fn arc_orders_are_those_of_stable_sorts_for_a_ring_of_slots() {
     };
     // The test is only worth its name if equal counts gave arcs that are not all equal.
     assert!(distinct_arcs > 13, "{distinct_arcs} distinct arcs");
+}
+
+#[test]
+fn rank_sets_are_dropped_when_they_would_grow_too_large_and_built_again_when_they_fit() {
+    // 4096 tokens take 64 words a node: ids up to 1023 fit in 2^16 words, id 1024 does not.
+    let mut ring = TokenRing::evenly_spaced(4096, 4).unwrap();
+    let tokens_of_1023 = |ring: &TokenRing| -> Vec<usize> {
+        let sets = ring.rank_sets_shortest_first().expect("the sets fit");
+        let order = ring.tokens_shortest_first();
+        sets.ranks_of(NodeId(1023)).map(|r| order[r]).collect()
+    };
+    assert_eq!(tokens_of_1023(&ring), Vec::<usize>::new());
+    // A node of id 1023 grows the sets, kept up to date.
+    ring.apply(&[TokenMove {
+        token: 5,
+        from: NodeId(1),
+        to: NodeId(1023),
+    }])
+    .unwrap();
+    assert_eq!(ring.rank_sets_shortest_first().unwrap().node_slots(), 1024);
+    assert_eq!(tokens_of_1023(&ring), vec![5]);
+    // Id 1024 would take more than 2^16 words: the ring keeps no sets while it owns a token.
+    ring.apply(&[TokenMove {
+        token: 6,
+        from: NodeId(2),
+        to: NodeId(1024),
+    }])
+    .unwrap();
+    assert!(ring.rank_sets_shortest_first().is_none());
+    assert!(ring.rank_sets_longest_first().is_none());
+    assert!(
+        TokenRing::new(ring.positions().to_vec(), ring.owners().to_vec())
+            .unwrap()
+            .rank_sets_shortest_first()
+            .is_none()
+    );
+    // A ring that keeps none is walked without them by the planner; asked again after the
+    // owners fit, it builds them.
+    let mut fits = TokenRing::evenly_spaced(4096, 4).unwrap();
+    let _ = fits.rank_sets_longest_first();
+    fits.apply(&[TokenMove {
+        token: 6,
+        from: NodeId(2),
+        to: NodeId(1024),
+    }])
+    .unwrap();
+    fits.apply(&[TokenMove {
+        token: 6,
+        from: NodeId(1024),
+        to: NodeId(2),
+    }])
+    .unwrap();
+    let sets = fits
+        .rank_sets_longest_first()
+        .expect("the owners fit again");
+    let order = fits.tokens_longest_first();
+    let tokens_of_2: Vec<usize> = sets.ranks_of(NodeId(2)).map(|r| order[r]).collect();
+    let mut expected = fits.tokens_of(NodeId(2));
+    expected.sort_by_key(|&s| order.iter().position(|&t| t == s));
+    assert_eq!(tokens_of_2, expected);
 }
