@@ -7,6 +7,8 @@
 //! processor. A node's set of ranks walks the same tokens in the same order with one branch a
 //! token it owns. The sets are kept up to date by every change of owners, two bits a move.
 
+use std::sync::OnceLock;
+
 use super::{NodeId, TokenRing};
 
 /// The most words (of 64 ranks) the sets of one order may take: 512 KiB. A ring of more nodes
@@ -121,25 +123,26 @@ impl Iterator for SetBits {
 
 impl TokenRing {
     /// Each node's tokens as ranks in [`TokenRing::tokens_shortest_first`] order, or `None` for
-    /// a ring of too many nodes times tokens (more than 512 KiB of bits). The first call builds
-    /// them (`O(V)`); from then on every change of owners keeps them up to date.
+    /// a ring of too many nodes times tokens (more than 512 KiB of bits) when first asked for
+    /// or when a change of owners would have grown them past that. The first call builds them
+    /// (`O(V)`); from then on every change of owners keeps them up to date.
     pub fn rank_sets_shortest_first(&self) -> Option<&RankSets> {
-        self.rank_sets_shortest_first
-            .get_or_init(|| {
-                let owners = &self.owners;
-                RankSets::of(self.tokens_shortest_first().iter().map(|&s| owners[s]))
-            })
-            .as_ref()
+        self.rank_sets_in(&self.rank_sets_shortest_first, self.tokens_shortest_first())
     }
 
     /// Each node's tokens as ranks in [`TokenRing::tokens_longest_first`] order (see
     /// [`TokenRing::rank_sets_shortest_first`]).
     pub fn rank_sets_longest_first(&self) -> Option<&RankSets> {
-        self.rank_sets_longest_first
-            .get_or_init(|| {
-                let owners = &self.owners;
-                RankSets::of(self.tokens_longest_first().iter().map(|&s| owners[s]))
-            })
+        self.rank_sets_in(&self.rank_sets_longest_first, self.tokens_longest_first())
+    }
+
+    /// The rank sets kept in `kept` over the arc order `order`, built at the first call.
+    fn rank_sets_in<'a>(
+        &'a self,
+        kept: &'a OnceLock<Option<RankSets>>,
+        order: &[usize],
+    ) -> Option<&'a RankSets> {
+        kept.get_or_init(|| RankSets::of(order.iter().map(|&s| self.owners[s])))
             .as_ref()
     }
 }
