@@ -67,7 +67,11 @@ pub const V_MIN: usize = 3;
 
 /// Live nodes whose load satisfies `keep`, in increasing id order.
 fn nodes_where(obs: &ach_control::Observation<'_>, keep: impl Fn(f64) -> bool) -> Vec<usize> {
-    obs.live_nodes().filter(|&i| keep(obs.loads[i])).collect()
+    // Room for every node up front: a filter gives `collect` no size, and the vector would
+    // grow (and move) a few times at every step.
+    let mut nodes = Vec::with_capacity(obs.n_nodes());
+    nodes.extend(obs.live_nodes().filter(|&i| keep(obs.loads[i])));
+    nodes
 }
 
 /// Rings and observations shared by the unit tests of the baselines.
