@@ -122,10 +122,14 @@ impl Iterator for SetBits {
 }
 
 impl TokenRing {
-    /// Each node's tokens as ranks in [`TokenRing::tokens_shortest_first`] order, or `None` for
-    /// a ring of too many nodes times tokens (more than 512 KiB of bits) when first asked for
-    /// or when a change of owners would have grown them past that. The first call builds them
-    /// (`O(V)`); from then on every change of owners keeps them up to date.
+    /// Each node's tokens as ranks in [`TokenRing::tokens_shortest_first`] order, or `None`
+    /// while the ring keeps none. The first call after the ring's first change of owners
+    /// builds them (`O(V)`), and from then on every change of owners keeps them up to date; a
+    /// ring whose owners never changed keeps none, since a ring built for one plan (as
+    /// `ach-redis` builds one per control step) would spend more on building them than a walk
+    /// over every token costs. A ring of too many nodes times tokens (more than 512 KiB of
+    /// bits) when they are built, or when a change of owners would grow them past that, keeps
+    /// none either.
     pub fn rank_sets_shortest_first(&self) -> Option<&RankSets> {
         self.rank_sets_in(&self.rank_sets_shortest_first, self.tokens_shortest_first())
     }
@@ -136,12 +140,16 @@ impl TokenRing {
         self.rank_sets_in(&self.rank_sets_longest_first, self.tokens_longest_first())
     }
 
-    /// The rank sets kept in `kept` over the arc order `order`, built at the first call.
+    /// The rank sets kept in `kept` over the arc order `order`, built at the first call after
+    /// the first change of owners.
     fn rank_sets_in<'a>(
         &'a self,
         kept: &'a OnceLock<Option<RankSets>>,
         order: &[usize],
     ) -> Option<&'a RankSets> {
+        if self.owner_changes == 0 && kept.get().is_none() {
+            return None;
+        }
         kept.get_or_init(|| RankSets::of(order.iter().map(|&s| self.owners[s])))
             .as_ref()
     }

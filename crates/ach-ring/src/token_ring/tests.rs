@@ -352,6 +352,10 @@ mod properties {
             n_nodes in 1u32..8,
             raw_moves in proptest::collection::vec((any::<usize>(), 0u32..8), 0..60),
         ) {
+            // A first change of owners (token 0 to its owner), after which the ring keeps
+            // rank sets once asked for.
+            let first_owner = ring.owner(0);
+            ring.apply(&[TokenMove { token: 0, from: first_owner, to: first_owner }]).unwrap();
             let before = ring.clone();
             // Build the owners in arc order and the rank sets now, so that the moves below
             // must keep them.
@@ -458,16 +462,25 @@ fn arc_orders_are_those_of_stable_sorts_for_a_ring_of_slots() {
 }
 
 #[test]
-fn rank_sets_are_dropped_when_they_would_grow_too_large_and_built_again_when_they_fit() {
+fn rank_sets_are_kept_from_the_first_change_of_owners_while_they_fit() {
     // 4096 tokens take 64 words a node: ids up to 1023 fit in 2^16 words, id 1024 does not.
     let mut ring = TokenRing::evenly_spaced(4096, 4).unwrap();
-    let tokens_of_1023 = |ring: &TokenRing| -> Vec<usize> {
+    // A ring whose owners never changed keeps none.
+    assert!(ring.rank_sets_shortest_first().is_none());
+    ring.apply(&[TokenMove {
+        token: 5,
+        from: NodeId(1),
+        to: NodeId(1),
+    }])
+    .unwrap();
+    let tokens_of = |ring: &TokenRing, node: u32| -> Vec<usize> {
         let sets = ring.rank_sets_shortest_first().expect("the sets fit");
         let order = ring.tokens_shortest_first();
-        sets.ranks_of(NodeId(1023)).map(|r| order[r]).collect()
+        sets.ranks_of(NodeId(node)).map(|r| order[r]).collect()
     };
-    assert_eq!(tokens_of_1023(&ring), Vec::<usize>::new());
-    // A node of id 1023 grows the sets, kept up to date.
+    assert_eq!(ring.rank_sets_shortest_first().unwrap().node_slots(), 4);
+    assert_eq!(tokens_of(&ring, 1023), Vec::<usize>::new());
+    // A node of id 1023 grows the kept sets, kept up to date.
     ring.apply(&[TokenMove {
         token: 5,
         from: NodeId(1),
@@ -475,8 +488,10 @@ fn rank_sets_are_dropped_when_they_would_grow_too_large_and_built_again_when_the
     }])
     .unwrap();
     assert_eq!(ring.rank_sets_shortest_first().unwrap().node_slots(), 1024);
-    assert_eq!(tokens_of_1023(&ring), vec![5]);
-    // Id 1024 would take more than 2^16 words: the ring keeps no sets while it owns a token.
+    assert_eq!(tokens_of(&ring, 1023), vec![5]);
+    assert!(!tokens_of(&ring, 1).contains(&5));
+    // Id 1024 would take more than 2^16 words: the ring drops its sets, and a ring of those
+    // owners keeps none.
     ring.apply(&[TokenMove {
         token: 6,
         from: NodeId(2),
@@ -485,16 +500,15 @@ fn rank_sets_are_dropped_when_they_would_grow_too_large_and_built_again_when_the
     .unwrap();
     assert!(ring.rank_sets_shortest_first().is_none());
     assert!(ring.rank_sets_longest_first().is_none());
-    assert!(
-        TokenRing::new(ring.positions().to_vec(), ring.owners().to_vec())
-            .unwrap()
-            .rank_sets_shortest_first()
-            .is_none()
-    );
-    // A ring that keeps none is walked without them by the planner; asked again after the
-    // owners fit, it builds them.
+    // Sets dropped that way are built again when asked for after the owners fit.
     let mut fits = TokenRing::evenly_spaced(4096, 4).unwrap();
-    let _ = fits.rank_sets_longest_first();
+    fits.apply(&[TokenMove {
+        token: 6,
+        from: NodeId(2),
+        to: NodeId(2),
+    }])
+    .unwrap();
+    assert!(fits.rank_sets_longest_first().is_some());
     fits.apply(&[TokenMove {
         token: 6,
         from: NodeId(2),
