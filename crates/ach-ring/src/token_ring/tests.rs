@@ -461,18 +461,23 @@ fn arc_orders_are_those_of_stable_sorts_for_a_ring_of_slots() {
     assert!(distinct_arcs > 13, "{distinct_arcs} distinct arcs");
 }
 
+/// Moves `token` from node `from` to node `to` (which must own it).
+fn move_token(ring: &mut TokenRing, token: usize, from: u32, to: u32) {
+    let mv = TokenMove {
+        token,
+        from: NodeId(from),
+        to: NodeId(to),
+    };
+    ring.apply(&[mv]).unwrap();
+}
+
 #[test]
 fn rank_sets_are_kept_from_the_first_change_of_owners_while_they_fit() {
     // 4096 tokens take 64 words a node: ids up to 1023 fit in 2^16 words, id 1024 does not.
     let mut ring = TokenRing::evenly_spaced(4096, 4).unwrap();
     // A ring whose owners never changed keeps none.
     assert!(ring.rank_sets_shortest_first().is_none());
-    ring.apply(&[TokenMove {
-        token: 5,
-        from: NodeId(1),
-        to: NodeId(1),
-    }])
-    .unwrap();
+    move_token(&mut ring, 5, 1, 1);
     let tokens_of = |ring: &TokenRing, node: u32| -> Vec<usize> {
         let sets = ring.rank_sets_shortest_first().expect("the sets fit");
         let order = ring.tokens_shortest_first();
@@ -481,46 +486,21 @@ fn rank_sets_are_kept_from_the_first_change_of_owners_while_they_fit() {
     assert_eq!(ring.rank_sets_shortest_first().unwrap().node_slots(), 4);
     assert_eq!(tokens_of(&ring, 1023), Vec::<usize>::new());
     // A node of id 1023 grows the kept sets, kept up to date.
-    ring.apply(&[TokenMove {
-        token: 5,
-        from: NodeId(1),
-        to: NodeId(1023),
-    }])
-    .unwrap();
+    move_token(&mut ring, 5, 1, 1023);
     assert_eq!(ring.rank_sets_shortest_first().unwrap().node_slots(), 1024);
     assert_eq!(tokens_of(&ring, 1023), vec![5]);
     assert!(!tokens_of(&ring, 1).contains(&5));
     // Id 1024 would take more than 2^16 words: the ring drops its sets, and a ring of those
     // owners keeps none.
-    ring.apply(&[TokenMove {
-        token: 6,
-        from: NodeId(2),
-        to: NodeId(1024),
-    }])
-    .unwrap();
+    move_token(&mut ring, 6, 2, 1024);
     assert!(ring.rank_sets_shortest_first().is_none());
     assert!(ring.rank_sets_longest_first().is_none());
     // Sets dropped that way are built again when asked for after the owners fit.
     let mut fits = TokenRing::evenly_spaced(4096, 4).unwrap();
-    fits.apply(&[TokenMove {
-        token: 6,
-        from: NodeId(2),
-        to: NodeId(2),
-    }])
-    .unwrap();
+    move_token(&mut fits, 6, 2, 2);
     assert!(fits.rank_sets_longest_first().is_some());
-    fits.apply(&[TokenMove {
-        token: 6,
-        from: NodeId(2),
-        to: NodeId(1024),
-    }])
-    .unwrap();
-    fits.apply(&[TokenMove {
-        token: 6,
-        from: NodeId(1024),
-        to: NodeId(2),
-    }])
-    .unwrap();
+    move_token(&mut fits, 6, 2, 1024);
+    move_token(&mut fits, 6, 1024, 2);
     let sets = fits
         .rank_sets_longest_first()
         .expect("the owners fit again");
