@@ -92,12 +92,7 @@ fn offer_to_owners(
     mut offer: impl FnMut(usize, usize) -> Offer,
 ) -> Vec<Vec<usize>> {
     // `slot_of_node[i]`: the index in `nodes` of node `i` while it still takes offers.
-    const NO_SLOT: usize = usize::MAX;
-    let slots = nodes.iter().max().map_or(0, |&i| i + 1);
-    let mut slot_of_node = vec![NO_SLOT; slots];
-    for (k, &i) in nodes.iter().enumerate() {
-        slot_of_node[i] = k;
-    }
+    let mut slot_of_node = last_places(nodes);
     // A node gives at most the tokens it owns: room for them all spares the growing.
     let mut taken: Vec<Vec<usize>> = nodes
         .iter()
@@ -127,6 +122,20 @@ fn offer_to_owners(
     taken
 }
 
+/// No place in a list of nodes (see [`last_places`]).
+const NO_SLOT: usize = usize::MAX;
+
+/// For every id up to the largest of `nodes`, its last index in `nodes`, or [`NO_SLOT`] for an
+/// id not listed: the place at which a walk offers a node its tokens.
+fn last_places(nodes: &[usize]) -> Vec<usize> {
+    let slots = nodes.iter().max().map_or(0, |&i| i + 1);
+    let mut last_place = vec![NO_SLOT; slots];
+    for (k, &i) in nodes.iter().enumerate() {
+        last_place[i] = k;
+    }
+    last_place
+}
+
 /// What [`offer_in_arc_order`] gives for offers whose answers to one node depend on that
 /// node's state alone (as when each node takes its own share), or `None` for a ring that keeps
 /// no rank sets: each node is offered its tokens in arc order until it stops, one node after
@@ -151,11 +160,7 @@ fn offer_node_by_node<S>(
     let rank_sets = rank_sets?;
     // A node listed twice is offered its tokens at its last place only, as the walk over every
     // token offers them.
-    let slots = nodes.iter().max().map_or(0, |&i| i + 1);
-    let mut last_place = vec![usize::MAX; slots];
-    for (k, &i) in nodes.iter().enumerate() {
-        last_place[i] = k;
-    }
+    let last_place = last_places(nodes);
     let mut taken: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
     for (k, &i) in nodes.iter().enumerate() {
         let (true, Ok(id)) = (last_place[i] == k, u32::try_from(i)) else {
@@ -168,6 +173,8 @@ fn offer_node_by_node<S>(
         // memory, and each token's arc would wait for the last one's store.
         let mut tokens = vec![0; ring.count(node)];
         let mut taken_count = 0;
+        // The bits are read here rather than through `RankSets::ranks_of`, whose nested
+        // iterator took 0.8 % more instructions a C1 run.
         'walk: for (word_index, &word) in rank_sets.words_of(node).iter().enumerate() {
             let mut bits = word;
             while bits != 0 {
