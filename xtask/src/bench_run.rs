@@ -9,7 +9,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use ach_report::bench::BenchPoint;
 use ach_report::profile::{
-    PointProfile, load_average, machine, point_markdown, process_children_cpu_seconds,
+    PointProfile, best, load_average, machine, point_markdown, process_children_cpu_seconds,
     profile_point, replace_section, utc_date,
 };
 
@@ -232,15 +232,10 @@ struct Section<'a> {
     command: &'a str,
 }
 
-/// The shortest of `runs` (not empty).
-fn shortest(runs: &[f64]) -> f64 {
-    runs.iter().copied().fold(f64::INFINITY, f64::min)
-}
-
 /// The published simulation's C1 runs as the section gives them: the best CPU time, and every
 /// run's when there are several.
 fn reference_runs(runs: &[f64]) -> String {
-    let best = shortest(runs);
+    let best = best(runs).unwrap_or(f64::NAN);
     if runs.len() == 1 {
         return format!("{best:.2} s CPU");
     }
@@ -318,7 +313,7 @@ fn section(s: &Section<'_>) -> String {
             "- The published simulation (ACH_REFERENCE_SIM), one C1 run: {}, **{:.0}x** this C1 \
              run's best CPU time.\n",
             reference_runs(runs),
-            shortest(runs) / c1.best_cpu_or_wall()
+            best(runs).unwrap_or(f64::NAN) / c1.best_cpu_or_wall()
         )),
         (Some(runs), None) => out.push_str(&format!(
             "- The published simulation (ACH_REFERENCE_SIM), one C1 run: {}.\n",
@@ -342,6 +337,6 @@ mod tests {
             reference_runs(&[1.861, 1.829, 1.888]),
             "best 1.83 s CPU of 3 runs (1.86, 1.83, 1.89 s)"
         );
-        assert_eq!(shortest(&[2.0, 1.5, 1.75]), 1.5);
+        assert_eq!(best(&[2.0, 1.5, 1.75]), Some(1.5));
     }
 }

@@ -155,7 +155,8 @@ pub struct PointProfile {
     pub encode_seconds: f64,
 }
 
-fn best(values: &[f64]) -> Option<f64> {
+/// The smallest of `values` (a time's best repeat), or `None` for none.
+pub fn best(values: &[f64]) -> Option<f64> {
     values.iter().copied().reduce(f64::min)
 }
 
