@@ -714,8 +714,8 @@ mod tests {
     proptest::proptest! {
         /// Taking shares gives what the definition gives, node by node from the ring's rank
         /// sets and walking every token of a ring that keeps none (one whose owners never
-        /// changed, with one token of a node id too large for them), for any shares (a NaN one too), rules and unmovable tokens, with
-        /// arcs that tie.
+        /// changed, with one token of a node id too large for them), for any shares (a NaN one
+        /// too), rules and unmovable tokens, with arcs that tie.
         #[test]
         fn taking_shares_follows_the_definition_with_and_without_rank_sets(
             gaps in proptest::collection::vec(1u32..6, 1..300),
