@@ -184,8 +184,8 @@ pub const MIN_REPEAT_SECONDS: f64 = 0.25;
 /// unprobed repeat is as many runs in a row as take [`MIN_REPEAT_SECONDS`] (one for a long
 /// run), counted on warm runs after one that warms the caches up (the first run also faults
 /// the process's memory in: counted on it alone, C1's repeats were at times 8 runs in a row,
-/// a third of a quarter second). The
-/// record's encoding is timed `repeats` times and the shortest kept, as the runs are.
+/// a third of a quarter second). The record's encoding is timed `repeats` times and the
+/// shortest kept, as the runs are.
 pub fn profile_point(point: BenchPoint, repeats: u32) -> Result<PointProfile, BenchError> {
     let config = point.config()?;
     let spec = run_zero(&config);
