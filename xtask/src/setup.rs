@@ -1,7 +1,8 @@
 //! `cargo xtask test`: installs what the tests start when it is missing, then runs
 //! `cargo test --release --workspace` with the given arguments and exits with its code
 //! (without arguments, every test as `cargo test --release --workspace --no-fail-fast` would,
-//! three test binaries at a time: [`runner`]).
+//! three test binaries at a time, those that assert the servers' own load figures alone
+//! first: [`runner`]).
 //!
 //! What is missing: the Debian packages of [`debian::PACKAGES`] that `dpkg -s` does not report,
 //! and Valkey 9 (or Valkey 8, for the tests of a cluster without atomic migration) when
