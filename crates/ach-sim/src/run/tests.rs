@@ -1,3 +1,4 @@
+use super::arm::imbalance;
 use super::*;
 use crate::config::{Churn, Degradation, NodeClass, built_in_series};
 

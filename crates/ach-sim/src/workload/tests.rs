@@ -1,6 +1,7 @@
 //! Tests of the workload: the tables against the Poisson distribution, the fast fills against
 //! the reference draws, and pinned values.
 
+use super::poisson_tables::push_guide;
 use super::*;
 use rand::SeedableRng;
 use statrs::distribution::{ChiSquared, ContinuousCDF};
