@@ -16,14 +16,47 @@ impl SeriesConfig {
 
     /// Checks every rule; `algorithms` may name any algorithm of `registry`.
     pub fn validate_with(&self, profile: Profile, registry: &Registry) -> Result<(), ConfigError> {
-        let fail = |field: &str, value: &dyn std::fmt::Display, rule: &str| ConfigError {
+        self.validate_shape(profile)?;
+        self.validate_algorithms(registry)?;
+        self.validate_cluster_and_telemetry()?;
+        self.validate_ach()?;
+        self.validate_events(profile)
+            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+        if self.against_a0 && !self.algorithms.iter().any(|a| a == A0) {
+            return Err(self.broken(
+                "against_a0",
+                &true,
+                &format!("needs {A0:?} in algorithms, the arm every other one is paired against"),
+            ));
+        }
+        self.validate_parameters(registry)?;
+        self.validate_pacing()
+            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+        for (k, reading) in self.readings.iter().enumerate() {
+            reading
+                .check(k, &self.readings[..k], self.cluster.classes.len())
+                .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+        }
+        if let Some(sweep) = &self.sweep {
+            self.validate_sweep(sweep, profile)?;
+        }
+        Ok(())
+    }
+
+    /// The error of this series' `field` whose `value` breaks `rule`.
+    fn broken(&self, field: &str, value: &dyn std::fmt::Display, rule: &str) -> ConfigError {
+        ConfigError {
             series: self.name.clone(),
             field: field.to_string(),
             value: value.to_string(),
             rule: rule.to_string(),
-        };
+        }
+    }
+
+    /// The name, the runs and their seeds, the steps, the tokens and keys, and the popularity.
+    fn validate_shape(&self, profile: Profile) -> Result<(), ConfigError> {
         if self.name.trim().is_empty() {
-            return Err(fail("name", &"\"\"", "must not be empty"));
+            return Err(self.broken("name", &"\"\"", "must not be empty"));
         }
         // The name becomes a folder and a file name of the results (`runs/<name>/`,
         // `config/<name>.toml`), so it must not be able to leave the output folder.
@@ -33,40 +66,40 @@ impl SeriesConfig {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
             && !self.name.starts_with('.');
         if !name_is_a_plain_file_name {
-            return Err(fail(
+            return Err(self.broken(
                 "name",
                 &format!("{:?}", self.name),
                 "must use only letters, digits, '_', '-' and '.', and not start with '.'",
             ));
         }
         if self.runs == 0 {
-            return Err(fail("runs", &self.runs, "must be >= 1"));
+            return Err(self.broken("runs", &self.runs, "must be >= 1"));
         }
         if self.seed_stride == 0 {
-            return Err(fail(
+            return Err(self.broken(
                 "seed_stride",
                 &self.seed_stride,
                 "must be >= 1 (every run needs its own seed)",
             ));
         }
         if self.steps == 0 {
-            return Err(fail("steps", &self.steps, "must be >= 1"));
+            return Err(self.broken("steps", &self.steps, "must be >= 1"));
         }
         if self.warmup >= self.steps {
-            return Err(fail(
+            return Err(self.broken(
                 "warmup",
                 &self.warmup,
                 &format!("must be < steps = {}", self.steps),
             ));
         }
         if self.tokens == 0 {
-            return Err(fail("tokens", &self.tokens, "must be >= 1"));
+            return Err(self.broken("tokens", &self.tokens, "must be >= 1"));
         }
         if self.keys == 0 {
-            return Err(fail("keys", &self.keys, "must be >= 1"));
+            return Err(self.broken("keys", &self.keys, "must be >= 1"));
         }
         if profile == Profile::Paper && self.keys < self.tokens {
-            return Err(fail(
+            return Err(self.broken(
                 "keys",
                 &self.keys,
                 &format!(
@@ -77,84 +110,79 @@ impl SeriesConfig {
             ));
         }
         if !(self.zipf_s.is_finite() && self.zipf_s >= 0.0) {
-            return Err(fail("zipf_s", &self.zipf_s, "must be a finite number >= 0"));
+            return Err(self.broken("zipf_s", &self.zipf_s, "must be a finite number >= 0"));
         }
         check_probability(self.write_fraction)
-            .map_err(|rule| fail("write_fraction", &self.write_fraction, rule))?;
+            .map_err(|rule| self.broken("write_fraction", &self.write_fraction, rule))?;
+        Ok(())
+    }
+
+    /// The algorithms: at least one, each registered and named once.
+    fn validate_algorithms(&self, registry: &Registry) -> Result<(), ConfigError> {
         if self.algorithms.is_empty() {
-            return Err(fail(
-                "algorithms",
-                &"[]",
-                "must name at least one algorithm",
-            ));
+            return Err(self.broken("algorithms", &"[]", "must name at least one algorithm"));
         }
         for (k, name) in self.algorithms.iter().enumerate() {
             if registry.get(name).is_none() {
-                return Err(fail(
+                return Err(self.broken(
                     &format!("algorithms[{k}]"),
                     &format!("{name:?}"),
                     &format!("must be one of {}", registry.names()),
                 ));
             }
             if self.algorithms[..k].contains(name) {
-                return Err(fail(
+                return Err(self.broken(
                     &format!("algorithms[{k}]"),
                     &format!("{name:?}"),
                     "is named twice (each algorithm runs once per series)",
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The cluster, its load, the telemetry noise and smoothing.
+    fn validate_cluster_and_telemetry(&self) -> Result<(), ConfigError> {
         let n0 = self.cluster.classes.len();
         if n0 == 0 {
-            return Err(fail(
-                "cluster.classes",
-                &"[]",
-                "must have at least one node",
-            ));
+            return Err(self.broken("cluster.classes", &"[]", "must have at least one node"));
         }
         if !(self.cluster.mu_base.is_finite() && self.cluster.mu_base > 0.0) {
-            return Err(fail(
-                "cluster.mu_base",
-                &self.cluster.mu_base,
-                "must be > 0",
-            ));
+            return Err(self.broken("cluster.mu_base", &self.cluster.mu_base, "must be > 0"));
         }
         self.validate_load()
-            .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
+            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
         let noise = &self.noise;
         if !(noise.sigma.is_finite() && noise.sigma >= 0.0) {
-            return Err(fail(
-                "noise.sigma",
-                &noise.sigma,
-                "must be a finite number >= 0",
-            ));
+            return Err(self.broken("noise.sigma", &noise.sigma, "must be a finite number >= 0"));
         }
         check_probability(noise.p_miss)
-            .map_err(|rule| fail("noise.p_miss", &noise.p_miss, rule))?;
+            .map_err(|rule| self.broken("noise.p_miss", &noise.p_miss, rule))?;
         noise.distortion().validate().map_err(|e| {
             let (field, value, rule) = distortion_rule(&e);
-            fail(&field, &value, &rule)
+            self.broken(&field, &value, &rule)
         })?;
         self.telemetry.config().validate().map_err(|e| {
             let (field, value, rule) = telemetry_rule(&e);
-            fail(&field, &value, &rule)
+            self.broken(&field, &value, &rule)
         })?;
         if let Some(beta) = self.telemetry.controller_beta
             && !(beta > 0.0 && beta <= 1.0)
         {
-            return Err(fail(
-                "telemetry.controller_beta",
-                &beta,
-                "must be in (0, 1]",
-            ));
+            return Err(self.broken("telemetry.controller_beta", &beta, "must be in (0, 1]"));
         }
+        Ok(())
+    }
+
+    /// ACH's parameters, and `v_min` against the tokens of the largest cluster.
+    fn validate_ach(&self) -> Result<(), ConfigError> {
         self.ach
             .validate()
-            .map_err(|e| fail(&format!("ach.{}", e.field), &e.value, &e.rule))?;
+            .map_err(|e| self.broken(&format!("ach.{}", e.field), &e.value, &e.rule))?;
         let v_min = self.ach.v_min;
         let max_nodes = self.max_nodes();
         if v_min.saturating_mul(max_nodes) > self.tokens {
-            return Err(fail(
+            return Err(self.broken(
                 "ach.v_min",
                 &v_min,
                 &format!(
@@ -163,35 +191,20 @@ impl SeriesConfig {
                 ),
             ));
         }
-        self.validate_events(profile)
-            .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
-        if self.against_a0 && !self.algorithms.iter().any(|a| a == A0) {
-            return Err(fail(
-                "against_a0",
-                &true,
-                &format!("needs {A0:?} in algorithms, the arm every other one is paired against"),
-            ));
-        }
-        // The algorithms' own parameters (`[ach_f] window`, `[ch_bl] eps`), by the rules of the
-        // catalogue entries that take them.
+        Ok(())
+    }
+
+    /// The algorithms' own parameters (`[ach_f] window`, `[ch_bl] eps`), by the rules of the
+    /// catalogue entries that take them.
+    fn validate_parameters(&self, registry: &Registry) -> Result<(), ConfigError> {
         for (name, value) in series_parameters(self) {
             if let Some(rule) = registry
                 .parameter(name)
                 .or_else(|| Catalogue::built_in().parameter(name).cloned())
                 .and_then(|parameter| parameter.broken_by(value))
             {
-                return Err(fail(name, &value, &rule));
+                return Err(self.broken(name, &value, &rule));
             }
-        }
-        self.validate_pacing()
-            .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
-        for (k, reading) in self.readings.iter().enumerate() {
-            reading
-                .check(k, &self.readings[..k], self.cluster.classes.len())
-                .map_err(|(field, value, rule)| fail(&field, &value, &rule))?;
-        }
-        if let Some(sweep) = &self.sweep {
-            self.validate_sweep(sweep, profile)?;
         }
         Ok(())
     }
