@@ -1,6 +1,7 @@
 //! The `rebalance` loop: `fix`, then observe, plan, migrate and confirm once per interval,
 //! one JSON line per step.
 
+use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -10,7 +11,7 @@ use crate::cluster::Cluster;
 use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
 use crate::metrics::{Metrics, NodeMetrics};
-use crate::migrate::{FixAction, MigrationMethod, MigrationOptions};
+use crate::migrate::{FixAction, MigrationMethod, MigrationOptions, SlotMigration};
 use crate::notable::name_hash_tags;
 use crate::report::notable_lines;
 use crate::summary::RunSummary;
@@ -146,20 +147,70 @@ pub fn run_with_summary(
     rules: RunRules,
 ) -> Result<RunSummary, Error> {
     let started_run = Instant::now();
-    let mut summary = RunSummary::default();
-    let mut window: std::collections::VecDeque<f64> = std::collections::VecDeque::new();
+    let mut run = Run {
+        migration,
+        stop,
+        log,
+        progress,
+        metrics,
+        rules,
+        summary: RunSummary::default(),
+        window: VecDeque::new(),
+        previous_predicted: None,
+        pending_fix: Vec::new(),
+    };
     let actions = cluster.backend().fix(cluster, migration)?;
-    report_fix(&actions, progress);
-    write_fix(log, "start", None, &actions)?;
+    report_fix(&actions, run.progress);
+    write_fix(run.log, "start", None, &actions)?;
     let snapshot = cluster.snapshot()?;
     controller.prime(cluster, &snapshot)?;
-    let mut previous_predicted: Option<f64> = None;
-    let mut pending_fix = Vec::new();
     for step in 0..options.steps {
         if !sleep_unless_stopped(options.interval, stop) {
-            let _ = writeln!(progress, "stopped by request before step {step}");
+            let _ = writeln!(run.progress, "stopped by request before step {step}");
             break;
         }
+        if run.step(cluster, controller, step)? == StepEnd::Stop {
+            break;
+        }
+    }
+    run.finish(cluster, controller, started_run)
+}
+
+/// What a step tells the loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepEnd {
+    /// Go on to the next step (when there is one).
+    Next,
+    /// Stop: balanced, or stopped by request.
+    Stop,
+}
+
+/// The loop's options, outputs and what it carries from one step to the next.
+struct Run<'a> {
+    migration: &'a MigrationOptions,
+    stop: &'a AtomicBool,
+    log: &'a mut dyn Write,
+    progress: &'a mut dyn Write,
+    metrics: Option<LoopMetrics<'a>>,
+    rules: RunRules,
+    summary: RunSummary,
+    /// The moved fractions of the last `H` steps, for the window budget's metric.
+    window: VecDeque<f64>,
+    /// The imbalance the last step's plan predicted; only the step right after a planned one
+    /// holds a prediction for its observation.
+    previous_predicted: Option<f64>,
+    /// The slots `fix` closed at the last step, reported with the next one.
+    pending_fix: Vec<FixAction>,
+}
+
+impl Run<'_> {
+    /// Control step `step`: observe, plan, migrate, and the step's line of the log.
+    fn step(
+        &mut self,
+        cluster: &mut Cluster,
+        controller: &mut Controller,
+        step: u64,
+    ) -> Result<StepEnd, Error> {
         let mut record = StepRecord {
             event: "step",
             step,
@@ -171,183 +222,47 @@ pub fn run_with_summary(
                 .unwrap_or(0),
             healthy: true,
             problems: Vec::new(),
-            fixed: std::mem::take(&mut pending_fix),
+            fixed: std::mem::take(&mut self.pending_fix),
             observed: None,
             plan: None,
             outcome: None,
             moved_fraction: 0.0,
-            // Only the step right after a planned one holds a prediction for its observation.
-            previous_predicted: previous_predicted.take(),
+            previous_predicted: self.previous_predicted.take(),
         };
         let step_started = Instant::now();
-        let observed = match controller.observe(cluster) {
-            Ok(observed) => observed,
-            Err(Error::Degraded(problems)) => {
-                mark_unhealthy(metrics);
-                summary.add_degraded_step();
-                degraded(&mut record, problems, log, progress)?;
-                continue;
-            }
-            Err(
-                error @ (Error::Input(_)
-                | Error::NotCluster { .. }
-                | Error::Auth { .. }
-                | Error::Permission { .. }),
-            ) => return Err(error),
-            Err(error) => {
-                mark_unhealthy(metrics);
-                summary.add_degraded_step();
-                degraded(&mut record, vec![error.to_string()], log, progress)?;
-                continue;
-            }
+        let Some(observed) = self.observe(cluster, controller, &mut record)? else {
+            return Ok(StepEnd::Next);
         };
         if !observed.snapshot.open.is_empty() {
             // A migration of an earlier step failed half-way: close it before planning.
-            match cluster.backend().fix(cluster, migration) {
-                Ok(actions) => {
-                    report_fix(&actions, progress);
-                    write_fix(log, "step", Some(step), &actions)?;
-                    record.fixed.extend(actions);
-                }
-                Err(error) => {
-                    mark_unhealthy(metrics);
-                    summary.add_degraded_step();
-                    degraded(&mut record, vec![error.to_string()], log, progress)?;
-                    continue;
-                }
-            }
-            pending_fix = std::mem::take(&mut record.fixed);
-            summary.add_degraded_step();
-            let _ = writeln!(
-                progress,
-                "step {step}: open slots closed, planning next step"
-            );
-            continue;
+            self.close_open_slots(cluster, record)?;
+            return Ok(StepEnd::Next);
         }
         record.slot_stats = observed.signals.slot_stats;
-        if let Some(m) = metrics {
+        if let Some(m) = self.metrics {
             observe_metrics(m.metrics, &observed);
         }
-        // A drain is never balanced: its master must end with no slot.
-        if let Some(tolerance) = rules.until_balanced
-            && observed.imbalance <= tolerance
-            && !observed.draining()
-        {
-            let _ = writeln!(
-                progress,
-                "step {step}: balanced: D {:.3} <= {tolerance} (--until-balanced), stopping",
-                observed.imbalance
-            );
-            summary.balanced_at_step = Some(step);
-            summary.steps += 1;
-            summary.imbalance_first.get_or_insert(observed.imbalance);
-            summary.imbalance_last = Some(observed.imbalance);
-            record.observed = Some(&observed);
-            write_record(log, &record)?;
-            break;
+        if self.stop_if_balanced(&observed, &mut record)? {
+            return Ok(StepEnd::Stop);
         }
         let mut plan = controller.plan(&observed)?;
         name_hash_tags(cluster, &observed.snapshot, &mut plan.notable_slots);
         for line in notable_lines(&plan) {
-            let _ = writeln!(progress, "step {step}: {line}");
+            let _ = writeln!(self.progress, "step {step}: {line}");
         }
         let started = Instant::now();
-        if let Some(m) = metrics
-            && !plan.moves.is_empty()
-        {
-            m.metrics.migration_started();
-        }
-        let mut copied = 0u64;
-        let mut slots_done = 0usize;
-        let planned_slots: usize = plan.groups.iter().map(|g| g.slots.len()).sum();
-        let outcome = controller.execute(cluster, &observed, &plan, stop, &mut |migration| {
-            copied += migration.keys;
-            slots_done += migration.slots.len();
-            if let Some(rate) = rules.max_keys_per_second {
-                throttle(copied, rate, started, stop);
-            }
-            if let Some(m) = metrics {
-                let method = match migration.method {
-                    MigrationMethod::Atomic => "atomic",
-                    MigrationMethod::Keys => "keys",
-                };
-                m.metrics.migration_finished(
-                    method,
-                    migration.outcome,
-                    Duration::from_secs_f64(migration.millis / 1000.0),
-                    migration.keys,
-                );
-                // The next migration of the step, if any, starts now.
-                m.metrics.migration_started();
-            }
-            let _ = writeln!(
-                progress,
-                "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}{}",
-                match migration.method {
-                    MigrationMethod::Atomic => "atomic",
-                    MigrationMethod::Keys => "keys",
-                },
-                format_slot_ranges(&migration.slots),
-                migration.from,
-                migration.to,
-                migration.keys,
-                migration.millis,
-                migration.outcome,
-                if migration.message.is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", migration.message)
-                },
-                if rules.show_eta {
-                    eta(
-                        (slots_done, planned_slots),
-                        (copied, plan.keys_to_copy),
-                        started,
-                    )
-                } else {
-                    String::new()
-                }
-            );
-        });
-        summary.add_step(step, &plan, &outcome);
-        let total_keys: u64 = observed.slot_keys.iter().sum();
-        record.moved_fraction = if total_keys == 0 {
-            0.0
-        } else {
-            outcome.keys_moved as f64 / total_keys as f64
-        };
-        let loads: Vec<String> = observed
-            .nodes
-            .iter()
-            .map(|n| format!("{:.3}", n.load))
-            .collect();
-        let _ = writeln!(
-            progress,
-            "step {step}: loads [{}] D {:.3}{} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
-            loads.join(", "),
-            plan.imbalance_now,
-            record
-                .previous_predicted
-                .map(|d| format!(" (step {} predicted {d:.3})", step.saturating_sub(1)))
-                .unwrap_or_default(),
-            plan.imbalance_predicted,
-            outcome.migrations.len(),
-            plan.skipped_moves,
-            outcome.keys_moved,
-            started.elapsed().as_secs_f64() * 1000.0,
-            match (&plan.nothing_moves_because, outcome.errors.is_empty()) {
-                (_, false) => format!("; errors: {}", outcome.errors.join("; ")),
-                (Some(reason), true) => format!("; nothing moves: {reason}"),
-                (None, true) => String::new(),
-            }
-        );
-        if let Some(m) = metrics {
+        let outcome = self.execute(cluster, controller, &observed, &plan, started);
+        self.summary.add_step(step, &plan, &outcome);
+        record.moved_fraction = moved_fraction(&observed, &outcome);
+        let line = step_line(&record, &observed, &plan, &outcome, started);
+        let _ = writeln!(self.progress, "{line}");
+        if let Some(m) = self.metrics {
             m.metrics.migration_ended();
-            window.push_back(record.moved_fraction);
-            while window.len() > m.horizon.max(1) {
-                window.pop_front();
+            self.window.push_back(record.moved_fraction);
+            while self.window.len() > m.horizon.max(1) {
+                self.window.pop_front();
             }
-            let spent: f64 = window.iter().sum();
+            let spent: f64 = self.window.iter().sum();
             let ratio = if m.m_horizon > 0.0 {
                 spent / m.m_horizon
             } else {
@@ -355,34 +270,261 @@ pub fn run_with_summary(
             };
             m.metrics.step_finished(step_started.elapsed(), ratio);
         }
-        previous_predicted = Some(plan.imbalance_predicted);
+        self.previous_predicted = Some(plan.imbalance_predicted);
         record.observed = Some(&observed);
         record.plan = Some(&plan);
         record.outcome = Some(&outcome);
-        write_record(log, &record)?;
-        if outcome.interrupted || stop.load(Ordering::SeqCst) {
-            let _ = writeln!(progress, "stopped by request after step {step}");
-            break;
+        write_record(self.log, &record)?;
+        if outcome.interrupted || self.stop.load(Ordering::SeqCst) {
+            let _ = writeln!(self.progress, "stopped by request after step {step}");
+            return Ok(StepEnd::Stop);
+        }
+        Ok(StepEnd::Next)
+    }
+
+    /// The step's observation, or `None` for a degraded cluster (the step is logged as such);
+    /// an error that no later step can mend (bad input, not a cluster, refused credentials)
+    /// ends the run.
+    fn observe(
+        &mut self,
+        cluster: &mut Cluster,
+        controller: &mut Controller,
+        record: &mut StepRecord<'_>,
+    ) -> Result<Option<Observed>, Error> {
+        match controller.observe(cluster) {
+            Ok(observed) => Ok(Some(observed)),
+            Err(Error::Degraded(problems)) => {
+                self.degraded(record, problems)?;
+                Ok(None)
+            }
+            Err(
+                error @ (Error::Input(_)
+                | Error::NotCluster { .. }
+                | Error::Auth { .. }
+                | Error::Permission { .. }),
+            ) => Err(error),
+            Err(error) => {
+                self.degraded(record, vec![error.to_string()])?;
+                Ok(None)
+            }
         }
     }
-    summary.stopped_by_request = stop.load(Ordering::SeqCst);
-    // A migration that failed (a node slow to answer, a signal interrupting a reply) may have
-    // left its slot open: close it before leaving.
-    match cluster.backend().fix(cluster, migration) {
-        Ok(actions) => {
-            report_fix(&actions, progress);
-            write_fix(log, "end", None, &actions)?;
-        }
-        Err(error) => summary
-            .problems_at_exit
-            .push(format!("fix at exit: {error}")),
+
+    /// A degraded step: counted, in the metrics and in the log.
+    fn degraded(
+        &mut self,
+        record: &mut StepRecord<'_>,
+        problems: Vec<String>,
+    ) -> Result<(), Error> {
+        mark_unhealthy(self.metrics);
+        self.summary.add_degraded_step();
+        degraded(record, problems, self.log, self.progress)
     }
-    finish_summary(cluster, controller, &mut summary, started_run);
-    write_line(
-        log,
-        &serde_json::json!({ "event": "summary", "summary": &summary }),
-    )?;
-    Ok(summary)
+
+    /// Closes the slots an earlier step left open; the step plans nothing, and the next one
+    /// reports what was closed.
+    fn close_open_slots(
+        &mut self,
+        cluster: &mut Cluster,
+        mut record: StepRecord<'_>,
+    ) -> Result<(), Error> {
+        let step = record.step;
+        match cluster.backend().fix(cluster, self.migration) {
+            Ok(actions) => {
+                report_fix(&actions, self.progress);
+                write_fix(self.log, "step", Some(step), &actions)?;
+                record.fixed.extend(actions);
+            }
+            Err(error) => return self.degraded(&mut record, vec![error.to_string()]),
+        }
+        self.pending_fix = std::mem::take(&mut record.fixed);
+        self.summary.add_degraded_step();
+        let _ = writeln!(
+            self.progress,
+            "step {step}: open slots closed, planning next step"
+        );
+        Ok(())
+    }
+
+    /// True, with the step logged, when `--until-balanced` stops the run at this observation.
+    /// A drain is never balanced: its master must end with no slot.
+    fn stop_if_balanced<'o>(
+        &mut self,
+        observed: &'o Observed,
+        record: &mut StepRecord<'o>,
+    ) -> Result<bool, Error> {
+        let Some(tolerance) = self.rules.until_balanced else {
+            return Ok(false);
+        };
+        let balanced = observed.imbalance <= tolerance && !observed.draining();
+        if !balanced {
+            return Ok(false);
+        }
+        let _ = writeln!(
+            self.progress,
+            "step {}: balanced: D {:.3} <= {tolerance} (--until-balanced), stopping",
+            record.step, observed.imbalance
+        );
+        self.summary.balanced_at_step = Some(record.step);
+        self.summary.steps += 1;
+        self.summary
+            .imbalance_first
+            .get_or_insert(observed.imbalance);
+        self.summary.imbalance_last = Some(observed.imbalance);
+        record.observed = Some(observed);
+        write_record(self.log, record)?;
+        Ok(true)
+    }
+
+    /// Migrates the plan's moves, a line of progress (and the metrics) per migration, at most
+    /// `--max-keys-per-second`.
+    fn execute(
+        &mut self,
+        cluster: &mut Cluster,
+        controller: &mut Controller,
+        observed: &Observed,
+        plan: &StepPlan,
+        started: Instant,
+    ) -> StepOutcome {
+        if let Some(m) = self.metrics
+            && !plan.moves.is_empty()
+        {
+            m.metrics.migration_started();
+        }
+        let (rules, metrics, stop) = (self.rules, self.metrics, self.stop);
+        let progress = &mut *self.progress;
+        let mut copied = 0u64;
+        let mut slots_done = 0usize;
+        let planned_slots: usize = plan.groups.iter().map(|g| g.slots.len()).sum();
+        controller.execute(cluster, observed, plan, stop, &mut |migration| {
+            copied += migration.keys;
+            slots_done += migration.slots.len();
+            if let Some(rate) = rules.max_keys_per_second {
+                throttle(copied, rate, started, stop);
+            }
+            if let Some(m) = metrics {
+                m.metrics.migration_finished(
+                    method_name(migration.method),
+                    migration.outcome,
+                    Duration::from_secs_f64(migration.millis / 1000.0),
+                    migration.keys,
+                );
+                // The next migration of the step, if any, starts now.
+                m.metrics.migration_started();
+            }
+            let eta = if rules.show_eta {
+                eta(
+                    (slots_done, planned_slots),
+                    (copied, plan.keys_to_copy),
+                    started,
+                )
+            } else {
+                String::new()
+            };
+            let _ = writeln!(progress, "{}{eta}", migration_line(migration));
+        })
+    }
+
+    /// The run's end: the open slots closed, the cluster's state at exit, the summary's line.
+    fn finish(
+        mut self,
+        cluster: &mut Cluster,
+        controller: &Controller,
+        started_run: Instant,
+    ) -> Result<RunSummary, Error> {
+        self.summary.stopped_by_request = self.stop.load(Ordering::SeqCst);
+        // A migration that failed (a node slow to answer, a signal interrupting a reply) may
+        // have left its slot open: close it before leaving.
+        match cluster.backend().fix(cluster, self.migration) {
+            Ok(actions) => {
+                report_fix(&actions, self.progress);
+                write_fix(self.log, "end", None, &actions)?;
+            }
+            Err(error) => self
+                .summary
+                .problems_at_exit
+                .push(format!("fix at exit: {error}")),
+        }
+        finish_summary(cluster, controller, &mut self.summary, started_run);
+        write_line(
+            self.log,
+            &serde_json::json!({ "event": "summary", "summary": &self.summary }),
+        )?;
+        Ok(self.summary)
+    }
+}
+
+/// `atomic` or `keys`: how a migration moved its slots.
+fn method_name(method: MigrationMethod) -> &'static str {
+    match method {
+        MigrationMethod::Atomic => "atomic",
+        MigrationMethod::Keys => "keys",
+    }
+}
+
+/// A migration's line of progress: how, which slots, from and to, keys, time and outcome.
+fn migration_line(migration: &SlotMigration) -> String {
+    format!(
+        "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}",
+        method_name(migration.method),
+        format_slot_ranges(&migration.slots),
+        migration.from,
+        migration.to,
+        migration.keys,
+        migration.millis,
+        migration.outcome,
+        if migration.message.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", migration.message)
+        },
+    )
+}
+
+/// The keys a step copied over the keys at its observation.
+fn moved_fraction(observed: &Observed, outcome: &StepOutcome) -> f64 {
+    let total_keys: u64 = observed.slot_keys.iter().sum();
+    if total_keys == 0 {
+        0.0
+    } else {
+        outcome.keys_moved as f64 / total_keys as f64
+    }
+}
+
+/// A step's line of progress: the loads, `D` now (and as the last step predicted it) and
+/// predicted, what moved in how long, and why nothing moved or what failed.
+fn step_line(
+    record: &StepRecord<'_>,
+    observed: &Observed,
+    plan: &StepPlan,
+    outcome: &StepOutcome,
+    started: Instant,
+) -> String {
+    let loads: Vec<String> = observed
+        .nodes
+        .iter()
+        .map(|n| format!("{:.3}", n.load))
+        .collect();
+    format!(
+        "step {}: loads [{}] D {:.3}{} -> {:.3} predicted; {} slots ({} small skipped), {} keys moved in {:.0} ms{}",
+        record.step,
+        loads.join(", "),
+        plan.imbalance_now,
+        record
+            .previous_predicted
+            .map(|d| format!(" (step {} predicted {d:.3})", record.step.saturating_sub(1)))
+            .unwrap_or_default(),
+        plan.imbalance_predicted,
+        outcome.migrations.len(),
+        plan.skipped_moves,
+        outcome.keys_moved,
+        started.elapsed().as_secs_f64() * 1000.0,
+        match (&plan.nothing_moves_because, outcome.errors.is_empty()) {
+            (_, false) => format!("; errors: {}", outcome.errors.join("; ")),
+            (Some(reason), true) => format!("; nothing moves: {reason}"),
+            (None, true) => String::new(),
+        }
+    )
 }
 
 /// The cluster's state at exit into `summary`: its health, slot map and epoch, and the
