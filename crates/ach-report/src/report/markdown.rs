@@ -105,10 +105,22 @@ fn has_forwarded_column(table: &Table) -> bool {
 
 /// Renders REPORT.md.
 pub fn render_report(input: &ReportInput<'_>) -> String {
-    let results = input.results;
-    let summary = &results.summary;
-    let tables = input.tables;
     let mut out = String::new();
+    write_title(&mut out, input);
+    write_summary(&mut out, input);
+    write_what_was_run(&mut out, input);
+    write_paper_tables(&mut out, input);
+    write_statistics(&mut out, input);
+    write_c5(&mut out, input);
+    write_sweeps_and_cv(&mut out, input);
+    write_violations_and_aggregates(&mut out, input);
+    write_figures(&mut out, input);
+    out
+}
+
+/// The title and what rendered the report.
+fn write_title(out: &mut String, input: &ReportInput<'_>) {
+    let summary = &input.results.summary;
     let _ = writeln!(out, "# ACH experiment matrix: report\n");
     let _ = writeln!(
         out,
@@ -117,8 +129,12 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         summary.format_version,
         summary.profile.name(),
     );
+}
 
-    // Headline.
+/// The summary: the published cells outside their band, the violations and the figures.
+fn write_summary(out: &mut String, input: &ReportInput<'_>) {
+    let summary = &input.results.summary;
+    let tables = input.tables;
     let checked = [
         &tables.table_2,
         &tables.table_3,
@@ -149,8 +165,12 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
             format!(", {} not drawn (see the end)", input.missing_figures.len())
         }
     );
+}
 
-    // What was run.
+/// What was run: the series, the algorithms and each series' configuration.
+fn write_what_was_run(out: &mut String, input: &ReportInput<'_>) {
+    let results = input.results;
+    let tables = input.tables;
     let _ = writeln!(out, "## What was run\n");
     out.push_str(&to_markdown(&tables.overview));
     // The algorithms the series ran, in registry order, as `A0 Static-W` (label, then name).
@@ -188,21 +208,25 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
             text.trim_end()
         );
     }
+}
 
-    // Paper against ours.
+/// The paper's tables against ours.
+fn write_paper_tables(out: &mut String, input: &ReportInput<'_>) {
+    let results = input.results;
+    let tables = input.tables;
     let _ = writeln!(out, "## The paper's tables against ours\n");
     let _ = writeln!(
         out,
         "Every published cell next to ours, with `difference = ours - paper`. **Agreement band:** {BAND_RULE} \"Band (±)\" gives the absolute half-width applied to each cell; \"n/a\" marks a cell without a band.\n"
     );
-    table_section(&mut out, "Table 2: ACH against A0", &tables.table_2, "");
+    table_section(out, "Table 2: ACH against A0", &tables.table_2, "");
     // Notes about the published simulation are printed only when our data show what they
     // explain: a flagged A3 cell in C3, a flagged cell of Table 4.
     let a3_flagged = compare::table_3_rows(&results.summary)
         .iter()
         .any(|row| row.algorithm == paper::BOUNDED_LOADS && row.verdict.is_outside());
     table_section(
-        &mut out,
+        out,
         "Table 3: every algorithm in C3",
         &tables.table_3,
         if a3_flagged {
@@ -211,17 +235,15 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
             ""
         },
     );
-    table_section(
-        &mut out,
-        "Values quoted in the text",
-        &tables.text_values,
-        "",
-    );
+    table_section(out, "Values quoted in the text", &tables.text_values, "");
+}
 
-    // Statistics.
+/// The statistics: ACH against every baseline, every algorithm against A0, and the gap to the Oracle.
+fn write_statistics(out: &mut String, input: &ReportInput<'_>) {
+    let tables = input.tables;
     let _ = writeln!(out, "## Statistics: ACH against every baseline\n");
     table_section(
-        &mut out,
+        out,
         "Wilcoxon and Cliff's delta",
         &tables.statistics,
         "Two-sided paired Wilcoxon signed-rank test on the per-run D-bar values (scipy defaults), Holm-adjusted across the comparisons of each series. Cliff's delta is the baseline's D-bar against ACH's: positive when ACH's is lower, as in the paper; CI95 by the effsize formulas; magnitude after Romano et al. (2006). \"D-bar change %\" is (ACH - baseline) / baseline. With n runs the exact two-sided p-value cannot go below 2 / 2^n (0.0625 for n = 5).",
@@ -233,7 +255,7 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
             "## Statistics: every algorithm against Static-W (A0)\n"
         );
         table_section(
-            &mut out,
+            out,
             "Wilcoxon and Cliff's delta against A0",
             table,
             "The same tests for every other algorithm against Static-W (A0), Holm-adjusted across the comparisons of each series: Cliff's delta is A0's D-bar against the algorithm's, positive when the algorithm's is lower; \"D-bar change %\" is (algorithm - A0) / A0. Series with `against_a0 = true` (or `--against-a0`) only.",
@@ -243,17 +265,21 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     if let Some(table) = &tables.oracle_gap {
         let _ = writeln!(out, "## How far from the Oracle\n");
         table_section(
-            &mut out,
+            out,
             "Share of the A0-to-Oracle gap closed",
             table,
             "The Oracle plans, every step and without a budget, the assignment of tokens to serving nodes that minimises the peak expected utilisation with full knowledge (a heuristic limit, not a contender: it is in no comparison). 100 % is the Oracle's true D-bar, 0 % Static-W's; above 100 % an algorithm did better than the Oracle.",
         );
     }
+}
 
-    // C5.
+/// C5: the sensitivity of ACH, against Table 4 and point by point.
+fn write_c5(out: &mut String, input: &ReportInput<'_>) {
+    let results = input.results;
+    let tables = input.tables;
     let _ = writeln!(out, "## C5: sensitivity of ACH\n");
     table_section(
-        &mut out,
+        out,
         "Table 4 against ours",
         &tables.table_4,
         format!(
@@ -272,9 +298,12 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         )
         .trim_end(),
     );
-    table_section(&mut out, "Every C5 point (ours)", &tables.sensitivity, "");
+    table_section(out, "Every C5 point (ours)", &tables.sensitivity, "");
+}
 
-    // Sweeps beyond C5's form.
+/// The sweeps beyond C5's form, and D-bar beside the coefficient of variation.
+fn write_sweeps_and_cv(out: &mut String, input: &ReportInput<'_>) {
+    let tables = input.tables;
     if !tables.sweeps.is_empty() {
         let _ = writeln!(out, "## Sweeps\n");
         for table in &tables.sweeps {
@@ -282,11 +311,11 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
             if has_forwarded_column(table) {
                 note = format!("{note} {FORWARDED_NOTE}");
             }
-            table_section(&mut out, &table.name, table, &note);
+            table_section(out, &table.name, table, &note);
         }
         for table in &tables.sweep_statistics {
             table_section(
-                &mut out,
+                out,
                 &table.name,
                 table,
                 "The tests of the statistics section at every point of the sweep, ACH against each baseline on the point's runs.",
@@ -299,18 +328,21 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         let _ = writeln!(out, "## D-bar beside the coefficient of variation\n");
         for table in &tables.cv {
             table_section(
-                &mut out,
+                out,
                 &table.name,
                 table,
                 "CV true is the coefficient of variation std(l) / mean(l) of the noise-free loads over the nodes D counts (population std; 0 when the mean load is 0), per step, averaged over the steps after the warm-up like D-bar. Unlike D = max - mean it does not grow with the number of nodes when each node's load scatters by the same relative amount, so it separates the algorithms' balance from the metric's growth with size.",
             );
         }
     }
+}
 
-    // Violations.
+/// The violation counts and every algorithm's aggregates in every series.
+fn write_violations_and_aggregates(out: &mut String, input: &ReportInput<'_>) {
+    let tables = input.tables;
     let _ = writeln!(out, "## Violation counts\n");
     table_section(
-        &mut out,
+        out,
         "Invariant violations",
         &tables.violations,
         "Counted every step of every run: the five ring invariants and the budget invariant. \"—\": the algorithm does not run in that series.",
@@ -319,7 +351,7 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
     // Everything else.
     let _ = writeln!(out, "## Every algorithm in every series\n");
     table_section(
-        &mut out,
+        out,
         "All aggregates",
         &tables.all_algorithms,
         if has_forwarded_column(&tables.all_algorithms) {
@@ -328,8 +360,10 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
             ""
         },
     );
+}
 
-    // Figures.
+/// The figures, and those not drawn.
+fn write_figures(out: &mut String, input: &ReportInput<'_>) {
     let _ = writeln!(out, "## Figures\n");
     for figure in input.figures {
         let _ = writeln!(
@@ -348,5 +382,4 @@ pub fn render_report(input: &ReportInput<'_>) -> String {
         }
         out.push('\n');
     }
-    out
 }
