@@ -18,6 +18,30 @@ use crate::planner::{
 /// Below this, a sum of gains or needs counts as zero (spec section 4, step 5).
 const NEGLIGIBLE: f64 = 1e-12;
 
+/// The nodes a step moves load between (spec section 4, step 4).
+struct Sides {
+    /// The overloaded nodes (hysteresis state 1), each with its gain `max(l_i - l*, 0)`.
+    sources: Vec<(usize, f64)>,
+    /// The underloaded nodes (state -1), each with its need `max(l* - l_j, 0)`.
+    receivers: Vec<(usize, f64)>,
+}
+
+impl Sides {
+    /// The sides of the nodes in hysteresis `states` with `loads` around the target.
+    fn of(states: &[HysteresisState], loads: &[f64], target: f64) -> Sides {
+        Sides {
+            sources: (0..loads.len())
+                .filter(|&i| states[i] == 1)
+                .map(|i| (i, (loads[i] - target).max(0.0)))
+                .collect(),
+            receivers: (0..loads.len())
+                .filter(|&j| states[j] == -1)
+                .map(|j| (j, (target - loads[j]).max(0.0)))
+                .collect(),
+        }
+    }
+}
+
 /// What ACH computed at its last step, for tracing and for the budget invariant.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct AchStep {
@@ -158,16 +182,76 @@ impl Ach {
     }
 
     fn plan_step(&mut self, ring: &TokenRing, obs: &Observation<'_>) -> Plan {
-        let c = &self.config;
         let loads = obs.loads;
         let target = self.target(loads, obs.live);
-        // The hysteresis and the intensity see the loads in the unit of the threshold rule
-        // (load units under the paper's rule, where nothing is divided).
+        let (intensity, budget) = self.update_intensity_and_budget(obs, target);
+        let c = &self.config;
+        let sides = Sides::of(self.hysteresis.states(), loads, target);
+        let (sources, receivers) = (&sides.sources, &sides.receivers);
+        self.last = AchStep {
+            intensity,
+            budget,
+            n_sources: sources.len(),
+            n_receivers: receivers.len(),
+            m_keys: 0.0,
+            bound: 0.0,
+            target,
+            predicted_gain: None,
+        };
+        if intensity.c <= 0.0 || budget <= 0.0 || sources.is_empty() || receivers.is_empty() {
+            return Plan::none();
+        }
+        let gain_sum: f64 = sources.iter().map(|s| s.1).sum();
+        let need_sum: f64 = receivers.iter().map(|r| r.1).sum();
+        if gain_sum < NEGLIGIBLE || need_sum < NEGLIGIBLE {
+            return Plan::none();
+        }
+        let token_loads = obs
+            .token_loads
+            .filter(|t| c.select_rule == SelectRule::ByTokenLoad && t.len() == ring.len());
+        let Some(moves) = self.select_moves(ring, obs, token_loads, &sides, budget) else {
+            return Plan::none();
+        };
+        if c.min_gain > 0.0 {
+            let gain = predicted_gain(ring, &moves, loads, obs.live, token_loads, target);
+            self.last.predicted_gain = Some(gain);
+            if gain < c.min_gain {
+                return Plan {
+                    withheld: Some(Withheld {
+                        moves: moves.iter().filter(|mv| mv.from != mv.to).count(),
+                        gain,
+                        min_gain: c.min_gain,
+                    }),
+                    ..Plan::none()
+                };
+            }
+        }
+        let mut plan = Plan::from_moves(ring, moves);
+        let bound = match c.step_rule {
+            StepRule::Paper => budget + sources.len() as f64 * ring.max_arc(),
+            StepRule::Strict => budget,
+        };
+        plan.budget_bound = Some(bound);
+        self.last.m_keys = plan.m_keys;
+        self.last.bound = bound;
+        plan
+    }
+
+    /// Updates the hysteresis with the step's loads and returns the intensity `C` and the
+    /// step budget `m` (spec section 4, steps 1 to 3). The hysteresis and the intensity see
+    /// the loads in the unit of the threshold rule (load units under the paper's rule, where
+    /// nothing is divided).
+    fn update_intensity_and_budget(
+        &mut self,
+        obs: &Observation<'_>,
+        target: f64,
+    ) -> (Intensity, f64) {
+        let c = &self.config;
         let scale = c.threshold_rule.scale(target);
         let scaled: std::borrow::Cow<'_, [f64]> = if scale == 1.0 {
-            std::borrow::Cow::Borrowed(loads)
+            std::borrow::Cow::Borrowed(obs.loads)
         } else {
-            std::borrow::Cow::Owned(loads.iter().map(|l| l / scale).collect())
+            std::borrow::Cow::Owned(obs.loads.iter().map(|l| l / scale).collect())
         };
         self.hysteresis.update(
             &scaled,
@@ -196,33 +280,23 @@ impl Ach {
             c.m_horizon,
             c.horizon,
         );
-        let states = self.hysteresis.states();
-        let sources: Vec<(usize, f64)> = (0..loads.len())
-            .filter(|&i| states[i] == 1)
-            .map(|i| (i, (loads[i] - target).max(0.0)))
-            .collect();
-        let receivers: Vec<(usize, f64)> = (0..loads.len())
-            .filter(|&j| states[j] == -1)
-            .map(|j| (j, (target - loads[j]).max(0.0)))
-            .collect();
-        self.last = AchStep {
-            intensity,
-            budget,
-            n_sources: sources.len(),
-            n_receivers: receivers.len(),
-            m_keys: 0.0,
-            bound: 0.0,
-            target,
-            predicted_gain: None,
-        };
-        if intensity.c <= 0.0 || budget <= 0.0 || sources.is_empty() || receivers.is_empty() {
-            return Plan::none();
-        }
-        let gain_sum: f64 = sources.iter().map(|s| s.1).sum();
-        let need_sum: f64 = receivers.iter().map(|r| r.1).sum();
-        if gain_sum < NEGLIGIBLE || need_sum < NEGLIGIBLE {
-            return Plan::none();
-        }
+        (intensity, budget)
+    }
+
+    /// The step's moves within `budget` from the sources to the receivers (spec section 4,
+    /// steps 5 and 6): by the tokens' loads when `token_loads` is given, else the tokens the
+    /// select rule takes, assigned by the assign rule. `None` when no token can move (no
+    /// move by the tokens' loads, or no token selected).
+    fn select_moves(
+        &self,
+        ring: &TokenRing,
+        obs: &Observation<'_>,
+        token_loads: Option<&[f64]>,
+        sides: &Sides,
+        budget: f64,
+    ) -> Option<Vec<TokenMove>> {
+        let c = &self.config;
+        let loads = obs.loads;
         let counts = ring.counts(loads.len());
         let (step, cooldown, moved_at) = (self.steps, c.cooldown, &self.moved_at);
         let movable = |token: usize| match moved_at.get(token).copied().flatten() {
@@ -234,13 +308,10 @@ impl Ach {
             step_rule: c.step_rule,
             movable: &movable,
         };
-        let token_loads = obs
-            .token_loads
-            .filter(|t| c.select_rule == SelectRule::ByTokenLoad && t.len() == ring.len());
-        let moves = if let Some(token_loads) = token_loads {
+        if let Some(token_loads) = token_loads {
             let inputs = TokenLoadInputs {
-                sources: &sources,
-                receivers: &receivers,
+                sources: &sides.sources,
+                receivers: &sides.receivers,
                 loads,
                 live: obs.live,
                 token_loads,
@@ -249,45 +320,18 @@ impl Ach {
                 v_max: c.v_max,
             };
             let moves = plan_by_token_load(ring, &inputs, rules);
-            if moves.is_empty() {
-                return Plan::none();
-            }
-            moves
-        } else {
-            let pool = select_tokens_under(ring, &sources, budget, &counts, rules);
-            if pool.is_empty() {
-                return Plan::none();
-            }
-            match c.assign_rule {
-                AssignRule::Paper => assign_tokens(&pool, &receivers, loads, &counts, c.v_max),
-                AssignRule::ByArc => {
-                    assign_tokens_by_arc(ring, &pool, &receivers, &counts, c.v_max)
-                }
-            }
-        };
-        if c.min_gain > 0.0 {
-            let gain = predicted_gain(ring, &moves, loads, obs.live, token_loads, target);
-            self.last.predicted_gain = Some(gain);
-            if gain < c.min_gain {
-                return Plan {
-                    withheld: Some(Withheld {
-                        moves: moves.iter().filter(|mv| mv.from != mv.to).count(),
-                        gain,
-                        min_gain: c.min_gain,
-                    }),
-                    ..Plan::none()
-                };
-            }
+            return (!moves.is_empty()).then_some(moves);
         }
-        let mut plan = Plan::from_moves(ring, moves);
-        let bound = match c.step_rule {
-            StepRule::Paper => budget + sources.len() as f64 * ring.max_arc(),
-            StepRule::Strict => budget,
-        };
-        plan.budget_bound = Some(bound);
-        self.last.m_keys = plan.m_keys;
-        self.last.bound = bound;
-        plan
+        let pool = select_tokens_under(ring, &sides.sources, budget, &counts, rules);
+        if pool.is_empty() {
+            return None;
+        }
+        Some(match c.assign_rule {
+            AssignRule::Paper => assign_tokens(&pool, &sides.receivers, loads, &counts, c.v_max),
+            AssignRule::ByArc => {
+                assign_tokens_by_arc(ring, &pool, &sides.receivers, &counts, c.v_max)
+            }
+        })
     }
 
     /// The saved state: everything a restarted controller needs to continue where this one

@@ -509,8 +509,7 @@ pub fn plan_by_token_load(
         live,
         token_loads,
         budget,
-        counts,
-        v_max,
+        ..
     } = *inputs;
     let arcs = ring.arcs();
     let n = loads.len();
@@ -519,8 +518,7 @@ pub fn plan_by_token_load(
     if sources.is_empty() || receivers.is_empty() || !positive(gain_sum) || !positive(budget) {
         return Vec::new();
     }
-    const NONE: usize = usize::MAX;
-    let mut source_slot = vec![NONE; n];
+    let mut source_slot = vec![NOT_A_SOURCE; n];
     for (k, &(i, _)) in sources.iter().enumerate() {
         if i < n {
             source_slot[i] = k;
@@ -530,53 +528,27 @@ pub fn plan_by_token_load(
         .iter()
         .map(|&(_, g)| budget * g / gain_sum)
         .collect();
-    let mut candidates: Vec<(usize, f64)> = ring
-        .owners()
-        .iter()
-        .enumerate()
-        .filter(|&(token, owner)| {
-            source_slot.get(owner.index()).is_some_and(|&k| k != NONE) && (rules.movable)(token)
-        })
-        .filter_map(|(token, _)| {
-            let load = token_loads.get(token).copied().unwrap_or(0.0);
-            let arc = arcs[token];
-            (load.is_finite() && load > 0.0 && arc > 0.0).then_some((token, load / arc))
-        })
-        .collect();
-    candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-
+    let candidates = ranked_by_load_per_arc(ring, &source_slot, token_loads, rules.movable);
     let is_live = |i: usize| live.get(i).copied().unwrap_or(true);
-    let mut projected: Vec<f64> = loads.to_vec();
-    let mut taken_arc = vec![0.0; sources.len()];
-    let mut relieved = vec![0.0; sources.len()];
-    let mut kept: Vec<usize> = sources
-        .iter()
-        .map(|&(i, _)| counts.get(i).copied().unwrap_or(0))
-        .collect();
-    let mut need_left: Vec<f64> = receivers.iter().map(|&(_, r)| r).collect();
-    let mut room: Vec<usize> = receivers
-        .iter()
-        .map(|&(j, _)| match v_max {
-            None => usize::MAX,
-            Some(v_max) => v_max.saturating_sub(counts.get(j).copied().unwrap_or(0)),
-        })
-        .collect();
+    let mut progress = TokenLoadProgress::new(inputs);
     let mut moves = Vec::new();
     // The three hottest live nodes, kept as the plan grows: the hottest node other than a
     // receiver and the source is among them, so each check costs O(1) instead of O(nodes).
-    let mut hottest = Hottest::of(&projected, is_live);
-    for (token, _) in candidates {
+    let mut hottest = Hottest::of(&progress.projected, is_live);
+    for token in candidates {
         let from = ring.owners()[token];
         let k = source_slot[from.index()];
         let (source, gain) = sources[k];
         let arc = arcs[token];
-        if !(taken_arc[k] < share[k] && kept[k] > rules.v_min) || relieved[k] >= gain {
+        let taken = progress.taken_arc[k];
+        if !(taken < share[k] && progress.kept[k] > rules.v_min) || progress.relieved[k] >= gain {
             continue;
         }
-        if rules.step_rule == StepRule::Strict && taken_arc[k] + arc > share[k] {
+        if rules.step_rule == StepRule::Strict && taken + arc > share[k] {
             continue;
         }
         let load = token_loads[token];
+        let projected = &progress.projected;
         // The hottest live node other than `j` once the token has left its source.
         let source_after = projected[source] - load;
         let hottest_except = |j: usize| {
@@ -588,24 +560,22 @@ pub fn plan_by_token_load(
             }
         };
         let receiver = (0..receivers.len())
-            .filter(|&r| room[r] > 0 && need_left[r] > 0.0 && receivers[r].0 < n)
+            .filter(|&r| progress.room[r] > 0 && progress.need_left[r] > 0.0 && receivers[r].0 < n)
             .filter(|&r| {
                 let j = receivers[r].0;
                 j != source && projected[j] + load < hottest_except(j)
             })
-            .max_by(|&a, &b| need_left[a].total_cmp(&need_left[b]).then(b.cmp(&a)));
+            .max_by(|&a, &b| {
+                (progress.need_left[a])
+                    .total_cmp(&progress.need_left[b])
+                    .then(b.cmp(&a))
+            });
         let Some(r) = receiver else {
             continue;
         };
         let to = receivers[r].0;
-        taken_arc[k] += arc;
-        kept[k] -= 1;
-        relieved[k] += load;
-        projected[source] -= load;
-        projected[to] += load;
-        need_left[r] -= load;
-        room[r] -= 1;
-        hottest = Hottest::of(&projected, is_live);
+        progress.take((k, source), (r, to), arc, load);
+        hottest = Hottest::of(&progress.projected, is_live);
         moves.push(TokenMove {
             token,
             from,
@@ -613,6 +583,85 @@ pub fn plan_by_token_load(
         });
     }
     moves
+}
+
+/// The slot of a node that is not a source, in [`plan_by_token_load`]'s index of sources.
+const NOT_A_SOURCE: usize = usize::MAX;
+
+/// The movable tokens of the sources (`source_slot[owner]` not [`NOT_A_SOURCE`]) with a positive finite load,
+/// ranked by load relieved per key space moved, `token_load / arc`, highest first (ties:
+/// lower token index).
+fn ranked_by_load_per_arc(
+    ring: &TokenRing,
+    source_slot: &[usize],
+    token_loads: &[f64],
+    movable: &dyn Fn(usize) -> bool,
+) -> Vec<usize> {
+    let arcs = ring.arcs();
+    let mut candidates: Vec<(usize, f64)> = ring
+        .owners()
+        .iter()
+        .enumerate()
+        .filter(|&(token, owner)| {
+            source_slot
+                .get(owner.index())
+                .is_some_and(|&k| k != NOT_A_SOURCE)
+                && movable(token)
+        })
+        .filter_map(|(token, _)| {
+            let load = token_loads.get(token).copied().unwrap_or(0.0);
+            let arc = arcs[token];
+            (load.is_finite() && load > 0.0 && arc > 0.0).then_some((token, load / arc))
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    candidates.into_iter().map(|(token, _)| token).collect()
+}
+
+/// What [`plan_by_token_load`] has planned so far: the nodes' projected loads, and for each
+/// source (by its index in the sources) the key space taken, the load relieved and the
+/// tokens kept, and for each receiver the need left and the room under `v_max`.
+struct TokenLoadProgress {
+    projected: Vec<f64>,
+    taken_arc: Vec<f64>,
+    relieved: Vec<f64>,
+    kept: Vec<usize>,
+    need_left: Vec<f64>,
+    room: Vec<usize>,
+}
+
+impl TokenLoadProgress {
+    /// Nothing planned yet.
+    fn new(inputs: &TokenLoadInputs<'_>) -> TokenLoadProgress {
+        let count_of = |i: usize| inputs.counts.get(i).copied().unwrap_or(0);
+        TokenLoadProgress {
+            projected: inputs.loads.to_vec(),
+            taken_arc: vec![0.0; inputs.sources.len()],
+            relieved: vec![0.0; inputs.sources.len()],
+            kept: inputs.sources.iter().map(|&(i, _)| count_of(i)).collect(),
+            need_left: inputs.receivers.iter().map(|&(_, r)| r).collect(),
+            room: inputs
+                .receivers
+                .iter()
+                .map(|&(j, _)| match inputs.v_max {
+                    None => usize::MAX,
+                    Some(v_max) => v_max.saturating_sub(count_of(j)),
+                })
+                .collect(),
+        }
+    }
+
+    /// A token of key space `arc` and load `load` moves from source `k` (node `source`) to
+    /// receiver `r` (node `to`).
+    fn take(&mut self, (k, source): (usize, usize), (r, to): (usize, usize), arc: f64, load: f64) {
+        self.taken_arc[k] += arc;
+        self.kept[k] -= 1;
+        self.relieved[k] += load;
+        self.projected[source] -= load;
+        self.projected[to] += load;
+        self.need_left[r] -= load;
+        self.room[r] -= 1;
+    }
 }
 
 /// The three highest finite loads of live nodes, highest first (ties: lower id), padded with
