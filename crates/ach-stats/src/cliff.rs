@@ -254,97 +254,21 @@ pub fn cliffs_delta_ci(
     let y_sorted = sorted(y);
     let n1 = x.len() as f64;
     let n2 = y.len() as f64;
-
-    let (estimate, row_means, column_means, ssr_parts) = match options.algorithm {
-        CliffCiAlgorithm::Definition => {
-            let rows = dominance_margins(&x_sorted, &y_sorted);
-            let columns = dominance_margins(&y_sorted, &x_sorted);
-            let n_greater: u64 = rows.iter().map(|counts| counts.below).sum();
-            let n_less: u64 = rows.iter().map(|counts| counts.above).sum();
-            let row_means: Vec<f64> = rows
-                .iter()
-                .map(|counts| (counts.below as f64 - counts.above as f64) / n2)
-                .collect();
-            let column_means: Vec<f64> = columns
-                .iter()
-                .map(|counts| (counts.above as f64 - counts.below as f64) / n1)
-                .collect();
-            let estimate = delta_from_counts(n_greater, n_less, x.len(), y.len());
-            (estimate, row_means, column_means, (n_greater, n_less))
-        }
-        CliffCiAlgorithm::EffsizeRowPartition => {
-            let rows = effsize_partition(&x_sorted, &y_sorted);
-            let columns = effsize_partition(&y_sorted, &x_sorted);
-            let n_x = x.len() as i64;
-            let n_y = y.len() as i64;
-            // Rows: `partitions[,2] = n2 - H + 1; partitions[partitions[,1] > n2, 1] = n2`.
-            let row_counts: Vec<(i64, i64)> = rows
-                .iter()
-                .map(|&(low, high)| (low.min(n_y), n_y - high + 1))
-                .collect();
-            // Columns: `partitions[,2] = n1 - H + 1; partitions[partitions[,1] > n1, 2] = n1`
-            // (the defect: the second column is overwritten, the first is left as it is).
-            let column_counts: Vec<(i64, i64)> = columns
-                .iter()
-                .map(|&(low, high)| {
-                    let above = if low > n_x { n_x } else { n_x - high + 1 };
-                    (low, above)
-                })
-                .collect();
-            let row_means: Vec<f64> = row_counts
-                .iter()
-                .map(|&(below, above)| (below - above) as f64 / n2)
-                .collect();
-            let column_means: Vec<f64> = column_counts
-                .iter()
-                .map(|&(below, above)| (above - below) as f64 / n1)
-                .collect();
-            let n_greater: i64 = row_counts.iter().map(|counts| counts.0).sum();
-            let n_less: i64 = row_counts.iter().map(|counts| counts.1).sum();
-            // effsize takes the estimate as the mean of the row means.
-            let mut estimate = delta_from_counts(n_greater as u64, n_less as u64, x.len(), y.len());
-            estimate.delta = row_means.iter().sum::<f64>() / n1;
-            estimate.magnitude = Magnitude::of(estimate.delta);
-            (
-                estimate,
-                row_means,
-                column_means,
-                (n_greater as u64, n_less as u64),
-            )
-        }
+    let dominance = match options.algorithm {
+        CliffCiAlgorithm::Definition => Dominance::by_definition(&x_sorted, &y_sorted),
+        CliffCiAlgorithm::EffsizeRowPartition => Dominance::as_effsize(&x_sorted, &y_sorted),
     };
-
-    let delta = estimate.delta;
+    let delta = dominance.estimate.delta;
     let pairs = n1 * n2;
     let adjusted = if delta.abs() == 1.0 {
         delta * (pairs - 1.0) / pairs
     } else {
         delta
     };
-    let (n_greater, n_less) = ssr_parts;
-    let n_equal = pairs - n_greater as f64 - n_less as f64;
-    let ssr = n_greater as f64 * (1.0 - adjusted).powi(2)
-        + n_equal * adjusted.powi(2)
-        + n_less as f64 * (1.0 + adjusted).powi(2);
-    let row_squares: f64 = row_means.iter().map(|m| (m - adjusted).powi(2)).sum();
-    let column_squares: f64 = column_means.iter().map(|m| (m - adjusted).powi(2)).sum();
-
-    let variance = match options.variance {
-        CliffVariance::Unbiased => {
-            (n2 * n2 * row_squares + n1 * n1 * column_squares - ssr)
-                / (n1 * n2 * (n1 - 1.0) * (n2 - 1.0))
-        }
-        CliffVariance::Consistent => {
-            let row_term = row_squares / (n1 - 1.0);
-            let column_term = column_squares / (n2 - 1.0);
-            let cell_term = ssr / ((n1 - 1.0) * (n2 - 1.0));
-            ((n2 - 1.0) * row_term + (n1 - 1.0) * column_term + cell_term) / (n1 * n2)
-        }
-    };
+    let variance = dominance.variance(adjusted, options.variance);
     if variance < 0.0 {
         return Err(StatsError::NegativeVariance { variance });
     }
-
     let critical_value = match options.quantile {
         CliffQuantile::Normal => normal_critical_value(options.confidence_level),
         CliffQuantile::StudentT => {
@@ -365,13 +289,129 @@ pub fn cliffs_delta_ci(
         lower = -1.0;
     }
     Ok(CliffsDeltaCi {
-        estimate,
+        estimate: dominance.estimate,
         variance,
         critical_value,
         lower,
         upper,
         confidence_level: options.confidence_level,
     })
+}
+
+/// The dominance of two sorted samples that the interval of [`cliffs_delta_ci`] needs: the
+/// estimate, each row's and each column's mean dominance, and the pairs in which `x` is
+/// greater and less.
+struct Dominance {
+    estimate: CliffsDelta,
+    /// Per value of `x`: (values of `y` below it - values above it) / `n_y`.
+    row_means: Vec<f64>,
+    /// Per value of `y`: (values of `x` above it - values below it) / `n_x`.
+    column_means: Vec<f64>,
+    n_greater: u64,
+    n_less: u64,
+}
+
+impl Dominance {
+    /// By the definition ([`CliffCiAlgorithm::Definition`]).
+    fn by_definition(x_sorted: &[f64], y_sorted: &[f64]) -> Dominance {
+        let (n1, n2) = (x_sorted.len() as f64, y_sorted.len() as f64);
+        let rows = dominance_margins(x_sorted, y_sorted);
+        let columns = dominance_margins(y_sorted, x_sorted);
+        let n_greater: u64 = rows.iter().map(|counts| counts.below).sum();
+        let n_less: u64 = rows.iter().map(|counts| counts.above).sum();
+        Dominance {
+            estimate: delta_from_counts(n_greater, n_less, x_sorted.len(), y_sorted.len()),
+            row_means: rows
+                .iter()
+                .map(|counts| (counts.below as f64 - counts.above as f64) / n2)
+                .collect(),
+            column_means: columns
+                .iter()
+                .map(|counts| (counts.above as f64 - counts.below as f64) / n1)
+                .collect(),
+            n_greater,
+            n_less,
+        }
+    }
+
+    /// As effsize computes it, its defect included
+    /// ([`CliffCiAlgorithm::EffsizeRowPartition`]).
+    fn as_effsize(x_sorted: &[f64], y_sorted: &[f64]) -> Dominance {
+        let (n1, n2) = (x_sorted.len() as f64, y_sorted.len() as f64);
+        let rows = effsize_partition(x_sorted, y_sorted);
+        let columns = effsize_partition(y_sorted, x_sorted);
+        let n_x = x_sorted.len() as i64;
+        let n_y = y_sorted.len() as i64;
+        // Rows: `partitions[,2] = n2 - H + 1; partitions[partitions[,1] > n2, 1] = n2`.
+        let row_counts: Vec<(i64, i64)> = rows
+            .iter()
+            .map(|&(low, high)| (low.min(n_y), n_y - high + 1))
+            .collect();
+        // Columns: `partitions[,2] = n1 - H + 1; partitions[partitions[,1] > n1, 2] = n1`
+        // (the defect: the second column is overwritten, the first is left as it is).
+        let column_counts: Vec<(i64, i64)> = columns
+            .iter()
+            .map(|&(low, high)| {
+                let above = if low > n_x { n_x } else { n_x - high + 1 };
+                (low, above)
+            })
+            .collect();
+        let row_means: Vec<f64> = row_counts
+            .iter()
+            .map(|&(below, above)| (below - above) as f64 / n2)
+            .collect();
+        let column_means: Vec<f64> = column_counts
+            .iter()
+            .map(|&(below, above)| (above - below) as f64 / n1)
+            .collect();
+        let n_greater: i64 = row_counts.iter().map(|counts| counts.0).sum();
+        let n_less: i64 = row_counts.iter().map(|counts| counts.1).sum();
+        // effsize takes the estimate as the mean of the row means.
+        let mut estimate = delta_from_counts(
+            n_greater as u64,
+            n_less as u64,
+            x_sorted.len(),
+            y_sorted.len(),
+        );
+        estimate.delta = row_means.iter().sum::<f64>() / n1;
+        estimate.magnitude = Magnitude::of(estimate.delta);
+        Dominance {
+            estimate,
+            row_means,
+            column_means,
+            n_greater: n_greater as u64,
+            n_less: n_less as u64,
+        }
+    }
+
+    /// The variance of the estimate around `adjusted` (the estimate moved off +-1), by `kind`.
+    fn variance(&self, adjusted: f64, kind: CliffVariance) -> f64 {
+        let n1 = self.row_means.len() as f64;
+        let n2 = self.column_means.len() as f64;
+        let pairs = n1 * n2;
+        let n_equal = pairs - self.n_greater as f64 - self.n_less as f64;
+        let ssr = self.n_greater as f64 * (1.0 - adjusted).powi(2)
+            + n_equal * adjusted.powi(2)
+            + self.n_less as f64 * (1.0 + adjusted).powi(2);
+        let row_squares: f64 = self.row_means.iter().map(|m| (m - adjusted).powi(2)).sum();
+        let column_squares: f64 = self
+            .column_means
+            .iter()
+            .map(|m| (m - adjusted).powi(2))
+            .sum();
+        match kind {
+            CliffVariance::Unbiased => {
+                (n2 * n2 * row_squares + n1 * n1 * column_squares - ssr)
+                    / (n1 * n2 * (n1 - 1.0) * (n2 - 1.0))
+            }
+            CliffVariance::Consistent => {
+                let row_term = row_squares / (n1 - 1.0);
+                let column_term = column_squares / (n2 - 1.0);
+                let cell_term = ssr / ((n1 - 1.0) * (n2 - 1.0));
+                ((n2 - 1.0) * row_term + (n1 - 1.0) * column_term + cell_term) / (n1 * n2)
+            }
+        }
+    }
 }
 
 fn check_samples(x: &[f64], y: &[f64], needed: usize) -> Result<(), StatsError> {
