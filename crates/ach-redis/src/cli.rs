@@ -75,47 +75,7 @@ enum Command {
         json: bool,
     },
     /// The control loop: observe, plan, migrate every planned slot, confirm, repeat.
-    Rebalance {
-        #[command(flatten)]
-        common: Common,
-        /// Number of control steps (with --until-balanced: the most steps).
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
-        steps: u64,
-        /// Stop at the first step whose measured imbalance D is at most this (before planning
-        /// it); --steps caps the run.
-        #[arg(long, value_name = "D")]
-        until_balanced: Option<f64>,
-        /// Copy at most this many keys per second (checked after every migration: a slot key
-        /// by key, a group for an atomic job).
-        #[arg(long, value_name = "KEYS")]
-        max_keys_per_second: Option<f64>,
-        /// Start without asking (on a terminal, rebalance asks first; elsewhere it never asks).
-        #[arg(long)]
-        yes: bool,
-        /// Time between two steps, in milliseconds (1 to 86400000).
-        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
-        interval_ms: u64,
-        #[command(flatten)]
-        step: StepArgs,
-        /// Write one JSON line per step to this file.
-        #[arg(long, value_name = "FILE.jsonl")]
-        log: Option<std::path::PathBuf>,
-        /// Keys per MIGRATE batch.
-        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-        batch: u64,
-        /// Valkey 9: a group of slots holding fewer keys than this moves key by key (SETSLOT +
-        /// MIGRATE) instead of in one atomic job, which forks its source (default 0: every
-        /// group in an atomic job).
-        #[arg(long, value_name = "KEYS", default_value_t = 0)]
-        atomic_from_keys: u64,
-        /// Serve the rebalancer's metrics at http://HOST:PORT/metrics (OpenMetrics for
-        /// Prometheus, Prometheus text for other clients; docs/prometheus.md).
-        #[arg(long, value_name = "HOST:PORT")]
-        metrics_addr: Option<String>,
-        /// Test hook: wait forever at this point of the first migration.
-        #[arg(long, value_enum, hide = true)]
-        pause_at: Option<ProtocolPoint>,
-    },
+    Rebalance(RebalanceArgs),
     /// Complete (or roll back) every slot left open by an interrupted migration.
     Fix {
         #[command(flatten)]
@@ -127,6 +87,50 @@ enum Command {
         #[arg(long)]
         force_with_unreachable: bool,
     },
+}
+
+/// The options of `rebalance`.
+#[derive(Args)]
+struct RebalanceArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Number of control steps (with --until-balanced: the most steps).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    steps: u64,
+    /// Stop at the first step whose measured imbalance D is at most this (before planning
+    /// it); --steps caps the run.
+    #[arg(long, value_name = "D")]
+    until_balanced: Option<f64>,
+    /// Copy at most this many keys per second (checked after every migration: a slot key
+    /// by key, a group for an atomic job).
+    #[arg(long, value_name = "KEYS")]
+    max_keys_per_second: Option<f64>,
+    /// Start without asking (on a terminal, rebalance asks first; elsewhere it never asks).
+    #[arg(long)]
+    yes: bool,
+    /// Time between two steps, in milliseconds (1 to 86400000).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=86_400_000))]
+    interval_ms: u64,
+    #[command(flatten)]
+    step: StepArgs,
+    /// Write one JSON line per step to this file.
+    #[arg(long, value_name = "FILE.jsonl")]
+    log: Option<std::path::PathBuf>,
+    /// Keys per MIGRATE batch.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    batch: u64,
+    /// Valkey 9: a group of slots holding fewer keys than this moves key by key (SETSLOT +
+    /// MIGRATE) instead of in one atomic job, which forks its source (default 0: every
+    /// group in an atomic job).
+    #[arg(long, value_name = "KEYS", default_value_t = 0)]
+    atomic_from_keys: u64,
+    /// Serve the rebalancer's metrics at http://HOST:PORT/metrics (OpenMetrics for
+    /// Prometheus, Prometheus text for other clients; docs/prometheus.md).
+    #[arg(long, value_name = "HOST:PORT")]
+    metrics_addr: Option<String>,
+    /// Test hook: wait forever at this point of the first migration.
+    #[arg(long, value_enum, hide = true)]
+    pause_at: Option<ProtocolPoint>,
 }
 
 /// How a step is planned: the options `plan` and `rebalance` share, so that `plan` is the
@@ -608,176 +612,205 @@ fn observe_once_with(
 
 fn execute(cli: Cli, catalogue: &Catalogue) -> Result<u8, Error> {
     match cli.command {
-        Command::Status { common, json } => {
-            let mut cluster = connect(&common)?;
-            let mut snapshot = cluster.snapshot()?;
-            let observed = if snapshot.healthy() {
-                // Observing plans nothing: any algorithm does; A0's never moves a token.
-                let observer = Catalogue::built_in()
-                    .get(names::STATIC_W)
-                    .cloned()
-                    .expect("a built-in");
-                // The cluster can turn degraded between the two samples (a slot switching
-                // owner while gossip spreads it): then the status of a degraded cluster.
-                match observe_once_with(&mut cluster, &common, observer, Vec::new()) {
-                    Ok((_, observed)) => Some(observed),
-                    Err(Error::Degraded(problems)) => {
-                        snapshot.problems = problems;
-                        None
-                    }
-                    Err(error) => return Err(error),
-                }
-            } else {
-                None
-            };
-            if json {
-                let value = serde_json::json!({ "snapshot": snapshot, "observed": observed });
-                println!("{value:#}");
-            } else {
-                print!("{}", status_text(&snapshot, observed.as_ref()));
-            }
-            Ok(0)
-        }
-        Command::Plan { common, step, json } => {
-            let options = step_options(&common, &step, catalogue)?;
-            let controller = Controller::new(options)?
-                .with_node_telemetry(common.telemetry.source()?)
-                .with_slot_choice(step.slot_choice);
-            let mut cluster = connect(&common)?;
-            let (mut controller, observed) = observe_once(
-                controller,
-                &mut cluster,
-                Duration::from_millis(common.sample_ms),
-            )?;
-            let mut plan = controller.plan(&observed)?;
-            name_hash_tags(&mut cluster, &observed.snapshot, &mut plan.notable_slots);
-            if json {
-                let value = serde_json::json!({ "observed": observed, "plan": plan });
-                println!("{value:#}");
-            } else {
-                print!("{}", status_text(&observed.snapshot, Some(&observed)));
-                print!("{}", plan_text(&plan));
-            }
-            Ok(0)
-        }
-        Command::Rebalance {
-            common,
-            steps,
-            interval_ms,
-            until_balanced,
-            max_keys_per_second,
-            yes,
-            step,
-            log,
-            batch,
-            atomic_from_keys,
-            metrics_addr,
-            pause_at,
-        } => {
-            // The endpoint starts first: a port in use stops the run before anything moves.
-            let metrics = Arc::new(Metrics::new());
-            let _server = match &metrics_addr {
-                Some(address) => Some(
-                    MetricsServer::start(address, Arc::clone(&metrics))
-                        .map_err(|e| Error::Input(e.to_string()))?,
-                ),
-                None => None,
-            };
-            if let Some(tolerance) = until_balanced
-                && !(tolerance.is_finite() && tolerance >= 0.0)
-            {
-                return Err(Error::Input(format!(
-                    "--until-balanced {tolerance}: must be a finite number >= 0"
-                )));
-            }
-            if let Some(rate) = max_keys_per_second
-                && !(rate.is_finite() && rate > 0.0)
-            {
-                return Err(Error::Input(format!(
-                    "--max-keys-per-second {rate}: must be a finite number > 0"
-                )));
-            }
-            let mut options = step_options(&common, &step, catalogue)?;
-            options.migration = MigrationOptions {
-                batch: batch as usize,
-                pause_at,
-                atomic_from_keys,
-                ..MigrationOptions::default()
-            };
-            let migration = options.migration;
-            let (horizon, m_horizon) = (options.ach.horizon, options.ach.m_horizon);
-            let mut controller = Controller::new(options)?
-                .with_node_telemetry(common.telemetry.source()?)
-                .with_slot_choice(step.slot_choice);
-            let mut cluster = connect(&common)?;
-            let snapshot = cluster.snapshot()?;
-            if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
-                return Err(Error::Degraded(snapshot.problems));
-            }
-            controller.relative_weights(&snapshot)?;
-            controller.check_telemetry(&snapshot)?;
-            if !yes && std::io::stdin().is_terminal() && !confirmed(&snapshot, steps)? {
-                println!("rebalance not confirmed: nothing moved");
-                return Ok(0);
-            }
-            let mut log_file: Box<dyn Write> = match &log {
-                Some(path) => {
-                    Box::new(std::fs::File::create(path).map_err(|source| Error::File {
-                        path: path.display().to_string(),
-                        source,
-                    })?)
-                }
-                None => Box::new(std::io::sink()),
-            };
-            let stop = Arc::new(AtomicBool::new(false));
-            let handler_stop = Arc::clone(&stop);
-            let _ = ctrlc::set_handler(move || {
-                eprintln!(
-                    "ach-redis: stopping after the slot in flight (a running atomic job is \
-                     cancelled)"
-                );
-                handler_stop.store(true, Ordering::SeqCst);
-            });
-            let summary = run_with_summary(
-                &mut cluster,
-                &mut controller,
-                LoopOptions {
-                    steps,
-                    interval: Duration::from_millis(interval_ms),
-                },
-                &migration,
-                &stop,
-                &mut log_file,
-                &mut std::io::stderr(),
-                metrics_addr.as_ref().map(|_| LoopMetrics {
-                    metrics: &metrics,
-                    horizon,
-                    m_horizon,
-                }),
-                RunRules {
-                    until_balanced,
-                    max_keys_per_second,
-                    show_eta: std::io::stderr().is_terminal(),
-                },
-            )?;
-            println!("rebalance done: {} keys moved", summary.keys_moved);
-            print!("{}", summary.text());
-            Ok(summary.exit_code())
-        }
+        Command::Status { common, json } => status(&common, json),
+        Command::Plan { common, step, json } => plan(&common, &step, json, catalogue),
+        Command::Rebalance(args) => rebalance(args, catalogue),
         Command::Fix {
             common,
             force_with_unreachable: true,
         } => fix_with_unreachable(&common),
-        Command::Fix { common, .. } => {
-            let mut cluster = connect(&common)?;
-            let actions = cluster
-                .backend()
-                .fix(&mut cluster, &MigrationOptions::default())?;
-            if actions.is_empty() {
-                println!("fix: no open slot");
-            }
-            report_fix(&actions, &mut std::io::stdout());
-            Ok(0)
-        }
+        Command::Fix { common, .. } => fix(&common),
     }
+}
+
+/// `status`: the cluster's nodes, slots and loads, as text or JSON.
+fn status(common: &Common, json: bool) -> Result<u8, Error> {
+    let mut cluster = connect(common)?;
+    let mut snapshot = cluster.snapshot()?;
+    let observed = if snapshot.healthy() {
+        // Observing plans nothing: any algorithm does; A0's never moves a token.
+        let observer = Catalogue::built_in()
+            .get(names::STATIC_W)
+            .cloned()
+            .expect("a built-in");
+        // The cluster can turn degraded between the two samples (a slot switching
+        // owner while gossip spreads it): then the status of a degraded cluster.
+        match observe_once_with(&mut cluster, common, observer, Vec::new()) {
+            Ok((_, observed)) => Some(observed),
+            Err(Error::Degraded(problems)) => {
+                snapshot.problems = problems;
+                None
+            }
+            Err(error) => return Err(error),
+        }
+    } else {
+        None
+    };
+    if json {
+        let value = serde_json::json!({ "snapshot": snapshot, "observed": observed });
+        println!("{value:#}");
+    } else {
+        print!("{}", status_text(&snapshot, observed.as_ref()));
+    }
+    Ok(0)
+}
+
+/// `plan`: the first step of `rebalance` with the same options, moving nothing.
+fn plan(common: &Common, step: &StepArgs, json: bool, catalogue: &Catalogue) -> Result<u8, Error> {
+    let options = step_options(common, step, catalogue)?;
+    let controller = Controller::new(options)?
+        .with_node_telemetry(common.telemetry.source()?)
+        .with_slot_choice(step.slot_choice);
+    let mut cluster = connect(common)?;
+    let (mut controller, observed) = observe_once(
+        controller,
+        &mut cluster,
+        Duration::from_millis(common.sample_ms),
+    )?;
+    let mut plan = controller.plan(&observed)?;
+    name_hash_tags(&mut cluster, &observed.snapshot, &mut plan.notable_slots);
+    if json {
+        let value = serde_json::json!({ "observed": observed, "plan": plan });
+        println!("{value:#}");
+    } else {
+        print!("{}", status_text(&observed.snapshot, Some(&observed)));
+        print!("{}", plan_text(&plan));
+    }
+    Ok(0)
+}
+
+/// `rebalance`: the control loop, after its checks and, on a terminal, the operator's yes.
+fn rebalance(args: RebalanceArgs, catalogue: &Catalogue) -> Result<u8, Error> {
+    let RebalanceArgs {
+        common,
+        steps,
+        interval_ms,
+        until_balanced,
+        max_keys_per_second,
+        yes,
+        step,
+        log,
+        batch,
+        atomic_from_keys,
+        metrics_addr,
+        pause_at,
+    } = args;
+    // The endpoint starts first: a port in use stops the run before anything moves.
+    let metrics = Arc::new(Metrics::new());
+    let _server = match &metrics_addr {
+        Some(address) => Some(
+            MetricsServer::start(address, Arc::clone(&metrics))
+                .map_err(|e| Error::Input(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let rules = RunRules {
+        until_balanced,
+        max_keys_per_second,
+        show_eta: std::io::stderr().is_terminal(),
+    };
+    check_rules(&rules)?;
+    let mut options = step_options(&common, &step, catalogue)?;
+    options.migration = MigrationOptions {
+        batch: batch as usize,
+        pause_at,
+        atomic_from_keys,
+        ..MigrationOptions::default()
+    };
+    let migration = options.migration;
+    let (horizon, m_horizon) = (options.ach.horizon, options.ach.m_horizon);
+    let mut controller = Controller::new(options)?
+        .with_node_telemetry(common.telemetry.source()?)
+        .with_slot_choice(step.slot_choice);
+    let mut cluster = connect(&common)?;
+    let snapshot = cluster.snapshot()?;
+    if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
+        return Err(Error::Degraded(snapshot.problems));
+    }
+    controller.relative_weights(&snapshot)?;
+    controller.check_telemetry(&snapshot)?;
+    if !yes && std::io::stdin().is_terminal() && !confirmed(&snapshot, steps)? {
+        println!("rebalance not confirmed: nothing moved");
+        return Ok(0);
+    }
+    let mut log_file = open_log(log.as_deref())?;
+    let stop = stop_on_ctrl_c();
+    let summary = run_with_summary(
+        &mut cluster,
+        &mut controller,
+        LoopOptions {
+            steps,
+            interval: Duration::from_millis(interval_ms),
+        },
+        &migration,
+        &stop,
+        &mut log_file,
+        &mut std::io::stderr(),
+        metrics_addr.as_ref().map(|_| LoopMetrics {
+            metrics: &metrics,
+            horizon,
+            m_horizon,
+        }),
+        rules,
+    )?;
+    println!("rebalance done: {} keys moved", summary.keys_moved);
+    print!("{}", summary.text());
+    Ok(summary.exit_code())
+}
+
+/// `--until-balanced` and `--max-keys-per-second` by their rules.
+fn check_rules(rules: &RunRules) -> Result<(), Error> {
+    if let Some(tolerance) = rules.until_balanced
+        && !(tolerance.is_finite() && tolerance >= 0.0)
+    {
+        return Err(Error::Input(format!(
+            "--until-balanced {tolerance}: must be a finite number >= 0"
+        )));
+    }
+    if let Some(rate) = rules.max_keys_per_second
+        && !(rate.is_finite() && rate > 0.0)
+    {
+        return Err(Error::Input(format!(
+            "--max-keys-per-second {rate}: must be a finite number > 0"
+        )));
+    }
+    Ok(())
+}
+
+/// The step log of `--log`, created (or emptied), or nowhere.
+fn open_log(log: Option<&std::path::Path>) -> Result<Box<dyn Write>, Error> {
+    Ok(match log {
+        Some(path) => Box::new(std::fs::File::create(path).map_err(|source| Error::File {
+            path: path.display().to_string(),
+            source,
+        })?),
+        None => Box::new(std::io::sink()),
+    })
+}
+
+/// A flag that Ctrl-C sets: the loop stops after the slot in flight.
+fn stop_on_ctrl_c() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let handler_stop = Arc::clone(&stop);
+    let _ = ctrlc::set_handler(move || {
+        eprintln!(
+            "ach-redis: stopping after the slot in flight (a running atomic job is \
+             cancelled)"
+        );
+        handler_stop.store(true, Ordering::SeqCst);
+    });
+    stop
+}
+
+/// `fix`: every open slot of a healthy cluster closed.
+fn fix(common: &Common) -> Result<u8, Error> {
+    let mut cluster = connect(common)?;
+    let actions = cluster
+        .backend()
+        .fix(&mut cluster, &MigrationOptions::default())?;
+    if actions.is_empty() {
+        println!("fix: no open slot");
+    }
+    report_fix(&actions, &mut std::io::stdout());
+    Ok(0)
 }
