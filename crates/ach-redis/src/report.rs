@@ -15,117 +15,145 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
         format!("DEGRADED: {}", snapshot.problems.join("; "))
     };
     let _ = writeln!(out, "cluster: {} masters, {health}", snapshot.masters.len());
-    if let Some(observed) = observed {
-        let total: u64 = observed.nodes.iter().map(|n| n.keys).sum();
-        let signals = &observed.signals;
-        let _ = writeln!(
-            out,
-            "telemetry: {} from {}",
-            signals.telemetry, signals.source
-        );
-        let _ = writeln!(
-            out,
-            "backend: {}; per-slot statistics: {}",
-            signals.backend.name(),
-            if signals.slot_stats { "on" } else { "off" }
-        );
-        let _ = writeln!(
-            out,
-            "signals: cpu from {}; latency from {}; memory from {}; slots: {}",
-            signals.cpu, signals.latency, signals.memory, signals.slots
-        );
-        if let Some(note) = &signals.note {
-            let _ = writeln!(out, "note: {note}");
+    match observed {
+        Some(observed) => {
+            observation_lines(&mut out, observed);
+            node_table(&mut out, snapshot, observed);
+            hot_slots_line(&mut out, observed);
         }
+        None => master_lines(&mut out, snapshot),
+    }
+    open_slot_lines(&mut out, snapshot);
+    out
+}
+
+/// Where the readings came from, the keys, the total load and the imbalance.
+fn observation_lines(out: &mut String, observed: &Observed) {
+    let total: u64 = observed.nodes.iter().map(|n| n.keys).sum();
+    let signals = &observed.signals;
+    let _ = writeln!(
+        out,
+        "telemetry: {} from {}",
+        signals.telemetry, signals.source
+    );
+    let _ = writeln!(
+        out,
+        "backend: {}; per-slot statistics: {}",
+        signals.backend.name(),
+        if signals.slot_stats { "on" } else { "off" }
+    );
+    let _ = writeln!(
+        out,
+        "signals: cpu from {}; latency from {}; memory from {}; slots: {}",
+        signals.cpu, signals.latency, signals.memory, signals.slots
+    );
+    if let Some(note) = &signals.note {
+        let _ = writeln!(out, "note: {note}");
+    }
+    let _ = writeln!(
+        out,
+        "keys: {total}; total load {:.3}; imbalance D = max - mean = {:.3}",
+        observed.total_load, observed.imbalance
+    );
+}
+
+/// One row per master: its slots, keys, weight, readings and load, its replicas under it.
+fn node_table(out: &mut String, snapshot: &Snapshot, observed: &Observed) {
+    let signals = &observed.signals;
+    let _ = writeln!(
+        out,
+        "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6} {:>6} {:>7} {:>8} {:>12} {:>6}",
+        "node",
+        "id",
+        "slots",
+        "keys",
+        "weight",
+        "cpu",
+        "memory",
+        "latency",
+        if signals.telemetry == "prometheus" {
+            "mean us"
+        } else {
+            "p99 us"
+        },
+        // INFO: the data commands' rate from commandstats, without the rebalancer's own
+        // (CLUSTER, INFO, CONFIG, MIGRATE, LATENCY, ...); Prometheus: every command.
+        if signals.telemetry == "prometheus" {
+            "all ops/s"
+        } else {
+            "data ops/s"
+        },
+        "load"
+    );
+    for node in &observed.nodes {
+        let latency_usec = if signals.telemetry == "prometheus" {
+            node.mean_latency_usec
+        } else {
+            node.p99_usec
+        };
+        // Memory only over a known capacity (maxmemory or --memory-capacity-mb).
+        let memory = node
+            .memory
+            .map_or_else(|| "n/a".to_string(), |m| format!("{m:.3}"));
         let _ = writeln!(
             out,
-            "keys: {total}; total load {:.3}; imbalance D = max - mean = {:.3}",
-            observed.total_load, observed.imbalance
+            "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6.3} {:>6} {:>7.3} {:>8.1} {:>12.0} {:>6.3}",
+            node.address,
+            short(&node.id),
+            node.slots,
+            node.keys,
+            // As given on the command line (the readings are divided by it over the mean).
+            format!("{}", node.weight_given),
+            node.reading[0],
+            memory,
+            node.reading[2],
+            latency_usec,
+            node.ops_per_sec,
+            node.load
         );
-        let _ = writeln!(
-            out,
-            "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6} {:>6} {:>7} {:>8} {:>12} {:>6}",
-            "node",
-            "id",
-            "slots",
-            "keys",
-            "weight",
-            "cpu",
-            "memory",
-            "latency",
-            if signals.telemetry == "prometheus" {
-                "mean us"
-            } else {
-                "p99 us"
-            },
-            // INFO: the data commands' rate from commandstats, without the rebalancer's own
-            // (CLUSTER, INFO, CONFIG, MIGRATE, LATENCY, ...); Prometheus: every command.
-            if signals.telemetry == "prometheus" {
-                "all ops/s"
-            } else {
-                "data ops/s"
-            },
-            "load"
-        );
-        for node in &observed.nodes {
-            let latency_usec = if signals.telemetry == "prometheus" {
-                node.mean_latency_usec
-            } else {
-                node.p99_usec
-            };
-            // Memory only over a known capacity (maxmemory or --memory-capacity-mb).
-            let memory = node
-                .memory
-                .map_or_else(|| "n/a".to_string(), |m| format!("{m:.3}"));
-            let _ = writeln!(
-                out,
-                "{:<21} {:<8} {:>5} {:>8} {:>6} {:>6.3} {:>6} {:>7.3} {:>8.1} {:>12.0} {:>6.3}",
-                node.address,
-                short(&node.id),
-                node.slots,
-                node.keys,
-                // As given on the command line (the readings are divided by it over the mean).
-                format!("{}", node.weight_given),
-                node.reading[0],
-                memory,
-                node.reading[2],
-                latency_usec,
-                node.ops_per_sec,
-                node.load
-            );
-            if let Some(master) = snapshot.masters.iter().find(|m| m.id == node.id) {
-                replica_lines(&mut out, master);
-            }
-        }
-        if !observed.hot_slots.is_empty() {
-            let hot: Vec<String> = observed
-                .hot_slots
-                .iter()
-                .map(|h| {
-                    format!(
-                        "{} on {} ({} keys, cpu {:.3}, {:.1} %)",
-                        h.slot,
-                        h.owner,
-                        h.keys,
-                        h.cpu,
-                        h.share * 100.0
-                    )
-                })
-                .collect();
-            let _ = writeln!(out, "hottest slots: {}", hot.join("; "));
-        }
-    } else {
-        for master in &snapshot.masters {
-            let _ = writeln!(
-                out,
-                "{:<21} {:<8} {:>5} slots",
-                master.address,
-                short(&master.id),
-                master.slots
-            );
-            replica_lines(&mut out, master);
+        if let Some(master) = snapshot.masters.iter().find(|m| m.id == node.id) {
+            replica_lines(out, master);
         }
     }
+}
+
+/// The hottest slots, when the per-slot statistics name some.
+fn hot_slots_line(out: &mut String, observed: &Observed) {
+    if !observed.hot_slots.is_empty() {
+        let hot: Vec<String> = observed
+            .hot_slots
+            .iter()
+            .map(|h| {
+                format!(
+                    "{} on {} ({} keys, cpu {:.3}, {:.1} %)",
+                    h.slot,
+                    h.owner,
+                    h.keys,
+                    h.cpu,
+                    h.share * 100.0
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "hottest slots: {}", hot.join("; "));
+    }
+}
+
+/// One row per master with its slots, its replicas under it (no readings).
+fn master_lines(out: &mut String, snapshot: &Snapshot) {
+    for master in &snapshot.masters {
+        let _ = writeln!(
+            out,
+            "{:<21} {:<8} {:>5} slots",
+            master.address,
+            short(&master.id),
+            master.slots
+        );
+        replica_lines(out, master);
+    }
+}
+
+/// The slots left open, or none.
+fn open_slot_lines(out: &mut String, snapshot: &Snapshot) {
     if snapshot.open.is_empty() {
         let _ = writeln!(out, "open slots: none");
     } else {
@@ -140,7 +168,6 @@ pub fn status_text(snapshot: &Snapshot, observed: Option<&Observed>) -> String {
             );
         }
     }
-    out
 }
 
 /// One line per replica of `master`, under its row: a replica is never a target.
