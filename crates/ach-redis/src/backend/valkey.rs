@@ -147,115 +147,20 @@ impl Backend for ValkeyBackend {
             );
         }
         let mut outcome = GroupOutcome::default();
-        // A source that has just reported a job failed may still hold its slots as exporting
-        // for a moment, and refuses a new job for them ("I am already migrating slot"): such a
-        // refusal is waited out (for a few seconds at most) rather than counted as an attempt.
-        let exporting_until = Instant::now() + STILL_EXPORTING_WAIT;
-        let mut attempts = 0;
-        while attempts < 2 {
-            if stop.load(Ordering::SeqCst) {
-                outcome.interrupted = true;
-                return outcome;
-            }
-            let job = atomic_job(cluster, snapshot, group, options, stop);
-            if let Err(error) = &job
-                && error.to_string().contains("already migrating")
-                && Instant::now() < exporting_until
-            {
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
-            }
-            attempts += 1;
-            match job {
-                Ok(migration) => {
-                    progress(&migration);
-                    let (succeeded, cancelled) =
-                        (migration.succeeded(), migration.outcome == "cancelled");
-                    outcome.migrations.push(migration);
-                    if succeeded {
-                        outcome.switched = group.slots.clone();
-                        return outcome;
-                    }
-                    if cancelled {
-                        outcome.interrupted = true;
-                        return outcome;
-                    }
-                }
-                Err(error) => {
-                    // A refused MIGRATESLOTS (say, the target is suspected failing) or a job
-                    // that could not be followed counts as a failed attempt.
-                    let source = &snapshot.masters[group.from];
-                    let migration = SlotMigration {
-                        method: MigrationMethod::Atomic,
-                        slots: group.slots.clone(),
-                        from: source.address.clone(),
-                        to: snapshot.masters[group.to].address.clone(),
-                        keys: 0,
-                        busy_keys: 0,
-                        millis: 0.0,
-                        outcome: "failed",
-                        message: error.to_string(),
-                    };
-                    progress(&migration);
-                    outcome.migrations.push(migration);
-                }
-            }
-        }
-        // Two failed jobs: the slots the source still owns move key by key, once both sides
-        // serve again (a job fails when the target stops answering; back, it reports the
-        // cluster down until it hears from the others, and refuses what MIGRATE sends).
-        let source = &snapshot.masters[group.from];
-        let target = &snapshot.masters[group.to];
-        for address in [&source.address, &target.address] {
-            if let Err(error) = wait_until_serving(cluster, address, Duration::from_secs(30)) {
-                outcome.errors.push(format!(
-                    "after two failed atomic jobs, no key-by-key migration: {error}"
-                ));
-                return outcome;
-            }
-        }
-        let still_owned = match cluster.nodes_of(&source.address) {
-            Ok(view) => {
-                let owners = slot_owners(&view);
-                group
-                    .slots
-                    .iter()
-                    .copied()
-                    .filter(|&s| owners[usize::from(s)].as_deref() == Some(source.id.as_str()))
-                    .collect::<Vec<u16>>()
-            }
-            Err(error) => {
-                outcome.errors.push(error.to_string());
-                return outcome;
-            }
-        };
-        if still_owned.len() != group.slots.len() {
-            outcome.errors.push(format!(
-                "after two failed atomic jobs {} no longer owns {} of the {} slots; they are \
-                 not migrated again",
-                source.address,
-                group.slots.len() - still_owned.len(),
-                group.slots.len()
-            ));
-        }
-        let options = MigrationOptions {
-            pause_at: None,
-            ..*options
-        };
-        let fallback = migrate_key_by_key(
+        match atomic_jobs(
             cluster,
             snapshot,
             group,
-            &still_owned,
-            &options,
+            options,
             stop,
             progress,
-        );
-        outcome.migrations.extend(fallback.migrations);
-        outcome.switched.extend(fallback.switched);
-        outcome.errors.extend(fallback.errors);
-        outcome.interrupted |= fallback.interrupted;
-        outcome
+            &mut outcome,
+        ) {
+            JobsEnded::Settled => outcome,
+            JobsEnded::BothFailed => key_by_key_after_failed_jobs(
+                cluster, snapshot, group, options, stop, progress, outcome,
+            ),
+        }
     }
 
     fn fix(
@@ -675,6 +580,148 @@ pub fn ranges(slots: &[u16]) -> Vec<(u16, u16)> {
         }
     }
     out
+}
+
+/// How the atomic jobs of a group ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum JobsEnded {
+    /// A job migrated the group, or the run was stopped: nothing more to do.
+    Settled,
+    /// Two jobs failed: the slots the source still owns move key by key.
+    BothFailed,
+}
+
+/// Up to two atomic jobs for `group`, each reported to `progress` and kept in `outcome`.
+fn atomic_jobs(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    group: &MoveGroup,
+    options: &MigrationOptions,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&SlotMigration),
+    outcome: &mut GroupOutcome,
+) -> JobsEnded {
+    // A source that has just reported a job failed may still hold its slots as exporting
+    // for a moment, and refuses a new job for them ("I am already migrating slot"): such a
+    // refusal is waited out (for a few seconds at most) rather than counted as an attempt.
+    let exporting_until = Instant::now() + STILL_EXPORTING_WAIT;
+    let mut attempts = 0;
+    while attempts < 2 {
+        if stop.load(Ordering::SeqCst) {
+            outcome.interrupted = true;
+            return JobsEnded::Settled;
+        }
+        let job = atomic_job(cluster, snapshot, group, options, stop);
+        if let Err(error) = &job
+            && error.to_string().contains("already migrating")
+            && Instant::now() < exporting_until
+        {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        }
+        attempts += 1;
+        match job {
+            Ok(migration) => {
+                progress(&migration);
+                let (succeeded, cancelled) =
+                    (migration.succeeded(), migration.outcome == "cancelled");
+                outcome.migrations.push(migration);
+                if succeeded {
+                    outcome.switched = group.slots.clone();
+                    return JobsEnded::Settled;
+                }
+                if cancelled {
+                    outcome.interrupted = true;
+                    return JobsEnded::Settled;
+                }
+            }
+            Err(error) => {
+                // A refused MIGRATESLOTS (say, the target is suspected failing) or a job
+                // that could not be followed counts as a failed attempt.
+                let source = &snapshot.masters[group.from];
+                let migration = SlotMigration {
+                    method: MigrationMethod::Atomic,
+                    slots: group.slots.clone(),
+                    from: source.address.clone(),
+                    to: snapshot.masters[group.to].address.clone(),
+                    keys: 0,
+                    busy_keys: 0,
+                    millis: 0.0,
+                    outcome: "failed",
+                    message: error.to_string(),
+                };
+                progress(&migration);
+                outcome.migrations.push(migration);
+            }
+        }
+    }
+    JobsEnded::BothFailed
+}
+
+/// After two failed jobs, the slots of `group` its source still owns, moved key by key once
+/// both sides serve again (a job fails when the target stops answering; back, it reports the
+/// cluster down until it hears from the others, and refuses what MIGRATE sends).
+fn key_by_key_after_failed_jobs(
+    cluster: &mut Cluster,
+    snapshot: &Snapshot,
+    group: &MoveGroup,
+    options: &MigrationOptions,
+    stop: &AtomicBool,
+    progress: &mut dyn FnMut(&SlotMigration),
+    mut outcome: GroupOutcome,
+) -> GroupOutcome {
+    let source = &snapshot.masters[group.from];
+    let target = &snapshot.masters[group.to];
+    for address in [&source.address, &target.address] {
+        if let Err(error) = wait_until_serving(cluster, address, Duration::from_secs(30)) {
+            outcome.errors.push(format!(
+                "after two failed atomic jobs, no key-by-key migration: {error}"
+            ));
+            return outcome;
+        }
+    }
+    let still_owned = match cluster.nodes_of(&source.address) {
+        Ok(view) => {
+            let owners = slot_owners(&view);
+            group
+                .slots
+                .iter()
+                .copied()
+                .filter(|&s| owners[usize::from(s)].as_deref() == Some(source.id.as_str()))
+                .collect::<Vec<u16>>()
+        }
+        Err(error) => {
+            outcome.errors.push(error.to_string());
+            return outcome;
+        }
+    };
+    if still_owned.len() != group.slots.len() {
+        outcome.errors.push(format!(
+            "after two failed atomic jobs {} no longer owns {} of the {} slots; they are \
+             not migrated again",
+            source.address,
+            group.slots.len() - still_owned.len(),
+            group.slots.len()
+        ));
+    }
+    let options = MigrationOptions {
+        pause_at: None,
+        ..*options
+    };
+    let fallback = migrate_key_by_key(
+        cluster,
+        snapshot,
+        group,
+        &still_owned,
+        &options,
+        stop,
+        progress,
+    );
+    outcome.migrations.extend(fallback.migrations);
+    outcome.switched.extend(fallback.switched);
+    outcome.errors.extend(fallback.errors);
+    outcome.interrupted |= fallback.interrupted;
+    outcome
 }
 
 #[cfg(test)]
