@@ -175,6 +175,13 @@ impl Snapshot {
     }
 }
 
+/// What one master says of itself in a [`Cluster::snapshot`].
+#[derive(Default)]
+struct MasterState {
+    open: Vec<OpenSlot>,
+    problems: Vec<String>,
+}
+
 impl Cluster {
     /// Connects to `seed` (`host:port`), checks that it is a cluster node and detects the
     /// backend. Every command waits at most `timeout` for its reply.
@@ -426,49 +433,9 @@ impl Cluster {
         }
         let mut open = Vec::new();
         for (node, master) in masters.iter().enumerate() {
-            let address = master.address.clone();
-            let view = match self.nodes_of(&address) {
-                Ok(view) => view,
-                Err(error) => {
-                    problems.push(format!("node {address} cannot be read: {error}"));
-                    continue;
-                }
-            };
-            if let Some(myself) = view.iter().find(|l| l.has_flag("myself")) {
-                for (slot, peer) in &myself.migrating {
-                    open.push(OpenSlot {
-                        slot: *slot,
-                        node,
-                        state: "migrating",
-                        peer: peer.clone(),
-                    });
-                }
-                for (slot, peer) in &myself.importing {
-                    open.push(OpenSlot {
-                        slot: *slot,
-                        node,
-                        state: "importing",
-                        peer: peer.clone(),
-                    });
-                }
-            }
-            let disagree = slot_owners(&view)
-                .iter()
-                .zip(&owner_ids)
-                .filter(|(a, b)| a != b)
-                .count();
-            if disagree > 0 {
-                problems.push(format!(
-                    "node {address} disagrees with {seed} on the owner of {disagree} slots"
-                ));
-            }
-            match self.query::<String>(&address, redis::cmd("CLUSTER").arg("INFO")) {
-                Ok(info) if !info.contains("cluster_state:ok") => {
-                    problems.push(format!("node {address} reports cluster_state:fail"));
-                }
-                Ok(_) => {}
-                Err(error) => problems.push(format!("node {address} cannot be read: {error}")),
-            }
+            let found = self.master_state(node, &master.address, (&seed, &owner_ids));
+            open.extend(found.open);
+            problems.extend(found.problems);
         }
         Ok(Snapshot {
             masters,
@@ -476,6 +443,61 @@ impl Cluster {
             open,
             problems,
         })
+    }
+
+    /// What master `node` at `address` says of itself: its open slots, and as problems its
+    /// disagreement with the seed's owners `(seed, owner_ids)` and a failing cluster state.
+    fn master_state(
+        &mut self,
+        node: usize,
+        address: &str,
+        (seed, owner_ids): (&str, &[Option<String>]),
+    ) -> MasterState {
+        let mut found = MasterState::default();
+        let (open, problems) = (&mut found.open, &mut found.problems);
+        let view = match self.nodes_of(address) {
+            Ok(view) => view,
+            Err(error) => {
+                problems.push(format!("node {address} cannot be read: {error}"));
+                return found;
+            }
+        };
+        if let Some(myself) = view.iter().find(|l| l.has_flag("myself")) {
+            for (slot, peer) in &myself.migrating {
+                open.push(OpenSlot {
+                    slot: *slot,
+                    node,
+                    state: "migrating",
+                    peer: peer.clone(),
+                });
+            }
+            for (slot, peer) in &myself.importing {
+                open.push(OpenSlot {
+                    slot: *slot,
+                    node,
+                    state: "importing",
+                    peer: peer.clone(),
+                });
+            }
+        }
+        let disagree = slot_owners(&view)
+            .iter()
+            .zip(owner_ids)
+            .filter(|(a, b)| a != b)
+            .count();
+        if disagree > 0 {
+            problems.push(format!(
+                "node {address} disagrees with {seed} on the owner of {disagree} slots"
+            ));
+        }
+        match self.query::<String>(address, redis::cmd("CLUSTER").arg("INFO")) {
+            Ok(info) if !info.contains("cluster_state:ok") => {
+                problems.push(format!("node {address} reports cluster_state:fail"));
+            }
+            Ok(_) => {}
+            Err(error) => problems.push(format!("node {address} cannot be read: {error}")),
+        }
+        found
     }
 
     /// The number of keys in every slot, asked of the slot's owner (`COUNTKEYSINSLOT`,

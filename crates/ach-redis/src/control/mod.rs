@@ -336,35 +336,22 @@ impl Controller {
         for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
             let weighted =
                 bases[index].weighted(read.reading, weights[index], read.data_ops_per_sec);
-            let maxmemory = match (&read.sample, &read.prometheus) {
-                (Some(sample), _) => sample.maxmemory,
-                (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
-                (None, None) => 0.0,
-            };
-            let capacity_known = maxmemory > 0.0 || self.options.rules.memory_capacity.is_some();
             tracker
                 .record(index, weighted)
                 .expect("one tracker entry per master");
-            nodes.push(NodeView {
-                address: master.address.clone(),
-                id: master.id.clone(),
-                slots: master.slots,
-                keys: slots[index]
-                    .iter()
-                    .map(|&s| slot_keys[usize::from(s)])
-                    .sum(),
-                weight: weights[index],
-                weight_given: given[index],
-                drained: given[index] == 0.0,
-                memory: capacity_known.then_some(weighted[1]),
-                reading: weighted,
-                sample: read.sample,
-                prometheus: read.prometheus,
-                p99_usec: read.p99_usec,
-                mean_latency_usec: read.mean_latency_usec,
-                ops_per_sec: read.ops_per_sec,
-                load: 0.0,
-            });
+            let keys = slots[index]
+                .iter()
+                .map(|&s| slot_keys[usize::from(s)])
+                .sum();
+            let weight = (weights[index], given[index]);
+            nodes.push(node_view(
+                master,
+                read,
+                weighted,
+                weight,
+                keys,
+                &self.options.rules,
+            ));
         }
         let step = tracker.finish_step();
         for (node, load) in nodes.iter_mut().zip(step.loads) {
@@ -901,4 +888,41 @@ fn planned_moves(observed: &Observed, groups: &[GroupPlan]) -> (Vec<PlannedMove>
 /// ACH's configuration for a live cluster (`AchConfig::live()`).
 pub fn live_ach_config() -> AchConfig {
     live::ach_config()
+}
+
+/// A master's view of a step, its load still to come: `weighted` is its reading over its
+/// weight, `(weight, weight_given)` its relative weight and the weight as given, `keys` the
+/// keys of its slots.
+fn node_view(
+    master: &crate::cluster::Master,
+    read: crate::node_telemetry::NodeReading,
+    weighted: [f64; 3],
+    (weight, weight_given): (f64, f64),
+    keys: u64,
+    rules: &ReadingRules,
+) -> NodeView {
+    let maxmemory = match (&read.sample, &read.prometheus) {
+        (Some(sample), _) => sample.maxmemory,
+        (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
+        (None, None) => 0.0,
+    };
+    // Memory only over a known capacity (maxmemory or --memory-capacity-mb).
+    let capacity_known = maxmemory > 0.0 || rules.memory_capacity.is_some();
+    NodeView {
+        address: master.address.clone(),
+        id: master.id.clone(),
+        slots: master.slots,
+        keys,
+        weight,
+        weight_given,
+        drained: weight_given == 0.0,
+        memory: capacity_known.then_some(weighted[1]),
+        reading: weighted,
+        sample: read.sample,
+        prometheus: read.prometheus,
+        p99_usec: read.p99_usec,
+        mean_latency_usec: read.mean_latency_usec,
+        ops_per_sec: read.ops_per_sec,
+        load: 0.0,
+    }
 }
