@@ -333,7 +333,15 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         eprintln!("error: {error}");
         return ExitCode::FAILURE;
     }
-    let calibration = &resimulation.calibration;
+    print_calibration(&resimulation.calibration);
+    print_reading_parts(&resimulation.reading_parts);
+    print_arm_agreement(&resimulation.arms);
+    print_orders(&resimulation.arms);
+    ExitCode::SUCCESS
+}
+
+/// The measured clock, redis-cli's order of the nodes, and each class's reading line.
+fn print_calibration(calibration: &ach_live::pace::ArmCalibration) {
     println!("measured: {}", calibration.pace.describe());
     for listing in &calibration.redis_cli_listings {
         println!(
@@ -365,7 +373,11 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             line.samples
         );
     }
-    if !resimulation.reading_parts.is_empty() {
+}
+
+/// The observer's readings against the truth, per arm and class, when the folder has them.
+fn print_reading_parts(reading_parts: &[ach_live::readings::ClassParts]) {
+    if !reading_parts.is_empty() {
         println!(
             "the observer's readings against the truth (means per arm and class), and the \
              clients' p99 of a master's step (its median and 90th percentile over the steps):"
@@ -384,7 +396,7 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             "step p99 p90"
         );
         let ms = |value: Option<f64>| value.map_or("—".to_string(), |v| format!("{v:.1} ms"));
-        for part in &resimulation.reading_parts {
+        for part in reading_parts {
             println!(
                 "{:<14} {:<7} {:>7} {:>8.3} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>14} {:>14}",
                 part.algorithm,
@@ -400,6 +412,10 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             );
         }
     }
+}
+
+/// Every arm's live D-bar true beside the simulators', with the relative errors.
+fn print_arm_agreement(arms: &[ach_live::resimulate::ArmAgreement]) {
     println!(
         "{:<14} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>10} {:>8}",
         "algorithm",
@@ -414,7 +430,7 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         "error"
     );
     let error = |sim: f64, live: f64| format!("{:+.1} %", 100.0 * (sim - live) / live);
-    for arm in &resimulation.arms {
+    for arm in arms {
         println!(
             "{:<14} {:>8.4} {:>8.4} {:>8} {:>8.4} {:>8} {:>8.4} {:>8} {:>10.4} {:>8}",
             arm.algorithm,
@@ -429,15 +445,14 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
             error(arm.calibrated, arm.live)
         );
     }
+}
+
+/// The order of the arms by each simulator's figure, and whether it is the live order.
+fn print_orders(arms: &[ach_live::resimulate::ArmAgreement]) {
     /// One of the simulators' figures of an arm.
     type Figure = fn(&ach_live::resimulate::ArmAgreement) -> f64;
     let order = |value: Figure| {
-        ach_live::summary::order_text(
-            resimulation
-                .arms
-                .iter()
-                .map(|a| (a.algorithm.as_str(), value(a))),
-        )
+        ach_live::summary::order_text(arms.iter().map(|a| (a.algorithm.as_str(), value(a))))
     };
     let orders: [(&str, Figure); 4] = [
         ("instant", |a| a.instant),
@@ -446,11 +461,7 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         ("calibrated", |a| a.calibrated),
     ];
     for (name, value) in orders {
-        let pairs: Vec<(f64, f64)> = resimulation
-            .arms
-            .iter()
-            .map(|a| (a.live, value(a)))
-            .collect();
+        let pairs: Vec<(f64, f64)> = arms.iter().map(|a| (a.live, value(a))).collect();
         println!(
             "order {name}: {} ({})",
             order(value),
@@ -462,5 +473,4 @@ pub fn run_resim(args: ResimArgs) -> ExitCode {
         );
     }
     println!("order live: {}", order(|a| a.live));
-    ExitCode::SUCCESS
 }
