@@ -269,78 +269,13 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, ExperimentErro
             argument: "--threads",
         });
     }
-    let mut available = built_in_series();
-    // The series read from `--config` files, with their files, in argument order.
-    let mut from_files: Vec<(&Path, SeriesConfig)> = Vec::new();
-    for path in &args.configs {
-        let config = read_series_file(path)?;
-        if let Some((earlier, _)) = from_files.iter().find(|(_, s)| s.name == config.name) {
-            return Err(ExperimentError::SeriesInTwoFiles {
-                path: path.clone(),
-                name: config.name,
-                earlier: earlier.to_path_buf(),
-            });
-        }
-        from_files.push((path, config.clone()));
-        match available.iter_mut().find(|s| s.name == config.name) {
-            Some(slot) => *slot = config,
-            None => available.push(config),
-        }
-    }
-    let series: Vec<SeriesConfig> = if args.series.is_empty() {
+    let (available, from_files) = series_with_files(&args.configs)?;
+    let mut series = if args.series.is_empty() {
         available
     } else {
-        let mut chosen = Vec::new();
-        for name in &args.series {
-            let name = name.trim();
-            let opt_in = opt_in_series();
-            let found = available
-                .iter()
-                .chain(
-                    opt_in
-                        .iter()
-                        .filter(|o| !available.iter().any(|a| a.name == o.name)),
-                )
-                .find(|s| s.name == name);
-            let Some(config) = found else {
-                let known: Vec<&str> = available
-                    .iter()
-                    .chain(&opt_in)
-                    .map(|s| s.name.as_str())
-                    .collect();
-                return Err(ExperimentError::UnknownSeries {
-                    name: name.to_string(),
-                    known: known.join(", "),
-                });
-            };
-            if chosen.iter().any(|s: &SeriesConfig| s.name == name) {
-                return Err(ExperimentError::SeriesNamedTwice {
-                    name: name.to_string(),
-                });
-            }
-            chosen.push(config.clone());
-        }
-        chosen
+        chosen_series(&args.series, &available)?
     };
-    let mut series = series;
-    for name in &args.add_algorithms {
-        if registry.get(name).is_none() {
-            return Err(ExperimentError::UnknownAlgorithm {
-                name: name.clone(),
-                known: registry.names(),
-            });
-        }
-        for config in &mut series {
-            if !config.algorithms.contains(name) {
-                config.algorithms.push(name.clone());
-            }
-        }
-    }
-    if args.against_a0 {
-        for config in &mut series {
-            config.against_a0 = true;
-        }
-    }
+    add_to_every_series(&mut series, args, &registry)?;
     // Every file given is checked, including one whose series `--series` does not select, so
     // that a typo never waits for the run that would have used it.
     for (path, config) in &from_files {
@@ -366,6 +301,101 @@ pub fn plan_with(args: &Args, registry: Registry) -> Result<Plan, ExperimentErro
         registry,
         shard: args.shard,
     })
+}
+
+/// The series read from `--config` files, with their files, in argument order.
+type SeriesFromFiles<'a> = Vec<(&'a Path, SeriesConfig)>;
+
+/// The built-in series with those of the `--config` files, each replacing the built-in one
+/// of its name, and the files' series with their files, in argument order.
+fn series_with_files(
+    configs: &[PathBuf],
+) -> Result<(Vec<SeriesConfig>, SeriesFromFiles<'_>), ExperimentError> {
+    let mut available = built_in_series();
+    let mut from_files = SeriesFromFiles::new();
+    for path in configs {
+        let config = read_series_file(path)?;
+        if let Some((earlier, _)) = from_files.iter().find(|(_, s)| s.name == config.name) {
+            return Err(ExperimentError::SeriesInTwoFiles {
+                path: path.clone(),
+                name: config.name,
+                earlier: earlier.to_path_buf(),
+            });
+        }
+        from_files.push((path, config.clone()));
+        match available.iter_mut().find(|s| s.name == config.name) {
+            Some(slot) => *slot = config,
+            None => available.push(config),
+        }
+    }
+    Ok((available, from_files))
+}
+
+/// The series `--series` names, in its order: each one of `available` or an opt-in series
+/// (`noise`, `scale`) not replaced there, named once.
+fn chosen_series(
+    names: &[String],
+    available: &[SeriesConfig],
+) -> Result<Vec<SeriesConfig>, ExperimentError> {
+    let mut chosen = Vec::new();
+    for name in names {
+        let name = name.trim();
+        let opt_in = opt_in_series();
+        let found = available
+            .iter()
+            .chain(
+                opt_in
+                    .iter()
+                    .filter(|o| !available.iter().any(|a| a.name == o.name)),
+            )
+            .find(|s| s.name == name);
+        let Some(config) = found else {
+            let known: Vec<&str> = available
+                .iter()
+                .chain(&opt_in)
+                .map(|s| s.name.as_str())
+                .collect();
+            return Err(ExperimentError::UnknownSeries {
+                name: name.to_string(),
+                known: known.join(", "),
+            });
+        };
+        if chosen.iter().any(|s: &SeriesConfig| s.name == name) {
+            return Err(ExperimentError::SeriesNamedTwice {
+                name: name.to_string(),
+            });
+        }
+        chosen.push(config.clone());
+    }
+    Ok(chosen)
+}
+
+/// `--add-algorithm` (each registered, appended to every series that lacks it) and
+/// `--against-a0` applied to `series`.
+fn add_to_every_series(
+    series: &mut [SeriesConfig],
+    args: &Args,
+    registry: &Registry,
+) -> Result<(), ExperimentError> {
+    for name in &args.add_algorithms {
+        if registry.get(name).is_none() {
+            return Err(ExperimentError::UnknownAlgorithm {
+                name: name.clone(),
+                known: registry.names(),
+            });
+        }
+        for config in series.iter_mut() {
+            if !config.algorithms.contains(name) {
+                config.algorithms.push(name.clone());
+            }
+        }
+    }
+    if args.against_a0 {
+        for config in series.iter_mut() {
+            config.against_a0 = true;
+        }
+    }
+    Ok(())
 }
 
 /// Reads one series file.
