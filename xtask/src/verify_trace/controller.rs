@@ -154,30 +154,10 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
     let mut live = Vec::new();
     for step in &trace.steps {
         let t = step.t;
-        let diverged = |what: &str, expected: String, got: String| Divergence {
-            step: t,
-            what: what.to_string(),
-            expected,
-            got,
-        };
-        for &(token, node) in &step.edits {
-            if token >= ring.len() {
-                return Err(diverged(
-                    "edits",
-                    format!("a token below {}", ring.len()),
-                    token.to_string(),
-                ));
-            }
-            let edit = TokenMove {
-                token,
-                from: ring.owner(token),
-                to: NodeId(node),
-            };
-            ring.apply(&[edit])
-                .map_err(|e| diverged("edits", "applicable edits".into(), e.to_string()))?;
-        }
+        apply_edits(&mut ring, step)?;
         if step.ell.len() != step.n_nodes {
             return Err(diverged(
+                t,
                 "ell",
                 format!("{} loads", step.n_nodes),
                 format!("{} loads", step.ell.len()),
@@ -195,56 +175,106 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
             Algorithm::Ach(ach) => ach.plan(&ring, &observation),
             Algorithm::Other(balancer) => balancer.plan(&ring, &observation),
         };
-        let mut expected_moves = step.moves.clone();
-        expected_moves.sort_unstable();
-        let got_moves: Vec<(usize, u32, u32)> = plan
-            .moves
-            .iter()
-            .map(|mv| (mv.token, mv.from.0, mv.to.0))
-            .collect();
-        if got_moves != expected_moves {
-            return Err(diverged(
-                "moves",
-                format!("{expected_moves:?}"),
-                format!("{got_moves:?}"),
-            ));
-        }
+        compare_moves(step, &plan)?;
         compare_float(t, "m_keys", step.m_keys, plan.m_keys)?;
         if let Algorithm::Ach(ach) = &algorithm {
-            let last = ach.last_step();
-            if let Some(c) = step.c {
-                compare_float(t, "C", c, last.intensity.c)?;
-            }
-            if let Some(m) = step.m {
-                compare_float(t, "m", m, last.budget)?;
-            }
-            if let Some(sigma) = &step.sigma
-                && sigma.as_slice() != ach.hysteresis()
-            {
-                return Err(diverged(
-                    "sigma",
-                    format!("{sigma:?}"),
-                    format!("{:?}", ach.hysteresis()),
-                ));
-            }
-            if !plan.within_budget() {
-                return Err(diverged(
-                    "budget invariant",
-                    format!("M_keys <= {:?}", last.bound),
-                    format!("{:?}", plan.m_keys),
-                ));
-            }
+            compare_ach(step, ach, &plan)?;
         }
         commit(&mut ring, &plan)
-            .map_err(|e| diverged("commit", "applicable moves".into(), e.to_string()))?;
+            .map_err(|e| diverged(t, "commit", "applicable moves".into(), e.to_string()))?;
         // The recorded simulation switched every plan at once: confirm it, as the simulator does.
         let confirmed = match &mut algorithm {
             Algorithm::Ach(ach) => ach.confirm(&plan),
             Algorithm::Other(balancer) => balancer.confirm(&plan),
         };
-        confirmed.map_err(|e| diverged("confirm", "the plan just made".into(), e.to_string()))?;
+        confirmed
+            .map_err(|e| diverged(t, "confirm", "the plan just made".into(), e.to_string()))?;
     }
     Ok(trace.steps.len())
+}
+
+/// The divergence at step `step` in `what`.
+fn diverged(step: usize, what: &str, expected: String, got: String) -> Divergence {
+    Divergence {
+        step,
+        what: what.to_string(),
+        expected,
+        got,
+    }
+}
+
+/// The step's recorded edits of the ring, made before it is observed.
+fn apply_edits(ring: &mut TokenRing, step: &Step) -> Result<(), Divergence> {
+    for &(token, node) in &step.edits {
+        if token >= ring.len() {
+            return Err(diverged(
+                step.t,
+                "edits",
+                format!("a token below {}", ring.len()),
+                token.to_string(),
+            ));
+        }
+        let edit = TokenMove {
+            token,
+            from: ring.owner(token),
+            to: NodeId(node),
+        };
+        ring.apply(&[edit])
+            .map_err(|e| diverged(step.t, "edits", "applicable edits".into(), e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The plan's moves against the recorded ones, in token order.
+fn compare_moves(step: &Step, plan: &Plan) -> Result<(), Divergence> {
+    let mut expected_moves = step.moves.clone();
+    expected_moves.sort_unstable();
+    let got_moves: Vec<(usize, u32, u32)> = plan
+        .moves
+        .iter()
+        .map(|mv| (mv.token, mv.from.0, mv.to.0))
+        .collect();
+    if got_moves != expected_moves {
+        return Err(diverged(
+            step.t,
+            "moves",
+            format!("{expected_moves:?}"),
+            format!("{got_moves:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// ACH's intensity, budget and hysteresis against the recorded ones (where the trace has
+/// them), and its budget invariant.
+fn compare_ach(step: &Step, ach: &Ach, plan: &Plan) -> Result<(), Divergence> {
+    let t = step.t;
+    let last = ach.last_step();
+    if let Some(c) = step.c {
+        compare_float(t, "C", c, last.intensity.c)?;
+    }
+    if let Some(m) = step.m {
+        compare_float(t, "m", m, last.budget)?;
+    }
+    if let Some(sigma) = &step.sigma
+        && sigma.as_slice() != ach.hysteresis()
+    {
+        return Err(diverged(
+            t,
+            "sigma",
+            format!("{sigma:?}"),
+            format!("{:?}", ach.hysteresis()),
+        ));
+    }
+    if !plan.within_budget() {
+        return Err(diverged(
+            t,
+            "budget invariant",
+            format!("M_keys <= {:?}", last.bound),
+            format!("{:?}", plan.m_keys),
+        ));
+    }
+    Ok(())
 }
 
 fn compare_float(step: usize, what: &str, expected: f64, got: f64) -> Result<(), Divergence> {
