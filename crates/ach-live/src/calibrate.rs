@@ -93,6 +93,73 @@ fn measure_class(
         }
     };
     let keys = config.keys.min(CALIBRATION_KEYS);
+    load_keys(server, kind, keys)?;
+    let counters = Arc::new(ClientCounters::default());
+    let write_fraction = config.workload(0).write_fraction;
+    let threads: Vec<_> = (0..config.client_threads())
+        .map(|client| {
+            let load = ClientLoad {
+                seed: config.seed ^ (client as u64 + 1),
+                keys,
+                write_fraction,
+            };
+            spawn_client(server.connection(), load, Arc::clone(&counters))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs_f64(WARM_UP_S));
+    let started = Instant::now();
+    let before = counters.answered.load(Ordering::Relaxed);
+    counters.counting.store(true, Ordering::SeqCst);
+    std::thread::sleep(Duration::from_secs_f64(config.calibration_s));
+    let requests = counters.answered.load(Ordering::Relaxed) - before;
+    let seconds = started.elapsed().as_secs_f64();
+    counters.counting.store(false, Ordering::SeqCst);
+    counters.stop.store(true, Ordering::SeqCst);
+    for thread in threads {
+        let _ = thread.join();
+    }
+    let requests_per_s = requests as f64 / seconds;
+    if requests == 0 {
+        return Err(ExperimentError::Calibration(format!(
+            "a {class:?} node answered no request in {seconds:.1} s"
+        )));
+    }
+    Ok(ServiceRate {
+        class,
+        cpus: quota.as_ref().map(|_| cpus),
+        requests_per_s,
+        demand_per_s: requests_per_s * (1.0 + WRITE_EXTRA_COST * write_fraction),
+        requests,
+        seconds,
+        errors: counters.errors.load(Ordering::Relaxed),
+    })
+}
+
+/// What the calibration's client threads share: whether requests count yet, whether to stop,
+/// and the requests answered and failed while counting.
+#[derive(Default)]
+struct ClientCounters {
+    counting: AtomicBool,
+    stop: AtomicBool,
+    answered: AtomicU64,
+    errors: AtomicU64,
+}
+
+/// One client thread's requests: its generator's seed, the keys it picks from uniformly, and
+/// the share of writes.
+struct ClientLoad {
+    seed: u64,
+    keys: usize,
+    write_fraction: f64,
+}
+
+/// Loads the calibration's `keys` keys into `server`, with per-slot statistics on for Valkey
+/// as in the arms.
+fn load_keys(
+    server: &ach_redis::local::LocalServer,
+    kind: ServerKind,
+    keys: usize,
+) -> Result<(), ExperimentError> {
     let mut connection = server
         .connection()
         .map_err(|e| ExperimentError::Calibration(format!("cannot connect: {e}")))?;
@@ -117,72 +184,42 @@ fn measure_class(
             .query::<()>(&mut connection)
             .map_err(|e| ExperimentError::Calibration(format!("cannot load keys: {e}")))?;
     }
-    let counting = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let answered = Arc::new(AtomicU64::new(0));
-    let errors = Arc::new(AtomicU64::new(0));
-    let write_fraction = config.workload(0).write_fraction;
-    let threads: Vec<_> = (0..config.client_threads())
-        .map(|client| {
-            let (counting, stop) = (Arc::clone(&counting), Arc::clone(&stop));
-            let (answered, errors) = (Arc::clone(&answered), Arc::clone(&errors));
-            let connection = server.connection();
-            let seed = config.seed ^ (client as u64 + 1);
-            std::thread::spawn(move || {
-                let Ok(mut connection) = connection else {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    return;
+    Ok(())
+}
+
+/// A client thread sending `load`'s requests on `connection`, one at a time, until told to
+/// stop, counting its answers and errors while `counters` say so.
+fn spawn_client(
+    connection: redis::RedisResult<redis::Connection>,
+    load: ClientLoad,
+    counters: Arc<ClientCounters>,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let Ok(mut connection) = connection else {
+            counters.errors.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let mut rng = Pcg64::seed_from_u64(load.seed);
+        while !counters.stop.load(Ordering::Relaxed) {
+            let key = rng.random_range(0..load.keys);
+            let outcome = if rng.random::<f64>() < load.write_fraction {
+                redis::cmd("SET")
+                    .arg(key_name(key))
+                    .arg(value(key, 0))
+                    .query::<()>(&mut connection)
+            } else {
+                redis::cmd("GET")
+                    .arg(key_name(key))
+                    .query::<Option<String>>(&mut connection)
+                    .map(|_| ())
+            };
+            if counters.counting.load(Ordering::Relaxed) {
+                match outcome {
+                    Ok(()) => counters.answered.fetch_add(1, Ordering::Relaxed),
+                    Err(_) => counters.errors.fetch_add(1, Ordering::Relaxed),
                 };
-                let mut rng = Pcg64::seed_from_u64(seed);
-                while !stop.load(Ordering::Relaxed) {
-                    let key = rng.random_range(0..keys);
-                    let outcome = if rng.random::<f64>() < write_fraction {
-                        redis::cmd("SET")
-                            .arg(key_name(key))
-                            .arg(value(key, 0))
-                            .query::<()>(&mut connection)
-                    } else {
-                        redis::cmd("GET")
-                            .arg(key_name(key))
-                            .query::<Option<String>>(&mut connection)
-                            .map(|_| ())
-                    };
-                    if counting.load(Ordering::Relaxed) {
-                        match outcome {
-                            Ok(()) => answered.fetch_add(1, Ordering::Relaxed),
-                            Err(_) => errors.fetch_add(1, Ordering::Relaxed),
-                        };
-                    }
-                }
-            })
-        })
-        .collect();
-    std::thread::sleep(Duration::from_secs_f64(WARM_UP_S));
-    let started = Instant::now();
-    let before = answered.load(Ordering::Relaxed);
-    counting.store(true, Ordering::SeqCst);
-    std::thread::sleep(Duration::from_secs_f64(config.calibration_s));
-    let requests = answered.load(Ordering::Relaxed) - before;
-    let seconds = started.elapsed().as_secs_f64();
-    counting.store(false, Ordering::SeqCst);
-    stop.store(true, Ordering::SeqCst);
-    for thread in threads {
-        let _ = thread.join();
-    }
-    let requests_per_s = requests as f64 / seconds;
-    if requests == 0 {
-        return Err(ExperimentError::Calibration(format!(
-            "a {class:?} node answered no request in {seconds:.1} s"
-        )));
-    }
-    Ok(ServiceRate {
-        class,
-        cpus: quota.as_ref().map(|_| cpus),
-        requests_per_s,
-        demand_per_s: requests_per_s * (1.0 + WRITE_EXTRA_COST * write_fraction),
-        requests,
-        seconds,
-        errors: errors.load(Ordering::Relaxed),
+            }
+        }
     })
 }
 
