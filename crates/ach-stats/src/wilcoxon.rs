@@ -474,55 +474,16 @@ fn wilcoxon_scipy(
     let se = ((variance_term - ranks.tie_term / 2.0) / 24.0).sqrt();
     let z = (r_plus - mean) / se;
 
-    let resolved_method = match options.method {
-        WilcoxonMethod::Exact => ResolvedMethod::Exact,
-        WilcoxonMethod::Asymptotic => ResolvedMethod::Asymptotic,
-        WilcoxonMethod::Auto if n > 50 => ResolvedMethod::Asymptotic,
-        WilcoxonMethod::Auto if !(ranks.has_ties || n_zero > 0) => ResolvedMethod::Exact,
-        WilcoxonMethod::Auto if n <= 13 => ResolvedMethod::Permutation,
-        WilcoxonMethod::Auto => ResolvedMethod::Asymptotic,
-    };
-
+    let resolved_method = resolve_scipy_method(options.method, n, ranks.has_ties || n_zero > 0);
     let alternative = options.alternative;
     let mut zstatistic = None;
     let pvalue = match resolved_method {
         ResolvedMethod::Asymptotic => {
-            let mut z = z;
-            if options.correction {
-                let sign = match alternative {
-                    Alternative::Greater => 1.0,
-                    Alternative::Less => -1.0,
-                    Alternative::TwoSided => signum_or_zero(z),
-                };
-                z -= sign * 0.5 / se;
-            }
-            let pvalue = match alternative {
-                Alternative::Less => normal_cdf(z),
-                Alternative::Greater => normal_sf(z),
-                Alternative::TwoSided => 2.0 * normal_sf(z.abs()),
-            };
-            zstatistic = Some(match alternative {
-                Alternative::TwoSided => -z.abs(),
-                Alternative::Less | Alternative::Greater => z,
-            });
+            let (pvalue, z) = asymptotic_pvalue(z, se, alternative, options.correction);
+            zstatistic = Some(z);
             pvalue
         }
-        ResolvedMethod::Exact => {
-            let distribution = SignedRankDistribution::new(ranks.count)?;
-            // R+ = q / 4; floor and ceil in integers.
-            let floor = (quadrupled_r_plus / 4) as i64;
-            let ceil = quadrupled_r_plus.div_ceil(4) as i64;
-            match alternative {
-                Alternative::Less => distribution.cdf(ceil),
-                Alternative::Greater => distribution.sf(floor),
-                Alternative::TwoSided => {
-                    let smaller = distribution
-                        .count_at_least(floor)
-                        .min(distribution.count_at_most(ceil));
-                    distribution.probability(2 * smaller).min(1.0)
-                }
-            }
-        }
+        ResolvedMethod::Exact => exact_pvalue(ranks.count, quadrupled_r_plus, alternative)?,
         ResolvedMethod::Permutation => {
             permutation_pvalue(differences, &ranks, zero_method, alternative)
         }
@@ -544,6 +505,65 @@ fn wilcoxon_scipy(
         has_ties: ranks.has_ties,
         warnings: Vec::new(),
         degenerate: false,
+    })
+}
+
+/// scipy's choice for `method`: `auto` is exact without ties or zeros up to 50 differences,
+/// else a permutation test up to 13, else asymptotic.
+fn resolve_scipy_method(method: WilcoxonMethod, n: usize, ties_or_zeros: bool) -> ResolvedMethod {
+    match method {
+        WilcoxonMethod::Exact => ResolvedMethod::Exact,
+        WilcoxonMethod::Asymptotic => ResolvedMethod::Asymptotic,
+        WilcoxonMethod::Auto if n > 50 => ResolvedMethod::Asymptotic,
+        WilcoxonMethod::Auto if !ties_or_zeros => ResolvedMethod::Exact,
+        WilcoxonMethod::Auto if n <= 13 => ResolvedMethod::Permutation,
+        WilcoxonMethod::Auto => ResolvedMethod::Asymptotic,
+    }
+}
+
+/// The normal approximation's p-value of `z` (standard error `se`), with the continuity
+/// correction when `correction`, and the z statistic scipy reports.
+fn asymptotic_pvalue(z: f64, se: f64, alternative: Alternative, correction: bool) -> (f64, f64) {
+    let mut z = z;
+    if correction {
+        let sign = match alternative {
+            Alternative::Greater => 1.0,
+            Alternative::Less => -1.0,
+            Alternative::TwoSided => signum_or_zero(z),
+        };
+        z -= sign * 0.5 / se;
+    }
+    let pvalue = match alternative {
+        Alternative::Less => normal_cdf(z),
+        Alternative::Greater => normal_sf(z),
+        Alternative::TwoSided => 2.0 * normal_sf(z.abs()),
+    };
+    let zstatistic = match alternative {
+        Alternative::TwoSided => -z.abs(),
+        Alternative::Less | Alternative::Greater => z,
+    };
+    (pvalue, zstatistic)
+}
+
+/// The exact p-value of `R+ = quadrupled_r_plus / 4` among `count` non-zero differences.
+fn exact_pvalue(
+    count: usize,
+    quadrupled_r_plus: u64,
+    alternative: Alternative,
+) -> Result<f64, StatsError> {
+    let distribution = SignedRankDistribution::new(count)?;
+    // R+ = q / 4; floor and ceil in integers.
+    let floor = (quadrupled_r_plus / 4) as i64;
+    let ceil = quadrupled_r_plus.div_ceil(4) as i64;
+    Ok(match alternative {
+        Alternative::Less => distribution.cdf(ceil),
+        Alternative::Greater => distribution.sf(floor),
+        Alternative::TwoSided => {
+            let smaller = distribution
+                .count_at_least(floor)
+                .min(distribution.count_at_most(ceil));
+            distribution.probability(2 * smaller).min(1.0)
+        }
     })
 }
 
