@@ -73,20 +73,7 @@ pub(super) fn run_arm(
         &loaded.nodes_in_snapshot_order(),
         &clients,
     );
-    for node in &mut nodes {
-        let named = |entries: &[(String, f64)]| {
-            entries
-                .iter()
-                .find(|(address, _)| *address == node.address)
-                .map(|&(_, value)| value)
-        };
-        node.idle_cpu_cores = named(&cpu.idle_cpu);
-        node.request_capacity = named(&cpu.request_capacity);
-        node.server_work = counters_before
-            .get(&node.address)
-            .zip(counters_after.get(&node.address))
-            .map(|(before, after)| before.work_until(after));
-    }
+    add_node_figures(&mut nodes, &cpu, (&counters_before, &counters_after));
     let interval_s = config.interval_ms as f64 / 1000.0;
     let schedule = Schedule::of(&workload, &hot, config.steps(), interval_s);
     let service: Vec<f64> = nodes
@@ -138,6 +125,32 @@ pub(super) fn run_arm(
         latencies: clients.latencies,
     })
 }
+
+/// Each node's idle cpu and request capacity from `cpu`, and the work its server counted
+/// between the counters read `(before, after)` the clients ran.
+fn add_node_figures(
+    nodes: &mut [NodeInfo],
+    cpu: &CpuRules,
+    (before, after): (&ServerCounterMap, &ServerCounterMap),
+) {
+    for node in nodes {
+        let named = |entries: &[(String, f64)]| {
+            entries
+                .iter()
+                .find(|(address, _)| *address == node.address)
+                .map(|&(_, value)| value)
+        };
+        node.idle_cpu_cores = named(&cpu.idle_cpu);
+        node.request_capacity = named(&cpu.request_capacity);
+        node.server_work = before
+            .get(&node.address)
+            .zip(after.get(&node.address))
+            .map(|(before, after)| before.work_until(after));
+    }
+}
+
+/// Every server's counters by its address.
+type ServerCounterMap = std::collections::BTreeMap<String, super::server_work::ServerCounters>;
 
 /// A started cluster with every key loaded, the measurement's connection to it and what the
 /// arm needs to know about it. Field order matters: the connection closes before the servers
