@@ -270,21 +270,36 @@ fn reduction_row(
     published: &PaperSeriesRow,
     comparison: Option<&Comparison>,
 ) -> CheckRow {
-    let reduction = comparison.map(|c| c.reduction_percent);
+    unbanded_row(
+        (name, paper::STATIC_W, Metric::ReductionPercent),
+        published.reduction_percent,
+        comparison.map(|c| c.reduction_percent),
+        "ACH against A0",
+    )
+}
+
+/// The row of a cell `(series, algorithm, metric)` that the paper prints without a band:
+/// "not banded" when we have a value, "not run" when not.
+fn unbanded_row(
+    (series, algorithm, metric): (&str, &str, Metric),
+    paper: f64,
+    ours: Option<f64>,
+    remark: &str,
+) -> CheckRow {
     CheckRow {
-        series: name.to_string(),
+        series: series.to_string(),
         point: None,
-        algorithm: paper::STATIC_W.to_string(),
-        metric: Metric::ReductionPercent,
-        paper: PaperValue::Number(published.reduction_percent),
-        ours: reduction,
+        algorithm: algorithm.to_string(),
+        metric,
+        paper: PaperValue::Number(paper),
+        ours,
         ours_ci95: None,
-        verdict: if reduction.is_some() {
+        verdict: if ours.is_some() {
             Verdict::NotBanded
         } else {
             Verdict::NotRun
         },
-        remark: Some("ACH against A0".to_string()),
+        remark: Some(remark.to_string()),
     }
 }
 
@@ -412,21 +427,12 @@ fn text_value_row(summary: &MatrixSummary, published: &PaperTextValue) -> CheckR
                     .find(|c| c.baseline == published.algorithm)
             })
             .map(|c| c.reduction_percent);
-        return CheckRow {
-            series: published.series.to_string(),
-            point: None,
-            algorithm: published.algorithm.to_string(),
-            metric: published.metric,
-            paper: PaperValue::Number(published.value),
-            ours: reduction,
-            ours_ci95: None,
-            verdict: if reduction.is_some() {
-                Verdict::NotBanded
-            } else {
-                Verdict::NotRun
-            },
-            remark: Some(published.remark.to_string()),
-        };
+        return unbanded_row(
+            (published.series, published.algorithm, published.metric),
+            published.value,
+            reduction,
+            published.remark,
+        );
     }
     IntervalCell {
         series: published.series,
