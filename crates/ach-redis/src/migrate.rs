@@ -95,6 +95,16 @@ pub enum MigrationMethod {
     Keys,
 }
 
+impl MigrationMethod {
+    /// `atomic` or `keys`, as the log and the metrics name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            MigrationMethod::Atomic => "atomic",
+            MigrationMethod::Keys => "keys",
+        }
+    }
+}
+
 /// What one migration (one slot key by key, or one atomic job of several slots) did.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SlotMigration {

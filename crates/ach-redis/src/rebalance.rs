@@ -11,7 +11,7 @@ use crate::cluster::Cluster;
 use crate::control::{Controller, Observed, StepOutcome, StepPlan};
 use crate::error::Error;
 use crate::metrics::{Metrics, NodeMetrics};
-use crate::migrate::{FixAction, MigrationMethod, MigrationOptions, SlotMigration};
+use crate::migrate::{FixAction, MigrationOptions, SlotMigration};
 use crate::notable::name_hash_tags;
 use crate::report::notable_lines;
 use crate::summary::RunSummary;
@@ -310,15 +310,26 @@ impl Run<'_> {
         }
     }
 
-    /// A degraded step: counted, in the metrics and in the log.
+    /// A degraded step: it migrates nothing, and says why in the progress, the log, the
+    /// metrics and the summary.
     fn degraded(
         &mut self,
         record: &mut StepRecord<'_>,
         problems: Vec<String>,
     ) -> Result<(), Error> {
-        mark_unhealthy(self.metrics);
+        if let Some(m) = self.metrics {
+            m.metrics.set_healthy(false);
+        }
         self.summary.add_degraded_step();
-        degraded(record, problems, self.log, self.progress)
+        let _ = writeln!(
+            self.progress,
+            "step {}: cluster degraded, migrating nothing: {}",
+            record.step,
+            problems.join("; ")
+        );
+        record.healthy = false;
+        record.problems = problems;
+        write_record(self.log, record)
     }
 
     /// Closes the slots an earlier step left open; the step plans nothing, and the next one
@@ -404,7 +415,7 @@ impl Run<'_> {
             }
             if let Some(m) = metrics {
                 m.metrics.migration_finished(
-                    method_name(migration.method),
+                    migration.method.name(),
                     migration.outcome,
                     Duration::from_secs_f64(migration.millis / 1000.0),
                     migration.keys,
@@ -454,19 +465,11 @@ impl Run<'_> {
     }
 }
 
-/// `atomic` or `keys`: how a migration moved its slots.
-fn method_name(method: MigrationMethod) -> &'static str {
-    match method {
-        MigrationMethod::Atomic => "atomic",
-        MigrationMethod::Keys => "keys",
-    }
-}
-
 /// A migration's line of progress: how, which slots, from and to, keys, time and outcome.
 fn migration_line(migration: &SlotMigration) -> String {
     format!(
         "  {} slot {} {} -> {}: {} keys in {:.1} ms, {}{}",
-        method_name(migration.method),
+        migration.method.name(),
         format_slot_ranges(&migration.slots),
         migration.from,
         migration.to,
@@ -584,13 +587,6 @@ fn throttle(copied: u64, rate: f64, started: Instant, stop: &AtomicBool) {
     }
 }
 
-/// A degraded cluster, into `metrics`.
-fn mark_unhealthy(metrics: Option<LoopMetrics<'_>>) {
-    if let Some(m) = metrics {
-        m.metrics.set_healthy(false);
-    }
-}
-
 /// An observation's loads, raw readings and imbalance, and a healthy cluster, into `metrics`.
 fn observe_metrics(metrics: &Metrics, observed: &Observed) {
     const SIGNALS: [&str; 3] = ["cpu", "memory", "latency"];
@@ -623,23 +619,6 @@ pub fn report_fix(actions: &[FixAction], out: &mut dyn Write) {
             action.slot, action.action, action.owner, action.keys
         );
     }
-}
-
-fn degraded(
-    record: &mut StepRecord<'_>,
-    problems: Vec<String>,
-    log: &mut dyn Write,
-    progress: &mut dyn Write,
-) -> Result<(), Error> {
-    let _ = writeln!(
-        progress,
-        "step {}: cluster degraded, migrating nothing: {}",
-        record.step,
-        problems.join("; ")
-    );
-    record.healthy = false;
-    record.problems = problems;
-    write_record(log, record)
 }
 
 /// One `fix` line of the log: when (`start`, `step` or `end`), the step, what was closed.
