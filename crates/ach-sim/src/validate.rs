@@ -236,12 +236,7 @@ impl SeriesConfig {
     }
 
     fn validate_sweep(&self, sweep: &Sweep, profile: Profile) -> Result<(), ConfigError> {
-        let fail = |field: String, value: String, rule: String| ConfigError {
-            series: self.name.clone(),
-            field,
-            value,
-            rule,
-        };
+        let fail = |field: String, value: String, rule: String| self.broken(&field, &value, &rule);
         for (name, values) in &sweep.fields {
             if values.is_empty() && sweep.mode == SweepMode::Grid {
                 return Err(fail(
