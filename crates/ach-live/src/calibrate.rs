@@ -22,7 +22,7 @@ use rand_pcg::Pcg64;
 use crate::cgroup::CpuLimiter;
 use crate::error::ExperimentError;
 use crate::experiment::LiveConfig;
-use crate::workload::{key_name, value};
+use crate::workload::{LOAD_BATCH, initial_load, key_name, value};
 
 /// Seconds the clients send before the counting starts (connections made, caches warm).
 const WARM_UP_S: f64 = 0.5;
@@ -171,16 +171,8 @@ fn load_keys(
             .arg("yes")
             .query(&mut connection);
     }
-    for chunk in (0..keys).collect::<Vec<_>>().chunks(1000) {
-        let mut pipeline = redis::pipe();
-        for &i in chunk {
-            pipeline
-                .cmd("SET")
-                .arg(key_name(i))
-                .arg(value(i, 0))
-                .ignore();
-        }
-        pipeline
+    for chunk in (0..keys).collect::<Vec<_>>().chunks(LOAD_BATCH) {
+        initial_load(chunk)
             .query::<()>(&mut connection)
             .map_err(|e| ExperimentError::Calibration(format!("cannot load keys: {e}")))?;
     }

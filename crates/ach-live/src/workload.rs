@@ -63,6 +63,23 @@ pub fn value(i: usize, version: u64) -> String {
     format!("{i}:{version}:{}", "x".repeat(64))
 }
 
+/// Keys loaded per pipeline: each pipeline of [`initial_load`] writes at most this many.
+pub(crate) const LOAD_BATCH: usize = 1000;
+
+/// A pipeline writing version 0 of `keys` (the initial load), its replies ignored; give it
+/// at most [`LOAD_BATCH`] keys.
+pub(crate) fn initial_load(keys: &[usize]) -> redis::Pipeline {
+    let mut pipeline = redis::pipe();
+    for &i in keys {
+        pipeline
+            .cmd("SET")
+            .arg(key_name(i))
+            .arg(value(i, 0))
+            .ignore();
+    }
+    pipeline
+}
+
 /// One request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Request {

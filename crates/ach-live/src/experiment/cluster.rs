@@ -102,16 +102,8 @@ pub(super) fn load_keys(
 ) -> Result<(), ExperimentError> {
     for (node, keys) in keys_per_owner(snapshot, keys)?.iter().enumerate() {
         let address = snapshot.masters[node].address.clone();
-        for chunk in keys.chunks(1000) {
-            let mut pipeline = redis::pipe();
-            for &i in chunk {
-                pipeline
-                    .cmd("SET")
-                    .arg(key_name(i))
-                    .arg(workload::value(i, 0))
-                    .ignore();
-            }
-            cluster.pipeline::<()>(&address, &pipeline, "SET")?;
+        for chunk in keys.chunks(workload::LOAD_BATCH) {
+            cluster.pipeline::<()>(&address, &workload::initial_load(chunk), "SET")?;
         }
     }
     Ok(())
