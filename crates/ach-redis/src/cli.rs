@@ -28,17 +28,17 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::Error;
 use crate::backend::{BackendChoice, SlotStatsReading};
-use crate::cluster::{Cluster, ConnectOptions};
+use crate::cluster::{Cluster, ConnectOptions, Snapshot};
 use crate::compact::SlotChoice;
-use crate::control::{
-    ControlOptions, Controller, Observed, SlotSplit, live_ach_config, observe_once,
-};
+use crate::control::{ControlOptions, Controller, Observed, SlotSplit, observe_once};
 use crate::metrics::{Metrics, MetricsServer};
 use crate::migrate::{MigrationOptions, ProtocolPoint};
 use crate::node_telemetry::NodeTelemetry;
 use crate::notable::name_hash_tags;
 use crate::prometheus_telemetry::PrometheusTelemetry;
-use crate::rebalance::{LoopMetrics, LoopOptions, RunRules, report_fix, run_with_summary};
+use crate::rebalance::{
+    LoopMetrics, LoopOptions, LoopOutputs, RunRules, report_fix, run_with_summary,
+};
 use crate::report::{plan_text, status_text};
 use crate::security::SecurityArgs;
 use crate::slot::SLOT_COUNT;
@@ -277,7 +277,7 @@ struct Common {
     #[arg(long, value_name = "MIB")]
     memory_capacity_mb: Option<f64>,
     /// p99 latency that counts as full load, in microseconds.
-    #[arg(long, default_value_t = 1000.0)]
+    #[arg(long, default_value_t = ReadingRules::default().latency_target_usec)]
     latency_target_us: f64,
     /// Wait between the two telemetry samples of `status` and `plan`, in milliseconds.
     #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=600_000))]
@@ -525,7 +525,6 @@ fn control_options(
         )));
     }
     Ok(ControlOptions {
-        algorithm,
         parameters,
         // A drain is a weight 0, after the weights: --drain wins over a --weight of the node.
         weights: common
@@ -539,17 +538,13 @@ fn control_options(
         rules: ReadingRules {
             memory_capacity: common.memory_capacity_mb.map(|mb| mb * 1024.0 * 1024.0),
             latency_target_usec: common.latency_target_us,
-            cpu_per_weight: 1.0,
+            ..ReadingRules::default()
         },
         telemetry: TelemetryConfig {
             beta,
             ..TelemetryConfig::paper()
         },
-        ach: live_ach_config(),
-        migration: MigrationOptions::default(),
-        min_slot_keys: 1,
-        slot_stats: SlotStatsReading::default(),
-        slot_split: SlotSplit::default(),
+        ..ControlOptions::new(algorithm)
     })
 }
 
@@ -722,40 +717,55 @@ fn rebalance(args: RebalanceArgs, catalogue: &Catalogue) -> Result<u8, Error> {
     let mut controller = Controller::new(options)?
         .with_node_telemetry(common.telemetry.source()?)
         .with_slot_choice(step.slot_choice);
-    let mut cluster = connect(&common)?;
-    let snapshot = cluster.snapshot()?;
-    if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
-        return Err(Error::Degraded(snapshot.problems));
-    }
-    controller.relative_weights(&snapshot)?;
-    controller.check_telemetry(&snapshot)?;
+    let (mut cluster, snapshot) = connect_to_rebalance(&common, &controller)?;
     if !yes && std::io::stdin().is_terminal() && !confirmed(&snapshot, steps)? {
         println!("rebalance not confirmed: nothing moved");
         return Ok(0);
     }
     let mut log_file = open_log(log.as_deref())?;
     let stop = stop_on_ctrl_c();
-    let summary = run_with_summary(
-        &mut cluster,
-        &mut controller,
-        LoopOptions {
-            steps,
-            interval: Duration::from_millis(interval_ms),
-        },
-        &migration,
-        &stop,
-        &mut log_file,
-        &mut std::io::stderr(),
-        metrics_addr.as_ref().map(|_| LoopMetrics {
+    let outputs = LoopOutputs {
+        log: &mut log_file,
+        progress: &mut std::io::stderr(),
+        metrics: metrics_addr.as_ref().map(|_| LoopMetrics {
             metrics: &metrics,
             horizon,
             m_horizon,
         }),
+    };
+    let options = LoopOptions {
+        steps,
+        interval: Duration::from_millis(interval_ms),
+    };
+    let summary = run_with_summary(
+        &mut cluster,
+        &mut controller,
+        options,
         rules,
+        &migration,
+        &stop,
+        outputs,
     )?;
     println!("rebalance done: {} keys moved", summary.keys_moved);
     print!("{}", summary.text());
     Ok(summary.exit_code())
+}
+
+/// Connects to the cluster `rebalance` moves slots in, and checks before anything moves
+/// that it is healthy or [`fixable`](Snapshot::fixable), that the controller can weigh its
+/// masters and that its telemetry reads them.
+fn connect_to_rebalance(
+    common: &Common,
+    controller: &Controller,
+) -> Result<(Cluster, Snapshot), Error> {
+    let mut cluster = connect(common)?;
+    let snapshot = cluster.snapshot()?;
+    if !snapshot.fixable() {
+        return Err(Error::Degraded(snapshot.problems));
+    }
+    controller.relative_weights(&snapshot)?;
+    controller.check_telemetry(&snapshot)?;
+    Ok((cluster, snapshot))
 }
 
 /// `--until-balanced` and `--max-keys-per-second` by their rules.

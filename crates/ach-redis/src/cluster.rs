@@ -113,6 +113,12 @@ impl Snapshot {
         self.problems.is_empty()
     }
 
+    /// True when every problem is a node that disagrees on slot owners (what an interrupted
+    /// migration leaves, and `fix` closes): `fix` and `rebalance` start on such a cluster.
+    pub fn fixable(&self) -> bool {
+        self.problems.iter().all(|p| p.contains("disagrees"))
+    }
+
     /// The index of the master with this node id.
     pub fn index_of(&self, id: &str) -> Option<usize> {
         self.masters.iter().position(|m| m.id == id)

@@ -365,7 +365,7 @@ pub struct FixAction {
 /// the protocol ([`check_permissions`]): nothing is touched then.
 pub fn fix(cluster: &mut Cluster, options: &MigrationOptions) -> Result<Vec<FixAction>, Error> {
     let snapshot = cluster.snapshot()?;
-    if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
+    if !snapshot.fixable() {
         return Err(Error::Degraded(snapshot.problems.clone()));
     }
     check_permissions(cluster, &snapshot)?;

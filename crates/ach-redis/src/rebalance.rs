@@ -84,12 +84,38 @@ pub fn run(
     log: &mut dyn Write,
     progress: &mut dyn Write,
 ) -> Result<u64, Error> {
-    run_with_metrics(
-        cluster, controller, options, migration, stop, log, progress, None,
+    let outputs = LoopOutputs {
+        log,
+        progress,
+        metrics: None,
+    };
+    run_with_summary(
+        cluster,
+        controller,
+        options,
+        RunRules::default(),
+        migration,
+        stop,
+        outputs,
     )
+    .map(|summary| summary.keys_moved)
 }
 
-/// Where [`run_with_metrics`] reports: the metrics, and the window budget its ratio is of.
+/// Where [`run_with_summary`] reports: the step log, the progress lines and, when given,
+/// the metrics.
+pub struct LoopOutputs<'a> {
+    /// One JSON line a step (and the `fix` and `summary` lines).
+    pub log: &'a mut dyn Write,
+    /// A short line a step, and one a migration.
+    pub progress: &'a mut dyn Write,
+    /// The `/metrics` endpoint's families (`--metrics-addr`), updated as the loop goes: each
+    /// observation's loads, readings and imbalance, the cluster's health, every migration's
+    /// outcome and time, each step's time and the share of the window budget the last `H`
+    /// steps' moved keys spent.
+    pub metrics: Option<LoopMetrics<'a>>,
+}
+
+/// Where the loop reports its metrics: the families, and the window budget its ratio is of.
 #[derive(Clone, Copy)]
 pub struct LoopMetrics<'a> {
     /// The families to update.
@@ -100,52 +126,25 @@ pub struct LoopMetrics<'a> {
     pub m_horizon: f64,
 }
 
-/// [`run`], also updating `metrics` as it goes (the `/metrics` endpoint of
-/// `--metrics-addr`): each observation's loads, readings and imbalance, the cluster's health,
-/// every migration's outcome and time, each step's time and the share of the window budget the
-/// last `H` steps' moved keys spent.
-#[allow(clippy::too_many_arguments)]
-pub fn run_with_metrics(
-    cluster: &mut Cluster,
-    controller: &mut Controller,
-    options: LoopOptions,
-    migration: &MigrationOptions,
-    stop: &AtomicBool,
-    log: &mut dyn Write,
-    progress: &mut dyn Write,
-    metrics: Option<LoopMetrics<'_>>,
-) -> Result<u64, Error> {
-    run_with_summary(
-        cluster,
-        controller,
-        options,
-        migration,
-        stop,
-        log,
-        progress,
-        metrics,
-        RunRules::default(),
-    )
-    .map(|summary| summary.keys_moved)
-}
-
-/// [`run_with_metrics`], returning the run's summary (also the log's last line): keys and
-/// slots moved, failed migrations, dropped moves, D at the first and last steps, and the
-/// cluster's health and slot map at exit; [`RunSummary::exit_code`] says whether the run did
-/// what it planned. `rules` may end the run early and throttle it ([`RunRules`];
-/// `options.steps` is then the cap).
-#[allow(clippy::too_many_arguments)]
+/// [`run`] under `rules`, reporting to `outputs`, and returning the run's summary (also the
+/// log's last line): keys and slots moved, failed migrations, dropped moves, D at the first
+/// and last steps, and the cluster's health and slot map at exit; [`RunSummary::exit_code`]
+/// says whether the run did what it planned. `rules` may end the run early and throttle it
+/// ([`RunRules`]; `options.steps` is then the cap).
 pub fn run_with_summary(
     cluster: &mut Cluster,
     controller: &mut Controller,
     options: LoopOptions,
+    rules: RunRules,
     migration: &MigrationOptions,
     stop: &AtomicBool,
-    log: &mut dyn Write,
-    progress: &mut dyn Write,
-    metrics: Option<LoopMetrics<'_>>,
-    rules: RunRules,
+    outputs: LoopOutputs<'_>,
 ) -> Result<RunSummary, Error> {
+    let LoopOutputs {
+        log,
+        progress,
+        metrics,
+    } = outputs;
     let started_run = Instant::now();
     let mut run = Run {
         migration,

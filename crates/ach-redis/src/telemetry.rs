@@ -489,6 +489,18 @@ pub struct ReadingRules {
     pub cpu_per_weight: f64,
 }
 
+impl Default for ReadingRules {
+    /// The command line's defaults: memory over `maxmemory` or the machine's memory, a p99
+    /// of 1 ms as full load (`--latency-target-us 1000`), and one core a relative weight.
+    fn default() -> ReadingRules {
+        ReadingRules {
+            memory_capacity: None,
+            latency_target_usec: 1000.0,
+            cpu_per_weight: 1.0,
+        }
+    }
+}
+
 /// The memory reading: `used` over `maxmemory` when the node sets one, otherwise over the
 /// configured capacity, otherwise over the machine's memory (NaN when a figure is missing).
 pub fn memory_reading(

@@ -169,7 +169,7 @@ impl Backend for ValkeyBackend {
         options: &MigrationOptions,
     ) -> Result<Vec<FixAction>, Error> {
         let snapshot = cluster.snapshot()?;
-        if !snapshot.problems.iter().all(|p| p.contains("disagrees")) {
+        if !snapshot.fixable() {
             return Err(Error::Degraded(snapshot.problems.clone()));
         }
         let everyone = vec![true; snapshot.masters.len()];

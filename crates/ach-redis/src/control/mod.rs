@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
-use ach_ring::{NodeId, TokenMove};
+use ach_ring::{NodeId, TokenMove, TokenRing};
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
-use crate::backend::{MoveGroup, SlotStatsReading};
+use crate::backend::{GroupOutcome, MoveGroup, SlotStatsReading};
 use crate::cluster::{Cluster, Snapshot, short};
 use crate::compact::{CompactInputs, GroupPlan, SlotChoice, group_moves};
 use crate::drain::{DrainLedger, drain_plan};
@@ -16,7 +16,7 @@ use crate::error::Error;
 use crate::explain::Explainer;
 use crate::live;
 use crate::migrate::{MigrationOptions, SlotMigration};
-use crate::node_telemetry::{NodeReader, NodeTelemetry, info_samples};
+use crate::node_telemetry::{NodeReader, NodeReading, NodeTelemetry, info_samples};
 use crate::notable::notable_slots;
 use crate::slot::SLOT_COUNT;
 use crate::telemetry::{NodeSample, ReadingRules};
@@ -82,6 +82,27 @@ pub struct ControlOptions {
 }
 
 impl ControlOptions {
+    /// The options of `algorithm` with the command line's defaults: its own parameters, no
+    /// weights, idle cpu or request capacity given, the default [`ReadingRules`], the paper's
+    /// telemetry, [`AchConfig::live`], migrations by default, empty slots skipped
+    /// (`min_slot_keys` 1) and the per-slot statistics read and split by default.
+    pub fn new(algorithm: Entry) -> ControlOptions {
+        ControlOptions {
+            algorithm,
+            parameters: Vec::new(),
+            weights: Vec::new(),
+            rules: ReadingRules::default(),
+            idle_cpu: Vec::new(),
+            request_capacity: Vec::new(),
+            telemetry: TelemetryConfig::paper(),
+            ach: live_ach_config(),
+            migration: MigrationOptions::default(),
+            min_slot_keys: 1,
+            slot_stats: SlotStatsReading::default(),
+            slot_split: SlotSplit::default(),
+        }
+    }
+
     /// The algorithm's balancer for masters of these relative weights.
     fn build(&self, weights: &[f64]) -> Result<Box<dyn Balancer + Send>, Error> {
         let mut context = Context::new(weights, &self.ach);
@@ -325,45 +346,16 @@ impl Controller {
             &weights,
             self.options.rules.cpu_per_weight,
         )?;
-        let mut nodes = Vec::with_capacity(snapshot.masters.len());
-        let tracker = self.tracker.as_mut().expect("created above");
         let slots = snapshot.slots_of();
         let slot_keys = figures.keys.clone();
-        // The cpu reading stays the node's (INFO's or the exporter's) even with per-slot
-        // statistics: `cpu-usec` counts only the time commands execute, measured at 4 to 10 %
-        // of the process's cpu under a GET/SET workload (docs/redis.md), so it splits a node's
-        // load among its slots but does not measure it.
-        for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
-            let weighted =
-                bases[index].weighted(read.reading, weights[index], read.data_ops_per_sec);
-            tracker
-                .record(index, weighted)
-                .expect("one tracker entry per master");
-            let keys = slots[index]
-                .iter()
-                .map(|&s| slot_keys[usize::from(s)])
-                .sum();
-            let weight = (weights[index], given[index]);
-            nodes.push(node_view(
-                master,
-                read,
-                weighted,
-                weight,
-                keys,
-                &self.options.rules,
-            ));
-        }
-        let step = tracker.finish_step();
-        for (node, load) in nodes.iter_mut().zip(step.loads) {
-            node.load = *load;
-        }
-        let total_load = step.total_load;
+        let weights_of = NodeWeights {
+            relative: &weights,
+            given: &given,
+        };
+        let (nodes, total_load) =
+            self.track_loads(&snapshot, readings, &bases, weights_of, &slots, &slot_keys);
         if seeding {
-            let state = tracker.state();
-            self.tracker = Some(
-                LoadTracker::from_state(self.options.telemetry, &state)
-                    .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
-            );
+            self.restart_tracker()?;
         }
         let hot_slots = slot_cpu
             .as_deref()
@@ -388,6 +380,61 @@ impl Controller {
             slot_keys,
             nodes,
         })
+    }
+
+    /// Each master's view of the step with its load: its reading over its base and weight
+    /// recorded in the tracker, whose step gives the loads and their total.
+    fn track_loads(
+        &mut self,
+        snapshot: &Snapshot,
+        readings: Vec<NodeReading>,
+        bases: &[CpuBasis],
+        weights: NodeWeights<'_>,
+        slots: &[Vec<u16>],
+        slot_keys: &[u64],
+    ) -> (Vec<NodeView>, f64) {
+        let tracker = self.tracker.as_mut().expect("created by observe");
+        let mut nodes = Vec::with_capacity(snapshot.masters.len());
+        // The cpu reading stays the node's (INFO's or the exporter's) even with per-slot
+        // statistics: `cpu-usec` counts only the time commands execute, measured at 4 to 10 %
+        // of the process's cpu under a GET/SET workload (docs/redis.md), so it splits a node's
+        // load among its slots but does not measure it.
+        for (index, (master, read)) in snapshot.masters.iter().zip(readings).enumerate() {
+            let relative = weights.relative[index];
+            let weighted = bases[index].weighted(read.reading, relative, read.data_ops_per_sec);
+            tracker
+                .record(index, weighted)
+                .expect("one tracker entry per master");
+            let keys = slots[index]
+                .iter()
+                .map(|&s| slot_keys[usize::from(s)])
+                .sum();
+            let weight = (relative, weights.given[index]);
+            nodes.push(node_view(
+                master,
+                read,
+                weighted,
+                weight,
+                keys,
+                &self.options.rules,
+            ));
+        }
+        let step = tracker.finish_step();
+        for (node, load) in nodes.iter_mut().zip(step.loads) {
+            node.load = *load;
+        }
+        (nodes, step.total_load)
+    }
+
+    /// After the first step of a new set of masters, which the tracker smoothed with beta = 1
+    /// ([`Self::seed`]), goes on from its state with the configured beta.
+    fn restart_tracker(&mut self) -> Result<(), Error> {
+        let state = self.tracker.as_ref().expect("created by observe").state();
+        self.tracker = Some(
+            LoadTracker::from_state(self.options.telemetry, &state)
+                .map_err(|e| Error::Input(format!("telemetry: {e}")))?,
+        );
+        Ok(())
     }
 
     /// The algorithm's balancer. Under [`SlotChoice::Compact`] the controller keeps the
@@ -451,21 +498,7 @@ impl Controller {
             )
         });
         let budget_keys = diagnosis.as_ref().map(|d| d.budget * total_keys as f64);
-        let predicted_gain = match plan.withheld {
-            Some(withheld) => Some(withheld.gain),
-            None if plan.moves.iter().all(|mv| mv.from == mv.to) => None,
-            None => {
-                let mean = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
-                Some(ach_control::gain::predicted_gain(
-                    &ring,
-                    &plan.moves,
-                    &loads,
-                    &live_nodes,
-                    observed.token_loads.as_deref(),
-                    mean,
-                ))
-            }
-        };
+        let predicted_gain = predicted_gain(&ring, &plan, &observation);
         Ok(StepPlan {
             notable_slots: notable_slots(observed, budget_keys),
             summary: summarise_moves(&moves, observed.token_loads.as_deref()),
@@ -625,21 +658,7 @@ impl Controller {
                 stop,
                 progress,
             );
-            outcome.keys_moved += result
-                .migrations
-                .iter()
-                .filter(|m| m.succeeded())
-                .map(|m| m.keys)
-                .sum::<u64>();
-            outcome.migrations.extend(result.migrations);
-            for &slot in &result.switched {
-                self.switched_at[usize::from(slot)] = Some(plan_step);
-            }
-            switched[batch.group].extend(result.switched);
-            outcome.errors.extend(result.errors);
-            if result.interrupted {
-                outcome.interrupted = true;
-            }
+            self.add_batch(&mut outcome, &mut switched[batch.group], result, plan_step);
             if outcome.interrupted || !outcome.errors.is_empty() {
                 break;
             }
@@ -652,21 +671,55 @@ impl Controller {
         if step_plan.drain.is_some() {
             self.charge_drain(observed, &outcome, plan_step);
         }
-        if let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) {
-            match live::confirm(balancer.as_mut(), ring, &step_plan.plan, &done) {
-                Ok(m_keys) => {
-                    if let Some(explainer) = self.explainer.as_mut() {
-                        explainer.charge(m_keys);
-                    }
-                }
-                Err(error) => outcome.errors.push(format!("confirm: {error}")),
-            }
-        }
+        self.confirm(step_plan, &done, &mut outcome);
         outcome
     }
 }
 
 impl Controller {
+    /// Adds what one batch of a group did to the step's outcome: its keys moved, migrations,
+    /// errors and interruption, and its switched slots to the group's `switched` (each
+    /// remembered as switched at `plan_step`, for the cool-down).
+    fn add_batch(
+        &mut self,
+        outcome: &mut StepOutcome,
+        switched: &mut Vec<u16>,
+        result: GroupOutcome,
+        plan_step: u64,
+    ) {
+        outcome.keys_moved += result
+            .migrations
+            .iter()
+            .filter(|m| m.succeeded())
+            .map(|m| m.keys)
+            .sum::<u64>();
+        outcome.migrations.extend(result.migrations);
+        for &slot in &result.switched {
+            self.switched_at[usize::from(slot)] = Some(plan_step);
+        }
+        switched.extend(result.switched);
+        outcome.errors.extend(result.errors);
+        if result.interrupted {
+            outcome.interrupted = true;
+        }
+    }
+
+    /// Confirms to the algorithm the moves `done` of the step's plan (its budget is charged
+    /// what really moved); a refusal is one of the outcome's errors.
+    fn confirm(&mut self, step_plan: &StepPlan, done: &[TokenMove], outcome: &mut StepOutcome) {
+        let (Some(balancer), Some(ring)) = (self.balancer.as_mut(), step_plan.ring.as_ref()) else {
+            return;
+        };
+        match live::confirm(balancer.as_mut(), ring, &step_plan.plan, done) {
+            Ok(m_keys) => {
+                if let Some(explainer) = self.explainer.as_mut() {
+                    explainer.charge(m_keys);
+                }
+            }
+            Err(error) => outcome.errors.push(format!("confirm: {error}")),
+        }
+    }
+
     /// Charges the drain's ledger with what a drain step really moved: its keys over all keys
     /// at observation, and its switched slots.
     fn charge_drain(&mut self, observed: &Observed, outcome: &StepOutcome, step: u64) {
@@ -890,12 +943,41 @@ pub fn live_ach_config() -> AchConfig {
     live::ach_config()
 }
 
+/// The gain in `D` the algorithm predicted for `plan` on `observation`: the withheld plan's
+/// when the algorithm held it back, none when nothing moves.
+fn predicted_gain(ring: &TokenRing, plan: &Plan, observation: &Observation<'_>) -> Option<f64> {
+    match plan.withheld {
+        Some(withheld) => Some(withheld.gain),
+        None if plan.moves.iter().all(|mv| mv.from == mv.to) => None,
+        None => {
+            let loads = observation.loads;
+            let mean = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
+            Some(ach_control::gain::predicted_gain(
+                ring,
+                &plan.moves,
+                loads,
+                observation.live,
+                observation.token_loads,
+                mean,
+            ))
+        }
+    }
+}
+
+/// The masters' weights in a step, one entry each: relative (over the mean weight of the
+/// masters not drained) and as given (0 for a drained master).
+#[derive(Clone, Copy)]
+struct NodeWeights<'a> {
+    relative: &'a [f64],
+    given: &'a [f64],
+}
+
 /// A master's view of a step, its load still to come: `weighted` is its reading over its
 /// weight, `(weight, weight_given)` its relative weight and the weight as given, `keys` the
 /// keys of its slots.
 fn node_view(
     master: &crate::cluster::Master,
-    read: crate::node_telemetry::NodeReading,
+    read: NodeReading,
     weighted: [f64; 3],
     (weight, weight_given): (f64, f64),
     keys: u64,
