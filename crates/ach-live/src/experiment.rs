@@ -454,6 +454,40 @@ fn compare_with_static(repeat: &mut [ArmRun]) {
     }
 }
 
+/// Why the nodes' CPU quotas cannot be set, when they cannot (also warned on `progress`):
+/// every node then gets the whole machine and the capacities are only declared.
+fn cpu_limits_note(limiter: &CpuLimiter, progress: &mut dyn Write) -> Option<String> {
+    let CpuLimiter::Unavailable(reason) = limiter else {
+        return None;
+    };
+    let _ = writeln!(
+        progress,
+        "warning: CPU quotas cannot be set ({reason}); every node gets the whole machine \
+         and the capacities are only declared (weights)"
+    );
+    Some(reason.clone())
+}
+
+/// One line on `progress` with what an arm's run measured, after `label` (its place and
+/// name), and the time it took.
+fn report_arm(progress: &mut dyn Write, label: &str, run: &ArmRun, took: std::time::Duration) {
+    let _ = writeln!(
+        progress,
+        "{label}: D-bar true {:.4} (telemetry {:.4}), keys moved {}, answered {} of {}, \
+         client errors {}, lost {}, stale {}, p99 {:.2} ms ({:.0} s)",
+        run.d_bar_true,
+        run.d_bar_telemetry,
+        run.keys_moved,
+        run.outcome.requests_answered,
+        run.outcome.requests_offered,
+        run.outcome.client_errors,
+        run.lost_keys,
+        run.stale_keys,
+        run.outcome.p99_ms,
+        took.as_secs_f64()
+    );
+}
+
 /// Runs every arm of every repeat; reports progress on `progress`. `stop` ends the current arm
 /// early (Ctrl-C); what was measured is still returned.
 pub fn run(
@@ -463,17 +497,7 @@ pub fn run(
 ) -> Result<LiveResults, ExperimentError> {
     config.validate()?;
     let limiter = CpuLimiter::detect();
-    let note = match &limiter {
-        CpuLimiter::Unavailable(reason) => {
-            let _ = writeln!(
-                progress,
-                "warning: CPU quotas cannot be set ({reason}); every node gets the whole machine \
-                 and the capacities are only declared (weights)"
-            );
-            Some(reason.clone())
-        }
-        _ => None,
-    };
+    let note = cpu_limits_note(&limiter, progress);
     let before = load_average();
     let (kind, server) = config.backend.resolve()?;
     let backend = match kind {
@@ -511,22 +535,8 @@ pub fn run(
                     source: Box::new(error),
                 },
             )?;
-            let _ = writeln!(
-                progress,
-                "[{index}/{total}] {}: D-bar true {:.4} (telemetry {:.4}), keys moved {}, \
-                 answered {} of {}, client errors {}, lost {}, stale {}, p99 {:.2} ms ({:.0} s)",
-                arm.name(),
-                run.d_bar_true,
-                run.d_bar_telemetry,
-                run.keys_moved,
-                run.outcome.requests_answered,
-                run.outcome.requests_offered,
-                run.outcome.client_errors,
-                run.lost_keys,
-                run.stale_keys,
-                run.outcome.p99_ms,
-                arm_started.elapsed().as_secs_f64()
-            );
+            let label = format!("[{index}/{total}] {}", arm.name());
+            report_arm(progress, &label, &run, arm_started.elapsed());
             runs.push(run);
         }
         compare_with_static(&mut runs[first_of_repeat..]);

@@ -12,6 +12,7 @@
 //! its keys: a request that waits on a slow master then holds up that part only, not the whole
 //! client's schedule, and the requests of one key still go out in order (freshness holds).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -233,8 +234,8 @@ pub struct ClientReport {
     pub error_samples: Vec<String>,
     /// Reads that returned another value than the last one written.
     pub stale_reads: u64,
-    /// Last version written per owned key, by key index (`None`: the key's write failed and
-    /// its state is unknown).
+    /// Last version written per key this thread wrote, by key index (a write that failed
+    /// counts when a read afterwards finds its value).
     pub versions: Vec<(usize, u64)>,
     /// `(step, node, latency in microseconds)` of every answered request.
     pub latencies: Vec<(u32, u8, f32)>,
@@ -284,8 +285,10 @@ pub fn run_client(
     shared: Arc<Shared>,
 ) -> ClientReport {
     let mut report = ClientReport::default();
-    let mut connection = SlotConnections::new(routes);
-    let mut versions: std::collections::HashMap<usize, u64> = Default::default();
+    let mut sender = Sender {
+        connection: SlotConnections::new(routes),
+        versions: HashMap::new(),
+    };
     let mine = config
         .stream(client, hot)
         .filter(|(_, request)| share.sends(request.key, config.clients));
@@ -307,62 +310,102 @@ pub fn run_client(
         }
         let step = (sent.duration_since(shared.started).as_secs_f64()
             / shared.interval.as_secs_f64()) as u32;
-        let version = versions.get(&request.key).copied().unwrap_or(0);
-        let outcome: Result<bool, redis::RedisError> = if request.write {
-            let text = value(request.key, version + 1);
-            connection
-                .query::<()>(slot, redis::cmd("SET").arg(&name).arg(&text))
-                .map(|()| {
-                    versions.insert(request.key, version + 1);
-                    true
-                })
-        } else {
-            connection
-                .query::<Option<String>>(slot, redis::cmd("GET").arg(&name))
-                .map(|got| got.as_deref() == Some(value(request.key, version).as_str()))
-        };
+        let version = sender.version(request.key);
+        let outcome = sender.send(request, &name, slot);
         let micros = sent.elapsed().as_secs_f64() * 1e6;
         match outcome {
-            Ok(fresh) => {
-                report.requests += 1;
-                if !fresh {
-                    report.stale_reads += 1;
-                    if report.error_samples.len() < 5 {
-                        report
-                            .error_samples
-                            .push(format!("GET {name}: not version {version}"));
-                    }
-                }
-                report.latencies.push((step, node, micros as f32));
-            }
+            Ok(fresh) => report.answered(fresh, (step, node, micros as f32), || {
+                format!("GET {name}: not version {version}")
+            }),
             Err(error) => {
-                report.errors += 1;
-                let step = step as usize;
-                if report.errors_per_step.len() <= step {
-                    report.errors_per_step.resize(step + 1, 0);
-                }
-                report.errors_per_step[step] += 1;
-                if report.error_samples.len() < 5 {
-                    report.error_samples.push(format!(
-                        "{} {name}: {error}",
-                        if request.write { "SET" } else { "GET" }
-                    ));
-                }
+                let command = if request.write { "SET" } else { "GET" };
+                report.failed(step, || format!("{command} {name}: {error}"));
                 if request.write {
-                    // The write may or may not have happened: read to learn which.
-                    let attempted = value(request.key, version + 1);
-                    if let Ok(Some(now)) =
-                        connection.query::<Option<String>>(slot, redis::cmd("GET").arg(&name))
-                        && now == attempted
-                    {
-                        versions.insert(request.key, version + 1);
-                    }
+                    sender.learn_whether_written(request.key, &name, slot);
                 }
             }
         }
     }
-    report.versions = versions.into_iter().collect();
+    report.versions = sender.versions.into_iter().collect();
     report
+}
+
+/// How many error messages a client's report keeps.
+const ERROR_SAMPLES: usize = 5;
+
+impl ClientReport {
+    /// Counts an answered request and its `(step, node, latency in microseconds)`; a read that
+    /// was not `fresh` is a stale read, and the first few are described by `sample`.
+    fn answered(&mut self, fresh: bool, latency: (u32, u8, f32), sample: impl FnOnce() -> String) {
+        self.requests += 1;
+        if !fresh {
+            self.stale_reads += 1;
+            if self.error_samples.len() < ERROR_SAMPLES {
+                self.error_samples.push(sample());
+            }
+        }
+        self.latencies.push(latency);
+    }
+
+    /// Counts a request that failed in `step`; the first few failures are described by
+    /// `sample`.
+    fn failed(&mut self, step: u32, sample: impl FnOnce() -> String) {
+        self.errors += 1;
+        let step = step as usize;
+        if self.errors_per_step.len() <= step {
+            self.errors_per_step.resize(step + 1, 0);
+        }
+        self.errors_per_step[step] += 1;
+        if self.error_samples.len() < ERROR_SAMPLES {
+            self.error_samples.push(sample());
+        }
+    }
+}
+
+/// One sending thread's connections and the version it last wrote of each key.
+struct Sender {
+    connection: SlotConnections,
+    versions: HashMap<usize, u64>,
+}
+
+impl Sender {
+    /// The version of `key` this thread wrote last (0, the initial load's, before any).
+    fn version(&self, key: usize) -> u64 {
+        self.versions.get(&key).copied().unwrap_or(0)
+    }
+
+    /// Sends `request` for the key `name` of `slot`: a write of the key's next version, or a
+    /// read that answers whether it returned the version written last.
+    fn send(&mut self, request: Request, name: &str, slot: u16) -> Result<bool, redis::RedisError> {
+        let version = self.version(request.key);
+        if request.write {
+            let text = value(request.key, version + 1);
+            self.connection
+                .query::<()>(slot, redis::cmd("SET").arg(name).arg(&text))
+                .map(|()| {
+                    self.versions.insert(request.key, version + 1);
+                    true
+                })
+        } else {
+            self.connection
+                .query::<Option<String>>(slot, redis::cmd("GET").arg(name))
+                .map(|got| got.as_deref() == Some(value(request.key, version).as_str()))
+        }
+    }
+
+    /// After a write of `key` failed, which may or may not have happened: reads the key, and
+    /// counts the write when the value is the one it wrote.
+    fn learn_whether_written(&mut self, key: usize, name: &str, slot: u16) {
+        let version = self.version(key);
+        let attempted = value(key, version + 1);
+        if let Ok(Some(now)) = self
+            .connection
+            .query::<Option<String>>(slot, redis::cmd("GET").arg(name))
+            && now == attempted
+        {
+            self.versions.insert(key, version + 1);
+        }
+    }
 }
 
 #[cfg(test)]

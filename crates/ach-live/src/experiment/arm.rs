@@ -76,16 +76,7 @@ pub(super) fn run_arm(
     add_node_figures(&mut nodes, &cpu, (&counters_before, &counters_after));
     let interval_s = config.interval_ms as f64 / 1000.0;
     let schedule = Schedule::of(&workload, &hot, config.steps(), interval_s);
-    let service: Vec<f64> = nodes
-        .iter()
-        .map(|n| demand_per_step(setup.service_rates, n.class, interval_s))
-        .collect();
-    let truth = ground_truth(
-        &schedule,
-        &measured.owners_per_step,
-        &service,
-        config.warmup(),
-    )?;
+    let truth = arm_ground_truth(config, setup, &nodes, &schedule, &measured)?;
     fill_truth(&mut measured.records, &truth, config.warmup());
     let d_bar_telemetry = d_bar(&measured.records, config.warmup());
     let outcomes = outcome::Outcomes::of(
@@ -111,11 +102,7 @@ pub(super) fn run_arm(
         phases: outcomes.phases,
         migration_s: outcomes.migration_s,
         rebalancing: outcomes.rebalancing,
-        settle_s: settle_step(
-            &truth.steps.iter().map(|s| s.d_true).collect::<Vec<_>>(),
-            0.1,
-        )
-        .map(|t| t as f64 * interval_s),
+        settle_s: settle_seconds(&truth, interval_s),
         late_requests: clients.late,
         nodes,
         steps: measured.records,
@@ -124,6 +111,35 @@ pub(super) fn run_arm(
         rebalance_log: settled.rebalance_log,
         latencies: clients.latencies,
     })
+}
+
+/// The arm's ground truth: the demand the schedule sent each node in every step, by the slot
+/// map the arm had at that step, over the node's measured service rate.
+fn arm_ground_truth(
+    config: &LiveConfig,
+    setup: &ArmSetup<'_>,
+    nodes: &[NodeInfo],
+    schedule: &Schedule,
+    measured: &Measured,
+) -> Result<GroundTruth, ExperimentError> {
+    let interval_s = config.interval_ms as f64 / 1000.0;
+    let service: Vec<f64> = nodes
+        .iter()
+        .map(|n| demand_per_step(setup.service_rates, n.class, interval_s))
+        .collect();
+    Ok(ground_truth(
+        schedule,
+        &measured.owners_per_step,
+        &service,
+        config.warmup(),
+    )?)
+}
+
+/// The time in seconds after which the true imbalance stays within a tenth of its final
+/// level ([`settle_step`]).
+fn settle_seconds(truth: &GroundTruth, interval_s: f64) -> Option<f64> {
+    let d_true: Vec<f64> = truth.steps.iter().map(|s| s.d_true).collect();
+    settle_step(&d_true, 0.1).map(|step| step as f64 * interval_s)
 }
 
 /// Each node's idle cpu and request capacity from `cpu`, and the work its server counted
@@ -411,6 +427,42 @@ struct Measured {
     owners_per_step: Vec<Vec<u8>>,
 }
 
+impl Measured {
+    /// Takes the owners an observation saw: each slot that changed to a known owner counts its
+    /// keys as moved and is passed on to the clients (`shared`).
+    fn follow_owners(&mut self, owners: &[Option<usize>], slot_keys: &[u64], shared: &Shared) {
+        for (slot, owner) in owners.iter().enumerate() {
+            if *owner != self.owners[slot]
+                && let Some(owner) = owner
+            {
+                self.moved += slot_keys[slot];
+                self.owners[slot] = Some(*owner);
+                shared.owners[slot].store(*owner as u8, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Ends a step's slot map: the owners seen last, in snapshot order.
+    fn close_slot_map(&mut self) {
+        let map = self
+            .owners
+            .iter()
+            .map(|o| o.map_or(NO_OWNER, |o| o as u8))
+            .collect();
+        self.owners_per_step.push(map);
+    }
+}
+
+/// Sleeps until `due`, in naps of at most 50 ms, or until the user asks to stop.
+fn sleep_until(due: Instant, user_stop: &AtomicBool) {
+    while Instant::now() < due {
+        if user_stop.load(Ordering::SeqCst) {
+            break;
+        }
+        std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+    }
+}
+
 /// One observation per step until the arm's duration or the user's stop; slot owners seen
 /// changing are counted as moved keys and passed on to the clients.
 fn measure(
@@ -433,13 +485,7 @@ fn measure(
         owners_per_step: Vec::new(),
     };
     for t in 0..config.steps() {
-        let due = shared.started + interval * (t + 1);
-        while Instant::now() < due {
-            if user_stop.load(Ordering::SeqCst) {
-                break;
-            }
-            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
-        }
+        sleep_until(shared.started + interval * (t + 1), user_stop);
         if user_stop.load(Ordering::SeqCst) {
             let _ = writeln!(progress, "  stopped by request at step {t}");
             break;
@@ -450,27 +496,13 @@ fn measure(
                 loads,
                 readings,
             }) => {
-                for (slot, owner) in now.owners.iter().enumerate() {
-                    if *owner != measured.owners[slot] && owner.is_some() {
-                        measured.moved += loaded.slot_keys[slot];
-                        measured.owners[slot] = *owner;
-                        if let Some(owner) = owner {
-                            shared.owners[slot].store(*owner as u8, Ordering::Relaxed);
-                        }
-                    }
-                }
+                measured.follow_owners(&now.owners, &loaded.slot_keys, shared);
                 let d = imbalance(&loads);
                 (loads, readings, d.is_finite().then_some(d))
             }
             Err(_) => (Vec::new(), Vec::new(), None),
         };
-        measured.owners_per_step.push(
-            measured
-                .owners
-                .iter()
-                .map(|o| o.map_or(NO_OWNER, |o| o as u8))
-                .collect(),
-        );
+        measured.close_slot_map();
         let _ = writeln!(
             progress,
             "  {} t={:>3}s/{}s  D={}  keys moved {}",

@@ -4,12 +4,11 @@
 use std::time::{Duration, Instant};
 
 use ach_redis::cluster::{Cluster, Snapshot};
-use ach_redis::control::{ControlOptions, Controller, CpuBasis, cpu_bases, live_ach_config};
-use ach_redis::migrate::MigrationOptions;
+use ach_redis::control::{ControlOptions, Controller, CpuBasis, cpu_bases};
 use ach_redis::node_telemetry::info_samples;
 use ach_redis::telemetry::{NodeSample, ReadingRules, data_ops_per_sec, reading};
 use ach_sim::algorithms::{Catalogue, Entry, names};
-use ach_telemetry::{LoadTracker, TelemetryConfig};
+use ach_telemetry::LoadTracker;
 
 use crate::error::ExperimentError;
 
@@ -44,18 +43,11 @@ pub(super) fn control_options(
     cpu: &CpuRules,
 ) -> ControlOptions {
     ControlOptions {
-        algorithm,
-        parameters: Vec::new(),
         weights,
         idle_cpu: cpu.idle_cpu.clone(),
         request_capacity: cpu.request_capacity.clone(),
         rules: reading_rules(cpu.cpu_per_weight),
-        telemetry: TelemetryConfig::paper(),
-        ach: live_ach_config(),
-        migration: MigrationOptions::default(),
-        min_slot_keys: 1,
-        slot_stats: Default::default(),
-        slot_split: Default::default(),
+        ..ControlOptions::new(algorithm)
     }
 }
 
@@ -63,9 +55,8 @@ pub(super) fn control_options(
 /// machine's memory, p99 over 1 ms, cpu over the quota of a node of relative weight 1.
 fn reading_rules(cpu_per_weight: f64) -> ReadingRules {
     ReadingRules {
-        memory_capacity: None,
-        latency_target_usec: 1000.0,
         cpu_per_weight,
+        ..ReadingRules::default()
     }
 }
 
