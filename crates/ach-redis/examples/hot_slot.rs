@@ -17,45 +17,20 @@
 #[path = "../tests/common/workload.rs"]
 mod workload;
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use ach_baselines::catalogue::{Catalogue, names};
 use ach_redis::cluster::Cluster;
-use ach_redis::control::{ControlOptions, Controller, imbalance, live_ach_config, observe_once};
+use ach_redis::control::{Controller, imbalance, live_ach_config};
 use ach_redis::local::{LocalCluster, ServerKind};
-use ach_redis::migrate::MigrationOptions;
-use ach_redis::rebalance::{LoopOptions, run};
-use ach_redis::report::status_text;
-use ach_redis::telemetry::{ReadingRules, parse_info};
-use ach_telemetry::TelemetryConfig;
+use ach_redis::rebalance::LoopOptions;
+use ach_redis::telemetry::parse_info;
+use common::{Rebalanced, ach_options, machine, rebalance, status};
 use workload::{DataSet, Workload, assert_check_clean, start_cluster_of, wrong_values};
-
-fn options() -> ControlOptions {
-    ControlOptions {
-        algorithm: Catalogue::built_in()
-            .get(names::ACH)
-            .cloned()
-            .expect("a built-in"),
-        parameters: Vec::new(),
-        weights: Vec::new(),
-        idle_cpu: Vec::new(),
-        request_capacity: Vec::new(),
-        rules: ReadingRules {
-            memory_capacity: None,
-            latency_target_usec: 1000.0,
-            cpu_per_weight: 1.0,
-        },
-        telemetry: TelemetryConfig::paper(),
-        ach: live_ach_config(),
-        migration: MigrationOptions::default(),
-        min_slot_keys: 1,
-        slot_stats: Default::default(),
-        slot_split: Default::default(),
-    }
-}
 
 /// Cpu seconds every server used so far (`INFO cpu`), and per-slot `cpu-usec` summed per
 /// server (Valkey with slot statistics), by address.
@@ -144,7 +119,8 @@ fn report(name: &str, hot: &str, ops: f64, per_node: &[(String, f64, f64)]) {
     println!("{name}: client ops/s {ops:.0}");
 }
 
-fn main() {
+/// The example's arguments: the server, and the uniform keys, hot keys and steps.
+fn arguments() -> (ServerKind, usize, usize, u64) {
     let arguments: Vec<String> = std::env::args().skip(1).collect();
     let kind = match arguments.first().map(String::as_str) {
         Some("valkey") => ServerKind::Valkey,
@@ -159,7 +135,96 @@ fn main() {
             .get(index)
             .map_or(default, |a| a.parse().expect("a count"))
     };
-    let (uniform, hot_keys, steps) = (count(1, 40_000), count(2, 20), count(3, 20) as u64);
+    (kind, count(1, 40_000), count(2, 20), count(3, 20) as u64)
+}
+
+/// The migrations of a rebalance: how many of each method and how many failed, and the
+/// slots and times of those that succeeded.
+#[derive(Default)]
+struct MigrationFigures {
+    atomic: usize,
+    by_keys: usize,
+    failed: usize,
+    slots: usize,
+    millis: f64,
+    /// Each successful migration's time in milliseconds, in ascending order.
+    per_migration: Vec<f64>,
+}
+
+impl MigrationFigures {
+    fn of(rebalanced: &Rebalanced) -> MigrationFigures {
+        let mut figures = MigrationFigures::default();
+        for migration in rebalanced.migrations() {
+            match migration["method"].as_str() {
+                Some("atomic") => figures.atomic += 1,
+                _ => figures.by_keys += 1,
+            }
+            if migration["outcome"] != "success" {
+                figures.failed += 1;
+                continue;
+            }
+            let ms = migration["millis"].as_f64().unwrap_or(0.0);
+            figures.slots += migration["slots"].as_array().map_or(0, Vec::len);
+            figures.millis += ms;
+            figures.per_migration.push(ms);
+        }
+        figures.per_migration.sort_by(f64::total_cmp);
+        figures
+    }
+}
+
+/// Prints the rebalance's keys, migrations and the budget it spent at its worst step and
+/// over its worst window.
+fn print_rebalance(rebalanced: &Rebalanced, steps: u64, keys: usize) {
+    let ach = live_ach_config();
+    let horizon = ach.horizon;
+    let fractions: Vec<f64> = rebalanced
+        .log
+        .iter()
+        .map(|step| step["moved_fraction"].as_f64().unwrap_or(0.0))
+        .collect();
+    let worst_window = (0..fractions.len())
+        .map(|start| {
+            fractions[start..(start + horizon).min(fractions.len())]
+                .iter()
+                .sum::<f64>()
+        })
+        .fold(0.0, f64::max);
+    let worst_step = fractions.iter().copied().fold(0.0, f64::max);
+    let figures = MigrationFigures::of(rebalanced);
+    println!(
+        "\nrebalance --algorithm ach (defaults: AchConfig::live(), M_max {}, M_H {}, H {}): \
+         {steps} steps 500 ms apart in {:.1} s",
+        ach.m_max, ach.m_horizon, horizon, rebalanced.seconds
+    );
+    println!(
+        "keys moved {} ({:.2} % of all keys) in {} slots; migrations: {} atomic, \
+         {} key by key, {} not successful",
+        rebalanced.moved,
+        100.0 * rebalanced.moved as f64 / keys as f64,
+        figures.slots,
+        figures.atomic,
+        figures.by_keys,
+        figures.failed
+    );
+    let per_migration = &figures.per_migration;
+    if !per_migration.is_empty() {
+        println!(
+            "time per migration: median {:.1} ms, max {:.1} ms; per slot {:.2} ms",
+            per_migration[per_migration.len() / 2],
+            per_migration[per_migration.len() - 1],
+            figures.millis / figures.slots.max(1) as f64
+        );
+    }
+    println!(
+        "budget: worst step {worst_step:.4} (M_max {}), worst window of {horizon} steps \
+         {worst_window:.4} (M_H {})",
+        ach.m_max, ach.m_horizon
+    );
+}
+
+fn main() {
+    let (kind, uniform, hot_keys, steps) = arguments();
     let cluster = start_cluster_of(kind, 4);
     let data = Arc::new(DataSet::with_hot_slot(uniform, hot_keys, (0, 4095)));
     data.load(&cluster, 2);
@@ -185,98 +250,28 @@ fn main() {
     let window = Duration::from_secs(5);
     let (ops, before) = measure(&cluster, &workload, window);
     report("before", &hot, ops, &before);
-    let controller = Controller::new(options()).unwrap();
-    let (_, observed) = observe_once(controller, &mut connection, Duration::from_secs(1)).unwrap();
     println!("\nstatus before (what `ach-redis status --cluster {seed}` prints):");
-    print!("{}", status_text(&observed.snapshot, Some(&observed)));
+    print!("{}", status(&mut connection, ach_options()));
 
-    let mut controller = Controller::new(options()).unwrap();
-    let stop = AtomicBool::new(false);
-    let mut log = Vec::new();
-    let ops_before = workload.ops.load(Ordering::Relaxed);
-    let started = Instant::now();
-    let moved = run(
+    let mut controller = Controller::new(ach_options()).unwrap();
+    let options = LoopOptions {
+        steps,
+        interval: Duration::from_millis(500),
+    };
+    let rebalanced = rebalance(
         &mut connection,
         &mut controller,
-        LoopOptions {
-            steps,
-            interval: Duration::from_millis(500),
-        },
-        &MigrationOptions::default(),
-        &stop,
-        &mut log,
+        options,
+        &workload,
         &mut std::io::stderr(),
-    )
-    .unwrap();
-    let elapsed = started.elapsed().as_secs_f64();
-    let during = (workload.ops.load(Ordering::Relaxed) - ops_before) as f64 / elapsed;
+    );
     let (ops_after, after) = measure(&cluster, &workload, window);
     let result = workload.finish();
-
-    let mut fractions = Vec::new();
-    let (mut atomic, mut by_keys, mut failed) = (0usize, 0usize, 0usize);
-    let (mut slots, mut millis) = (0usize, 0.0f64);
-    let mut per_migration = Vec::new();
-    for line in String::from_utf8(log).unwrap().lines() {
-        let step: serde_json::Value = serde_json::from_str(line).unwrap();
-        fractions.push(step["moved_fraction"].as_f64().unwrap_or(0.0));
-        for migration in step["outcome"]["migrations"]
-            .as_array()
-            .into_iter()
-            .flatten()
-        {
-            match migration["method"].as_str() {
-                Some("atomic") => atomic += 1,
-                _ => by_keys += 1,
-            }
-            if migration["outcome"] != "success" {
-                failed += 1;
-                continue;
-            }
-            let n = migration["slots"].as_array().map_or(0, Vec::len);
-            let ms = migration["millis"].as_f64().unwrap_or(0.0);
-            slots += n;
-            millis += ms;
-            per_migration.push(ms);
-        }
-    }
-    per_migration.sort_by(f64::total_cmp);
-    let horizon = live_ach_config().horizon;
-    let worst_window = (0..fractions.len())
-        .map(|start| {
-            fractions[start..(start + horizon).min(fractions.len())]
-                .iter()
-                .sum::<f64>()
-        })
-        .fold(0.0, f64::max);
-    let worst_step = fractions.iter().copied().fold(0.0, f64::max);
+    print_rebalance(&rebalanced, steps, data.keys.len());
     println!(
-        "\nrebalance --algorithm ach (defaults: AchConfig::live(), M_max {}, M_H {}, H {}): \
-         {steps} steps 500 ms apart in {elapsed:.1} s",
-        live_ach_config().m_max,
-        live_ach_config().m_horizon,
-        horizon
+        "client ops/s during the rebalance {:.0}",
+        rebalanced.ops_per_second
     );
-    println!(
-        "keys moved {moved} ({:.2} % of all keys) in {slots} slots; migrations: {atomic} atomic, \
-         {by_keys} key by key, {failed} not successful",
-        100.0 * moved as f64 / data.keys.len() as f64
-    );
-    if !per_migration.is_empty() {
-        println!(
-            "time per migration: median {:.1} ms, max {:.1} ms; per slot {:.2} ms",
-            per_migration[per_migration.len() / 2],
-            per_migration[per_migration.len() - 1],
-            millis / slots.max(1) as f64
-        );
-    }
-    println!(
-        "budget: worst step {worst_step:.4} (M_max {}), worst window of {horizon} steps \
-         {worst_window:.4} (M_H {})",
-        live_ach_config().m_max,
-        live_ach_config().m_horizon
-    );
-    println!("client ops/s during the rebalance {during:.0}");
     report("after", &hot, ops_after, &after);
     let wrong = wrong_values(&cluster, &result.last_written);
     println!(
@@ -288,17 +283,7 @@ fn main() {
     );
     assert_check_clean(&cluster);
     println!("redis-cli --cluster check: clean");
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    println!(
-        "machine: {} cores, load average {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    let controller = Controller::new(options()).unwrap();
-    let (_, observed) = observe_once(controller, &mut connection, Duration::from_secs(1)).unwrap();
+    println!("{}", machine());
     println!("\nstatus after:");
-    print!("{}", status_text(&observed.snapshot, Some(&observed)));
+    print!("{}", status(&mut connection, ach_options()));
 }
