@@ -5,6 +5,8 @@
 use std::sync::Mutex;
 use std::sync::atomic::AtomicBool;
 
+use ach_live::experiment::LiveResults;
+use ach_live::pace::ArmCalibration;
 use ach_live::{Arm, CpuReading, LiveBackend, LiveConfig};
 
 /// One experiment at a time: each starts servers under CPU quotas, and the cgroup check
@@ -69,6 +71,32 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         .unwrap_or_else(|e| panic!("the live experiment failed: {e}"));
     let progress = String::from_utf8_lossy(&progress);
     assert!(progress.contains("ACH t="), "{progress}");
+    assert_every_run_is_whole(&results);
+    assert_moves_and_their_windows(&results);
+    match &results.cpu_limits_note {
+        None => assert_ne!(results.cpu_limits, "none"),
+        Some(reason) => assert_eq!(results.cpu_limits, "none", "{reason}"),
+    }
+    assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
+
+    assert_initial_slots_are_the_equal_ranges(&config, &results);
+    let calibration = ach_live::pace::of_results(&results);
+    assert_redis_cli_listings(&results, &calibration);
+    let sim = ach_live::simulator::run(&config, &results.service_rates, &calibration)
+        .expect("the simulator runs the scenario");
+    assert_eq!(sim.len(), 10);
+    let arms = ach_live::output::write_all(&results, &sim).expect("files written");
+    assert_eq!(arms.len(), 5);
+    assert_cadences(out.path(), &results);
+    let summary = assert_summary(out.path());
+    assert_resimulation(out.path(), &summary);
+    assert_report_and_figures(out.path());
+}
+
+/// Every run of the experiment answered its requests without a client error, lost or stale
+/// key, and has its steps, phases and finite D-bars; every arm of a repeat was offered the same
+/// requests.
+fn assert_every_run_is_whole(results: &LiveResults) {
     // Every master's cpu part counted its requests over its class's service rate, and no
     // idle use was read for it.
     for run in &results.runs {
@@ -124,6 +152,11 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
             .collect();
         assert!(offered.windows(2).all(|w| w[0] == w[1]), "{offered:?}");
     }
+}
+
+/// Static-W moved nothing and redis-cli moved slots; every run that moved keys has its
+/// rebalancing window.
+fn assert_moves_and_their_windows(results: &LiveResults) {
     let moved = |name: &str| {
         results
             .runs
@@ -166,22 +199,21 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
             None => assert_eq!(run.keys_moved, 0, "{}: no window", run.algorithm),
         }
     }
-    match &results.cpu_limits_note {
-        None => assert_ne!(results.cpu_limits, "none"),
-        Some(reason) => assert_eq!(results.cpu_limits, "none", "{reason}"),
-    }
-    assert!(leftover_cgroups().is_empty(), "{:?}", leftover_cgroups());
+}
 
-    // Every master's initial slots are one of the equal ranges, each range once per run.
+/// Every master's initial slots are one of the equal ranges, each range once per run.
+fn assert_initial_slots_are_the_equal_ranges(config: &LiveConfig, results: &LiveResults) {
     let ranges = ach_redis::local::even_slot_ranges(config.nodes);
     for run in &results.runs {
         let mut slots: Vec<(u16, u16)> = run.nodes.iter().filter_map(|n| n.initial_slots).collect();
         slots.sort_unstable();
         assert_eq!(slots, ranges, "{} r{}", run.algorithm, run.repeat);
     }
-    // redis-cli's order is read back for every repeat in which it printed transfers, and its
-    // notes count them.
-    let calibration = ach_live::pace::of_results(&results);
+}
+
+/// redis-cli's order is read back for every repeat in which it printed transfers, and its
+/// notes count them.
+fn assert_redis_cli_listings(results: &LiveResults, calibration: &ArmCalibration) {
     for run in results.runs.iter().filter(|r| r.algorithm == "redis-cli") {
         let transfers = ach_live::listing::transfers(&run.rebalance_log);
         let note = format!("{} slot batches moved", transfers.len());
@@ -204,13 +236,11 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
             None => assert!(transfers.is_empty(), "repeat {}: {transfers:?}", run.repeat),
         }
     }
-    let sim = ach_live::simulator::run(&config, &results.service_rates, &calibration)
-        .expect("the simulator runs the scenario");
-    assert_eq!(sim.len(), 10);
-    let arms = ach_live::output::write_all(&results, &sim).expect("files written");
-    assert_eq!(arms.len(), 5);
-    // Every rebalance loop's cadence is read back from its log, and is the one in its notes.
-    let cadences = ach_live::cadence::read_run_folder(out.path()).expect("the loops' logs");
+}
+
+/// Every rebalance loop's cadence is read back from its log, and is the one in its notes.
+fn assert_cadences(out: &std::path::Path, results: &LiveResults) {
+    let cadences = ach_live::cadence::read_run_folder(out).expect("the loops' logs");
     let names: Vec<&str> = cadences.iter().map(|(name, _)| name.as_str()).collect();
     assert_eq!(
         names,
@@ -237,8 +267,13 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
             run.rebalancer_notes
         );
     }
+}
+
+/// `summary.json` lists every arm with its fields, its `d_bar_true` recomputed from the
+/// per-step files, ACH's comparisons and the simulator's calibration; returns it.
+fn assert_summary(out: &std::path::Path) -> serde_json::Value {
     let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out.path().join("summary.json")).expect("summary.json"),
+        &std::fs::read_to_string(out.join("summary.json")).expect("summary.json"),
     )
     .expect("summary.json is JSON");
     let listed = summary["arms"].as_array().expect("arms");
@@ -265,7 +300,7 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         ] {
             assert!(!arm[field].is_null(), "{field} missing in {arm}");
         }
-        recompute_d_bar_true(out.path(), arm);
+        recompute_d_bar_true(out, arm);
     }
     let comparisons = summary["comparisons"].as_array().expect("comparisons");
     // ACH against four arms on three metrics.
@@ -286,9 +321,18 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         let given = series.get(field).cloned().unwrap_or(serde_json::json!([]));
         assert_eq!(given, calibration[field], "{field}");
     }
+    summary
+}
+
+/// `live-resim` reads the folder back: the calibration the run used, the observer's readings
+/// beside the truth for every class, each arm's calibrated D-bar equal to the simulated one of
+/// `summary.json`, and, once runs/ is gone, the calibration a resimulation saved.
+fn assert_resimulation(out: &std::path::Path, summary: &serde_json::Value) {
+    let calibration = &summary["simulator"]["calibration"];
+    let listed = summary["arms"].as_array().expect("arms");
     let options = ach_live::resimulate::Options::default();
     let resimulation =
-        ach_live::resimulate::resimulate(out.path(), &options).expect("live-resim reads it");
+        ach_live::resimulate::resimulate(out, &options).expect("live-resim reads it");
     assert_eq!(
         serde_json::to_value(&resimulation.calibration).expect("JSON"),
         *calibration,
@@ -328,10 +372,10 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         );
     }
     // A folder without its runs/ takes the calibration a resimulation saved.
-    let saved = out.path().join("resimulation.json");
+    let saved = out.join("resimulation.json");
     resimulation.write_json(&saved).expect("written");
-    std::fs::rename(out.path().join("runs"), out.path().join("runs-away")).expect("moved");
-    let refused = ach_live::resimulate::resimulate(out.path(), &options)
+    std::fs::rename(out.join("runs"), out.join("runs-away")).expect("moved");
+    let refused = ach_live::resimulate::resimulate(out, &options)
         .expect_err("no runs/, no calibration")
         .to_string();
     assert!(
@@ -339,7 +383,7 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         "{refused}"
     );
     let from_saved = ach_live::resimulate::resimulate(
-        out.path(),
+        out,
         &ach_live::resimulate::Options {
             calibration: Some(saved),
             ..options
@@ -357,8 +401,12 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
     assert!(from_saved.arms.iter().all(|a| a.traces.live.is_empty()));
     assert!(resimulation.arms.iter().all(|a| a.traces.live.len() == 6));
     assert_eq!(from_saved.arms, without_live(&resimulation.arms));
-    std::fs::rename(out.path().join("runs-away"), out.path().join("runs")).expect("moved back");
-    let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+    std::fs::rename(out.join("runs-away"), out.join("runs")).expect("moved back");
+}
+
+/// REPORT.md has its tables whole and its notes, and the figures are written.
+fn assert_report_and_figures(out: &std::path::Path) {
+    let report = std::fs::read_to_string(out.join("REPORT.md")).expect("REPORT.md");
     assert!(report.contains("| redis-cli"), "{report}");
     assert!(report.contains("Service rates"), "{report}");
     assert!(report.contains("load average"), "{report}");
@@ -368,7 +416,7 @@ fn a_short_two_repeat_experiment_loses_no_key_and_its_ground_truth_recomputes() 
         "live_vs_simulated_d_true",
         "live_d_telemetry",
     ] {
-        let svg = std::fs::read_to_string(out.path().join(format!("figures/{figure}.svg")))
+        let svg = std::fs::read_to_string(out.join(format!("figures/{figure}.svg")))
             .expect("figure written");
         assert!(svg.starts_with("<svg"), "{figure}");
     }
