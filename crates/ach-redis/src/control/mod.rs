@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use ach_baselines::catalogue::{Context, Entry, names};
 use ach_control::{AchConfig, Balancer, Observation, Plan};
-use ach_ring::{NodeId, TokenMove, TokenRing};
+use ach_ring::TokenMove;
 use ach_telemetry::{LoadTracker, TelemetryConfig};
 
 use crate::backend::{GroupOutcome, MoveGroup, SlotStatsReading};
@@ -31,14 +31,17 @@ mod step;
 
 pub use cpu_basis::{CpuBasis, cpu_bases};
 pub use idle::{idle_shares, without_idle};
+pub(crate) use observed::undrained_imbalance;
 pub use observed::{HotSlot, NodeView, Observed, Signals, imbalance};
-use observed::{hot_slots, token_loads};
+use observed::{hot_slots, node_view, token_loads};
 use order::migration_batches;
 pub use slot_reading::SlotSplit;
 use slot_reading::{SlotReader, SlotReading};
-use step::nothing_moves_because;
 pub use step::{
     MoveSummary, PlannedMove, StepOutcome, StepPlan, slot_range_count, summarise_moves,
+};
+use step::{
+    confirmed_moves, key_weighted_ring, nothing_moves_because, planned_moves, predicted_gain,
 };
 
 /// Everything the controller needs to know besides the cluster.
@@ -768,29 +771,6 @@ impl Controller {
     }
 }
 
-/// The algorithm's moves a group carried out when `switched` of its slots were switched: all
-/// of them when every slot was, otherwise the planned moves in order until their keys cover
-/// the keys switched (so the budget is charged at least what moved).
-fn confirmed_moves(group: &GroupPlan, switched: &[u16], slot_keys: &[u64]) -> Vec<TokenMove> {
-    if group.slots.iter().all(|s| switched.contains(s)) {
-        return group.planned.clone();
-    }
-    if switched.is_empty() {
-        return Vec::new();
-    }
-    let moved: u64 = switched.iter().map(|&s| slot_keys[usize::from(s)]).sum();
-    let mut covered = 0u64;
-    let mut confirmed = Vec::new();
-    for mv in &group.planned {
-        if covered >= moved {
-            break;
-        }
-        covered += slot_keys[mv.token];
-        confirmed.push(*mv);
-    }
-    confirmed
-}
-
 /// What a node name of an option (`--weight`, `--idle-cpu`, `--request-capacity`) names.
 enum Named {
     /// The master of this index.
@@ -857,18 +837,6 @@ fn relative(weights: &[f64]) -> Vec<f64> {
     }
 }
 
-/// `D` over the masters that are not drained (a drained master's load says nothing of the
-/// balance of the others).
-pub(crate) fn undrained_imbalance(nodes: &[NodeView], loads: &[f64]) -> f64 {
-    let kept: Vec<f64> = nodes
-        .iter()
-        .zip(loads)
-        .filter(|(n, _)| !n.drained)
-        .map(|(_, l)| *l)
-        .collect();
-    imbalance(&kept)
-}
-
 /// Observes the cluster once over `sample`: an INFO sample, a wait, then an observation, so
 /// that the cpu reading covers that wait. Give the controller `beta = 1` for loads that are the
 /// readings of that interval (no smoothing). Fails when the cluster is degraded or a
@@ -889,79 +857,9 @@ pub fn observe_once(
     Ok((controller, observed))
 }
 
-/// The ring of the slots, each weighted by its keys, owned as the snapshot says.
-fn key_weighted_ring(observed: &Observed) -> Result<ach_ring::TokenRing, Error> {
-    let owners: Vec<NodeId> = observed
-        .snapshot
-        .owners
-        .iter()
-        .map(|o| NodeId(o.unwrap_or(0) as u32))
-        .collect();
-    live::key_weighted_ring(&observed.slot_keys, owners).map_err(|e| {
-        Error::Input(format!(
-            "cannot build the key-weighted ring of the slots: {e}"
-        ))
-    })
-}
-
-/// Every slot move of `groups`, and each master's load predicted after them (its load times
-/// its keys after over its keys now; a master without keys keeps its load).
-fn planned_moves(observed: &Observed, groups: &[GroupPlan]) -> (Vec<PlannedMove>, Vec<f64>) {
-    let snapshot = &observed.snapshot;
-    let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
-    let mut moves = Vec::new();
-    for group in groups {
-        for &slot in &group.slots {
-            let keys = observed.slot_keys[usize::from(slot)];
-            keys_after[group.from] -= keys as f64;
-            keys_after[group.to] += keys as f64;
-            moves.push(PlannedMove {
-                slot,
-                from: snapshot.masters[group.from].address.clone(),
-                to: snapshot.masters[group.to].address.clone(),
-                keys,
-            });
-        }
-    }
-    let predicted_loads = observed
-        .nodes
-        .iter()
-        .zip(&keys_after)
-        .map(|(node, after)| {
-            if node.keys == 0 {
-                node.load
-            } else {
-                node.load * after / node.keys as f64
-            }
-        })
-        .collect();
-    (moves, predicted_loads)
-}
-
 /// ACH's configuration for a live cluster (`AchConfig::live()`).
 pub fn live_ach_config() -> AchConfig {
     live::ach_config()
-}
-
-/// The gain in `D` the algorithm predicted for `plan` on `observation`: the withheld plan's
-/// when the algorithm held it back, none when nothing moves.
-fn predicted_gain(ring: &TokenRing, plan: &Plan, observation: &Observation<'_>) -> Option<f64> {
-    match plan.withheld {
-        Some(withheld) => Some(withheld.gain),
-        None if plan.moves.iter().all(|mv| mv.from == mv.to) => None,
-        None => {
-            let loads = observation.loads;
-            let mean = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
-            Some(ach_control::gain::predicted_gain(
-                ring,
-                &plan.moves,
-                loads,
-                observation.live,
-                observation.token_loads,
-                mean,
-            ))
-        }
-    }
 }
 
 /// The masters' weights in a step, one entry each: relative (over the mean weight of the
@@ -970,41 +868,4 @@ fn predicted_gain(ring: &TokenRing, plan: &Plan, observation: &Observation<'_>) 
 struct NodeWeights<'a> {
     relative: &'a [f64],
     given: &'a [f64],
-}
-
-/// A master's view of a step, its load still to come: `weighted` is its reading over its
-/// weight, `(weight, weight_given)` its relative weight and the weight as given, `keys` the
-/// keys of its slots.
-fn node_view(
-    master: &crate::cluster::Master,
-    read: NodeReading,
-    weighted: [f64; 3],
-    (weight, weight_given): (f64, f64),
-    keys: u64,
-    rules: &ReadingRules,
-) -> NodeView {
-    let maxmemory = match (&read.sample, &read.prometheus) {
-        (Some(sample), _) => sample.maxmemory,
-        (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
-        (None, None) => 0.0,
-    };
-    // Memory only over a known capacity (maxmemory or --memory-capacity-mb).
-    let capacity_known = maxmemory > 0.0 || rules.memory_capacity.is_some();
-    NodeView {
-        address: master.address.clone(),
-        id: master.id.clone(),
-        slots: master.slots,
-        keys,
-        weight,
-        weight_given,
-        drained: weight_given == 0.0,
-        memory: capacity_known.then_some(weighted[1]),
-        reading: weighted,
-        sample: read.sample,
-        prometheus: read.prometheus,
-        p99_usec: read.p99_usec,
-        mean_latency_usec: read.mean_latency_usec,
-        ops_per_sec: read.ops_per_sec,
-        load: 0.0,
-    }
 }

@@ -3,10 +3,10 @@
 
 use crate::backend::{BackendKind, SlotFigures, SlotStatsReading};
 use crate::cluster::Snapshot;
-use crate::node_telemetry::NodeTelemetry;
+use crate::node_telemetry::{NodeReading, NodeTelemetry};
 use crate::prometheus_telemetry::PrometheusReadings;
 use crate::slot::SLOT_COUNT;
-use crate::telemetry::{NodeSample, SlotRateStatistic};
+use crate::telemetry::{NodeSample, ReadingRules, SlotRateStatistic};
 
 use super::{CpuBasis, SlotSplit};
 
@@ -282,6 +282,55 @@ pub fn imbalance(loads: &[f64]) -> f64 {
     }
     let max = loads.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     max - loads.iter().sum::<f64>() / loads.len() as f64
+}
+
+/// `D` over the masters that are not drained (a drained master's load says nothing of the
+/// balance of the others).
+pub(crate) fn undrained_imbalance(nodes: &[NodeView], loads: &[f64]) -> f64 {
+    let kept: Vec<f64> = nodes
+        .iter()
+        .zip(loads)
+        .filter(|(n, _)| !n.drained)
+        .map(|(_, l)| *l)
+        .collect();
+    imbalance(&kept)
+}
+
+/// A master's view of a step, its load still to come: `weighted` is its reading over its
+/// weight, `(weight, weight_given)` its relative weight and the weight as given, `keys` the
+/// keys of its slots.
+pub(super) fn node_view(
+    master: &crate::cluster::Master,
+    read: NodeReading,
+    weighted: [f64; 3],
+    (weight, weight_given): (f64, f64),
+    keys: u64,
+    rules: &ReadingRules,
+) -> NodeView {
+    let maxmemory = match (&read.sample, &read.prometheus) {
+        (Some(sample), _) => sample.maxmemory,
+        (None, Some(figures)) => figures.maxmemory.unwrap_or(0.0),
+        (None, None) => 0.0,
+    };
+    // Memory only over a known capacity (maxmemory or --memory-capacity-mb).
+    let capacity_known = maxmemory > 0.0 || rules.memory_capacity.is_some();
+    NodeView {
+        address: master.address.clone(),
+        id: master.id.clone(),
+        slots: master.slots,
+        keys,
+        weight,
+        weight_given,
+        drained: weight_given == 0.0,
+        memory: capacity_known.then_some(weighted[1]),
+        reading: weighted,
+        sample: read.sample,
+        prometheus: read.prometheus,
+        p99_usec: read.p99_usec,
+        mean_latency_usec: read.mean_latency_usec,
+        ops_per_sec: read.ops_per_sec,
+        load: 0.0,
+    }
 }
 
 #[cfg(test)]

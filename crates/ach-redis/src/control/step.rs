@@ -1,14 +1,18 @@
 //! A step's plan (the moves, their summary, why nothing moves) and what executing it did.
 
-use ach_control::{Plan, Withheld};
-use ach_ring::TokenRing;
+use ach_control::{Observation, Plan, Withheld};
+use ach_ring::{NodeId, TokenMove, TokenRing};
 
 use crate::compact::{GroupPlan, SlotChoice};
 use crate::drain::DrainStep;
+use crate::error::Error;
 use crate::explain::Diagnosis;
+use crate::live;
 use crate::migrate::SlotMigration;
 use crate::notable::NotableSlot;
 use crate::topology::format_slot_ranges;
+
+use super::Observed;
 
 /// A planned slot move.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -200,6 +204,110 @@ pub(super) fn nothing_moves_because(
              its cool-down"
         ),
         (0, None) => format!("{algorithm} planned no move"),
+    }
+}
+
+/// The algorithm's moves a group carried out when `switched` of its slots were switched: all
+/// of them when every slot was, otherwise the planned moves in order until their keys cover
+/// the keys switched (so the budget is charged at least what moved).
+pub(super) fn confirmed_moves(
+    group: &GroupPlan,
+    switched: &[u16],
+    slot_keys: &[u64],
+) -> Vec<TokenMove> {
+    if group.slots.iter().all(|s| switched.contains(s)) {
+        return group.planned.clone();
+    }
+    if switched.is_empty() {
+        return Vec::new();
+    }
+    let moved: u64 = switched.iter().map(|&s| slot_keys[usize::from(s)]).sum();
+    let mut covered = 0u64;
+    let mut confirmed = Vec::new();
+    for mv in &group.planned {
+        if covered >= moved {
+            break;
+        }
+        covered += slot_keys[mv.token];
+        confirmed.push(*mv);
+    }
+    confirmed
+}
+
+/// The ring of the slots, each weighted by its keys, owned as the snapshot says.
+pub(super) fn key_weighted_ring(observed: &Observed) -> Result<TokenRing, Error> {
+    let owners: Vec<NodeId> = observed
+        .snapshot
+        .owners
+        .iter()
+        .map(|o| NodeId(o.unwrap_or(0) as u32))
+        .collect();
+    live::key_weighted_ring(&observed.slot_keys, owners).map_err(|e| {
+        Error::Input(format!(
+            "cannot build the key-weighted ring of the slots: {e}"
+        ))
+    })
+}
+
+/// Every slot move of `groups`, and each master's load predicted after them (its load times
+/// its keys after over its keys now; a master without keys keeps its load).
+pub(super) fn planned_moves(
+    observed: &Observed,
+    groups: &[GroupPlan],
+) -> (Vec<PlannedMove>, Vec<f64>) {
+    let snapshot = &observed.snapshot;
+    let mut keys_after: Vec<f64> = observed.nodes.iter().map(|n| n.keys as f64).collect();
+    let mut moves = Vec::new();
+    for group in groups {
+        for &slot in &group.slots {
+            let keys = observed.slot_keys[usize::from(slot)];
+            keys_after[group.from] -= keys as f64;
+            keys_after[group.to] += keys as f64;
+            moves.push(PlannedMove {
+                slot,
+                from: snapshot.masters[group.from].address.clone(),
+                to: snapshot.masters[group.to].address.clone(),
+                keys,
+            });
+        }
+    }
+    let predicted_loads = observed
+        .nodes
+        .iter()
+        .zip(&keys_after)
+        .map(|(node, after)| {
+            if node.keys == 0 {
+                node.load
+            } else {
+                node.load * after / node.keys as f64
+            }
+        })
+        .collect();
+    (moves, predicted_loads)
+}
+
+/// The gain in `D` the algorithm predicted for `plan` on `observation`: the withheld plan's
+/// when the algorithm held it back, none when nothing moves.
+pub(super) fn predicted_gain(
+    ring: &TokenRing,
+    plan: &Plan,
+    observation: &Observation<'_>,
+) -> Option<f64> {
+    match plan.withheld {
+        Some(withheld) => Some(withheld.gain),
+        None if plan.moves.iter().all(|mv| mv.from == mv.to) => None,
+        None => {
+            let loads = observation.loads;
+            let mean = loads.iter().sum::<f64>() / loads.len().max(1) as f64;
+            Some(ach_control::gain::predicted_gain(
+                ring,
+                &plan.moves,
+                loads,
+                observation.live,
+                observation.token_loads,
+                mean,
+            ))
+        }
     }
 }
 
