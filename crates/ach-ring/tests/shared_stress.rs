@@ -53,6 +53,7 @@ fn key(reader: usize, counter: u64) -> [u8; 16] {
 }
 
 /// Sizes of one stress run.
+#[derive(Clone, Copy)]
 struct StressSize {
     readers: usize,
     /// Each reader looks up at least this many keys, and goes on until the writer is done.
@@ -161,6 +162,19 @@ fn wait_until(condition: impl Fn() -> bool) {
     }
 }
 
+/// What the readers and the writer of one stress run share.
+#[derive(Clone)]
+struct Stage {
+    shared: Arc<SharedRing<RingUnderTest>>,
+    /// The expected routing of every version, written before the version is published.
+    history: Arc<Vec<OnceLock<Expected>>>,
+    writer_done: Arc<AtomicBool>,
+    /// Each reader's lookups so far.
+    progress: Arc<Vec<AtomicU64>>,
+    /// Every thread starts at once.
+    start: Arc<Barrier>,
+}
+
 /// Runs readers against `shared` while `write_one` commits (it returns false once it is done),
 /// and checks every answer against `history`.
 fn stress(
@@ -168,152 +182,34 @@ fn stress(
     history: Arc<Vec<OnceLock<Expected>>>,
     positions: Arc<Vec<f64>>,
     size: StressSize,
-    mut write_one: impl FnMut(&SharedRing<RingUnderTest>, &[OnceLock<Expected>]) -> bool
-    + Send
-    + 'static,
+    write_one: impl FnMut(&SharedRing<RingUnderTest>, &[OnceLock<Expected>]) -> bool + Send + 'static,
 ) {
     let counter = shared.snapshot_counter();
-    let shared = Arc::new(shared);
-    let writer_done = Arc::new(AtomicBool::new(false));
-    let progress: Arc<Vec<AtomicU64>> =
-        Arc::new((0..size.readers).map(|_| AtomicU64::new(0)).collect());
-    let start = Arc::new(Barrier::new(size.readers + 1));
+    let stage = Stage {
+        shared: Arc::new(shared),
+        history,
+        writer_done: Arc::new(AtomicBool::new(false)),
+        progress: Arc::new((0..size.readers).map(|_| AtomicU64::new(0)).collect()),
+        start: Arc::new(Barrier::new(size.readers + 1)),
+    };
     let aborted = Arc::new(AtomicBool::new(false));
     let (finished_sender, finished) = mpsc::channel::<()>();
-
-    let mut readers = Vec::new();
-    for reader in 0..size.readers {
-        let shared = Arc::clone(&shared);
-        let history = Arc::clone(&history);
-        let positions = Arc::clone(&positions);
-        let writer_done = Arc::clone(&writer_done);
-        let progress = Arc::clone(&progress);
-        let start = Arc::clone(&start);
-        let signal = FinishSignal {
-            sender: finished_sender.clone(),
-            aborted: Arc::clone(&aborted),
-        };
-        let keys_per_snapshot = size.keys_per_snapshot;
-        let min_lookups = size.min_lookups_per_reader;
-        let lookups_per_version = 4 * size.lookups_between_commits;
-        readers.push(std::thread::spawn(move || {
-            start.wait();
-            let mut lookups = 0u64;
-            let mut last_version = 0u64;
-            let mut distinct_versions = 1u64;
-            let mut lookups_at_version = 0u64;
-            let mut sampled = Vec::new();
-            let mut snapshots = 0u64;
-            // Odd readers keep a per-thread reader, even ones take a snapshot guard each time.
-            let mut cached = shared.reader();
-            loop {
-                // Read the flag before the snapshot: a reader that saw the writer done and
-                // then takes a snapshot sees the final version.
-                let done = writer_done.load(Ordering::Acquire);
-                let guard;
-                let snapshot: &Snapshot<RingUnderTest> = if reader % 2 == 1 {
-                    cached.load()
-                } else {
-                    guard = shared.load();
-                    &guard
-                };
-                let version = snapshot.version();
-                assert!(
-                    version >= last_version,
-                    "reader {reader}: version went back from {last_version} to {version}"
-                );
-                if version != last_version {
-                    distinct_versions += 1;
-                    last_version = version;
-                    lookups_at_version = lookups;
-                }
-                let expected = history[version as usize].get().unwrap_or_else(|| {
-                    panic!("version {version} was published before its history")
-                });
-                for _ in 0..keys_per_snapshot {
-                    let key = key(reader, lookups);
-                    assert!(
-                        route_matches(snapshot, expected, &positions, &key),
-                        "reader {reader}: key {key:?} answered differently from version {version}"
-                    );
-                    lookups += 1;
-                }
-                snapshots += 1;
-                if snapshots % 4096 == 0 {
-                    sampled.push(Arc::downgrade(&shared.snapshot()));
-                }
-                progress[reader].store(lookups, Ordering::Release);
-                if (done && lookups >= min_lookups) || signal.aborted.load(Ordering::Acquire) {
-                    break;
-                }
-                // Do not run far ahead of the writer (it waits for every reader): after a few
-                // commits' worth of lookups in one version, wait for the next one.
-                if !done && lookups - lookups_at_version >= lookups_per_version {
-                    wait_until(|| {
-                        shared.version() != version
-                            || writer_done.load(Ordering::Acquire)
-                            || signal.aborted.load(Ordering::Acquire)
-                    });
-                }
-            }
-            drop(cached);
-            drop(signal);
-            ReaderReport {
-                lookups,
-                distinct_versions,
-                last_version,
-                sampled,
-            }
-        }));
-    }
-
-    let writer = {
-        let shared = Arc::clone(&shared);
-        let history = Arc::clone(&history);
-        let writer_done = Arc::clone(&writer_done);
-        let progress = Arc::clone(&progress);
-        let start = Arc::clone(&start);
-        let signal = FinishSignal {
-            sender: finished_sender.clone(),
-            aborted: Arc::clone(&aborted),
-        };
-        let between = size.lookups_between_commits;
-        std::thread::spawn(move || {
-            start.wait();
-            loop {
-                let marks: Vec<u64> = progress.iter().map(|p| p.load(Ordering::Acquire)).collect();
-                let version = shared.version();
-                if !write_one(&shared, &history) {
-                    break;
-                }
-                if shared.version() == version {
-                    // A rejected change: nothing new for the readers to see.
-                    continue;
-                }
-                // Let every reader look keys up in the new version before the next commit.
-                wait_until(|| {
-                    signal.aborted.load(Ordering::Acquire)
-                        || progress
-                            .iter()
-                            .zip(&marks)
-                            .all(|(p, mark)| p.load(Ordering::Acquire) >= mark + between)
-                });
-            }
-            writer_done.store(true, Ordering::Release);
-            drop(signal);
+    let signal = || FinishSignal {
+        sender: finished_sender.clone(),
+        aborted: Arc::clone(&aborted),
+    };
+    let readers: Vec<_> = (0..size.readers)
+        .map(|reader| {
+            let (stage, positions, signal) = (stage.clone(), Arc::clone(&positions), signal());
+            std::thread::spawn(move || read(&stage, &positions, reader, size, signal))
         })
+        .collect();
+    let writer = {
+        let (stage, signal) = (stage.clone(), signal());
+        std::thread::spawn(move || write(&stage, size.lookups_between_commits, signal, write_one))
     };
     drop(finished_sender);
-
-    for _ in 0..=size.readers {
-        match finished.recv_timeout(WATCHDOG) {
-            Ok(_) => {}
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                panic!("a thread did not finish within {WATCHDOG:?}: deadlock or livelock")
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("every thread signals"),
-        }
-    }
+    wait_for_threads(&finished, size.readers + 1);
     // A thread that panicked (a failed check) fails the test with its own message.
     if let Err(panic) = writer.join() {
         std::panic::resume_unwind(panic);
@@ -326,7 +222,157 @@ fn stress(
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         })
         .collect();
-    let final_version = shared.version();
+    let sampled = check_reports(reports, stage.shared.version(), size);
+
+    // No leak: with every reader gone only the current snapshot is alive, and dropping the
+    // handle frees it too.
+    assert_eq!(counter.live(), 1, "only the current version is alive");
+    let shared = Arc::into_inner(stage.shared).expect("every thread dropped its handle");
+    drop(shared);
+    assert_eq!(counter.live(), 0, "every snapshot was freed");
+    assert!(!sampled.is_empty());
+    assert!(sampled.iter().all(|weak| weak.upgrade().is_none()));
+}
+
+/// One reader: looks keys up in snapshots until the writer is done (and at least
+/// `size.min_lookups_per_reader` of them), checking every answer against the history.
+fn read(
+    stage: &Stage,
+    positions: &[f64],
+    reader: usize,
+    size: StressSize,
+    signal: FinishSignal,
+) -> ReaderReport {
+    let lookups_per_version = 4 * size.lookups_between_commits;
+    stage.start.wait();
+    let mut lookups = 0u64;
+    let mut last_version = 0u64;
+    let mut distinct_versions = 1u64;
+    let mut lookups_at_version = 0u64;
+    let mut sampled = Vec::new();
+    let mut snapshots = 0u64;
+    // Odd readers keep a per-thread reader, even ones take a snapshot guard each time.
+    let mut cached = stage.shared.reader();
+    loop {
+        // Read the flag before the snapshot: a reader that saw the writer done and then
+        // takes a snapshot sees the final version.
+        let done = stage.writer_done.load(Ordering::Acquire);
+        let guard;
+        let snapshot: &Snapshot<RingUnderTest> = if reader % 2 == 1 {
+            cached.load()
+        } else {
+            guard = stage.shared.load();
+            &guard
+        };
+        let version = snapshot.version();
+        assert!(
+            version >= last_version,
+            "reader {reader}: version went back from {last_version} to {version}"
+        );
+        if version != last_version {
+            distinct_versions += 1;
+            last_version = version;
+            lookups_at_version = lookups;
+        }
+        let expected = stage.history[version as usize]
+            .get()
+            .unwrap_or_else(|| panic!("version {version} was published before its history"));
+        for _ in 0..size.keys_per_snapshot {
+            let key = key(reader, lookups);
+            assert!(
+                route_matches(snapshot, expected, positions, &key),
+                "reader {reader}: key {key:?} answered differently from version {version}"
+            );
+            lookups += 1;
+        }
+        snapshots += 1;
+        if snapshots % 4096 == 0 {
+            sampled.push(Arc::downgrade(&stage.shared.snapshot()));
+        }
+        stage.progress[reader].store(lookups, Ordering::Release);
+        if (done && lookups >= size.min_lookups_per_reader)
+            || signal.aborted.load(Ordering::Acquire)
+        {
+            break;
+        }
+        // Do not run far ahead of the writer (it waits for every reader): after a few
+        // commits' worth of lookups in one version, wait for the next one.
+        if !done && lookups - lookups_at_version >= lookups_per_version {
+            wait_until(|| {
+                stage.shared.version() != version
+                    || stage.writer_done.load(Ordering::Acquire)
+                    || signal.aborted.load(Ordering::Acquire)
+            });
+        }
+    }
+    drop(cached);
+    drop(signal);
+    ReaderReport {
+        lookups,
+        distinct_versions,
+        last_version,
+        sampled,
+    }
+}
+
+/// The writer: commits with `write_one` until it returns false, and after each commit waits
+/// until every reader has looked up `between` more keys.
+fn write(
+    stage: &Stage,
+    between: u64,
+    signal: FinishSignal,
+    mut write_one: impl FnMut(&SharedRing<RingUnderTest>, &[OnceLock<Expected>]) -> bool,
+) {
+    stage.start.wait();
+    loop {
+        let marks: Vec<u64> = stage
+            .progress
+            .iter()
+            .map(|p| p.load(Ordering::Acquire))
+            .collect();
+        let version = stage.shared.version();
+        if !write_one(&stage.shared, &stage.history) {
+            break;
+        }
+        if stage.shared.version() == version {
+            // A rejected change: nothing new for the readers to see.
+            continue;
+        }
+        // Let every reader look keys up in the new version before the next commit.
+        wait_until(|| {
+            signal.aborted.load(Ordering::Acquire)
+                || stage
+                    .progress
+                    .iter()
+                    .zip(&marks)
+                    .all(|(p, mark)| p.load(Ordering::Acquire) >= mark + between)
+        });
+    }
+    stage.writer_done.store(true, Ordering::Release);
+    drop(signal);
+}
+
+/// Waits for `count` threads to signal that they finished, failing the test when one does not
+/// within the watchdog's time.
+fn wait_for_threads(finished: &mpsc::Receiver<()>, count: usize) {
+    for _ in 0..count {
+        match finished.recv_timeout(WATCHDOG) {
+            Ok(_) => {}
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                panic!("a thread did not finish within {WATCHDOG:?}: deadlock or livelock")
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => unreachable!("every thread signals"),
+        }
+    }
+}
+
+/// Checks what each reader saw (enough lookups, the final version last, many versions on the
+/// way), prints it, and returns their sampled snapshots.
+fn check_reports(
+    reports: Vec<ReaderReport>,
+    final_version: u64,
+    size: StressSize,
+) -> Vec<Weak<Snapshot<RingUnderTest>>> {
     let mut sampled = Vec::new();
     for (reader, report) in reports.into_iter().enumerate() {
         assert!(report.lookups >= size.min_lookups_per_reader);
@@ -349,15 +395,7 @@ fn stress(
         );
         sampled.extend(report.sampled);
     }
-
-    // No leak: with every reader gone only the current snapshot is alive, and dropping the
-    // handle frees it too.
-    assert_eq!(counter.live(), 1, "only the current version is alive");
-    let shared = Arc::into_inner(shared).expect("every thread dropped its handle");
-    drop(shared);
-    assert_eq!(counter.live(), 0, "every snapshot was freed");
-    assert!(!sampled.is_empty());
-    assert!(sampled.iter().all(|weak| weak.upgrade().is_none()));
+    sampled
 }
 
 #[test]
