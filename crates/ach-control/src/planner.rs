@@ -518,12 +518,7 @@ pub fn plan_by_token_load(
     if sources.is_empty() || receivers.is_empty() || !positive(gain_sum) || !positive(budget) {
         return Vec::new();
     }
-    let mut source_slot = vec![NOT_A_SOURCE; n];
-    for (k, &(i, _)) in sources.iter().enumerate() {
-        if i < n {
-            source_slot[i] = k;
-        }
-    }
+    let source_slot = source_slots(sources, n);
     let share: Vec<f64> = sources
         .iter()
         .map(|&(_, g)| budget * g / gain_sum)
@@ -540,37 +535,11 @@ pub fn plan_by_token_load(
         let k = source_slot[from.index()];
         let (source, gain) = sources[k];
         let arc = arcs[token];
-        let taken = progress.taken_arc[k];
-        if !(taken < share[k] && progress.kept[k] > rules.v_min) || progress.relieved[k] >= gain {
-            continue;
-        }
-        if rules.step_rule == StepRule::Strict && taken + arc > share[k] {
+        if !progress.source_may_give(k, (gain, share[k]), arc, &rules) {
             continue;
         }
         let load = token_loads[token];
-        let projected = &progress.projected;
-        // The hottest live node other than `j` once the token has left its source.
-        let source_after = projected[source] - load;
-        let hottest_except = |j: usize| {
-            let others = hottest.except(j, source);
-            if source != j && is_live(source) && source_after.is_finite() {
-                others.max(source_after)
-            } else {
-                others
-            }
-        };
-        let receiver = (0..receivers.len())
-            .filter(|&r| progress.room[r] > 0 && progress.need_left[r] > 0.0 && receivers[r].0 < n)
-            .filter(|&r| {
-                let j = receivers[r].0;
-                j != source && projected[j] + load < hottest_except(j)
-            })
-            .max_by(|&a, &b| {
-                (progress.need_left[a])
-                    .total_cmp(&progress.need_left[b])
-                    .then(b.cmp(&a))
-            });
-        let Some(r) = receiver else {
+        let Some(r) = progress.receiver_for(receivers, &hottest, is_live, (source, load)) else {
             continue;
         };
         let to = receivers[r].0;
@@ -583,6 +552,18 @@ pub fn plan_by_token_load(
         });
     }
     moves
+}
+
+/// Every node's slot in `sources` (its index there), [`NOT_A_SOURCE`] for the other nodes
+/// of the `n`; a source outside the `n` nodes gets none.
+fn source_slots(sources: &[(usize, f64)], n: usize) -> Vec<usize> {
+    let mut source_slot = vec![NOT_A_SOURCE; n];
+    for (k, &(i, _)) in sources.iter().enumerate() {
+        if i < n {
+            source_slot[i] = k;
+        }
+    }
+    source_slot
 }
 
 /// The slot of a node that is not a source, in [`plan_by_token_load`]'s index of sources.
@@ -649,6 +630,64 @@ impl TokenLoadProgress {
                 })
                 .collect(),
         }
+    }
+
+    /// Whether source `k`, of gain `gain` and budget share `share`, may still give a token of
+    /// key space `arc` under `rules`: it has given less than its share and keeps more than
+    /// `v_min` tokens, it is not yet relieved of its whole gain, and under
+    /// [`StepRule::Strict`] the token fits in what is left of its share.
+    #[inline]
+    fn source_may_give(
+        &self,
+        k: usize,
+        (gain, share): (f64, f64),
+        arc: f64,
+        rules: &SelectRules<'_>,
+    ) -> bool {
+        let taken = self.taken_arc[k];
+        if !(taken < share && self.kept[k] > rules.v_min) || self.relieved[k] >= gain {
+            return false;
+        }
+        !(rules.step_rule == StepRule::Strict && taken + arc > share)
+    }
+
+    /// The receiver (its index in `receivers`) that takes a token of load `load` from node
+    /// `source`: of the receivers with room and need left whose projected load plus the
+    /// token's stays below the hottest other live node once the token has left `source`
+    /// (`hottest` holds the hottest live nodes now), the one with the most need left (ties:
+    /// lower index); `None` when there is none.
+    #[inline]
+    fn receiver_for(
+        &self,
+        receivers: &[(usize, f64)],
+        hottest: &Hottest,
+        is_live: impl Fn(usize) -> bool,
+        (source, load): (usize, f64),
+    ) -> Option<usize> {
+        // Every node has a projected load: `n` is the number of nodes.
+        let n = self.projected.len();
+        let projected = &self.projected;
+        // The hottest live node other than `j` once the token has left its source.
+        let source_after = projected[source] - load;
+        let hottest_except = |j: usize| {
+            let others = hottest.except(j, source);
+            if source != j && is_live(source) && source_after.is_finite() {
+                others.max(source_after)
+            } else {
+                others
+            }
+        };
+        (0..receivers.len())
+            .filter(|&r| self.room[r] > 0 && self.need_left[r] > 0.0 && receivers[r].0 < n)
+            .filter(|&r| {
+                let j = receivers[r].0;
+                j != source && projected[j] + load < hottest_except(j)
+            })
+            .max_by(|&a, &b| {
+                self.need_left[a]
+                    .total_cmp(&self.need_left[b])
+                    .then(b.cmp(&a))
+            })
     }
 
     /// A token of key space `arc` and load `load` moves from source `k` (node `source`) to

@@ -352,6 +352,30 @@ pub fn run_merge(args: MergeArgs) -> ExitCode {
 /// number of records. Refuses manifests of different plans, missing shards, and records that
 /// do not match their manifest.
 pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, ShardError> {
+    let found = manifests_of_one_plan(out, shard_dirs)?;
+    let count = shard_count_if_all_finished(&found, shard_dirs)?;
+    let mut copied = 0;
+    let mut done: Vec<usize> = Vec::new();
+    for (dir, manifest) in &found {
+        if done.contains(&manifest.index) {
+            continue;
+        }
+        done.push(manifest.index);
+        for entry in &manifest.records {
+            copy_record(out, dir, manifest, entry, count)?;
+            copied += 1;
+        }
+        manifest.write(out)?;
+    }
+    Ok(copied)
+}
+
+/// Every manifest in `shard_dirs` and then in `out`, each with its folder, in that order;
+/// refuses a manifest whose plan, shard count or profile differs from the first one's.
+fn manifests_of_one_plan(
+    out: &Path,
+    shard_dirs: &[PathBuf],
+) -> Result<Vec<(PathBuf, Manifest)>, ShardError> {
     let mut found: Vec<(PathBuf, Manifest)> = Vec::new();
     for dir in shard_dirs.iter().chain(std::iter::once(&out.to_path_buf())) {
         for (path, manifest) in read_manifests(dir, dir == out)? {
@@ -373,6 +397,15 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, ShardError> {
             found.push((dir.clone(), manifest));
         }
     }
+    Ok(found)
+}
+
+/// The shard count of the `found` manifests, when there is at least one and every shard
+/// `0..count` has one; `shard_dirs` are the folders searched, named in the error.
+fn shard_count_if_all_finished(
+    found: &[(PathBuf, Manifest)],
+    shard_dirs: &[PathBuf],
+) -> Result<usize, ShardError> {
     let Some((_, first)) = found.first() else {
         return Err(ShardError::NoManifest {
             folders: shard_dirs
@@ -392,52 +425,53 @@ pub fn merge(out: &Path, shard_dirs: &[PathBuf]) -> Result<usize, ShardError> {
             missing: missing.join(", "),
         });
     }
-    let mut copied = 0;
-    let mut done: Vec<usize> = Vec::new();
-    for (dir, manifest) in &found {
-        if done.contains(&manifest.index) {
-            continue;
-        }
-        done.push(manifest.index);
-        for entry in &manifest.records {
-            let source = dir.join(&entry.path);
-            let bytes = std::fs::read(&source).map_err(|e| ShardError::RecordUnreadable {
-                path: source.clone(),
-                source: e,
-                index: manifest.index,
-                count,
-            })?;
-            let record = store::decode(&bytes).ok_or_else(|| ShardError::RecordIncomplete {
-                path: source.clone(),
-                index: manifest.index,
-                count,
-            })?;
-            let agrees = record.seed == entry.seed
-                && format!("{:016x}", record.fingerprint) == entry.fingerprint
-                && record.profile == manifest.profile;
-            if !agrees {
-                return Err(ShardError::RecordMismatch {
-                    path: source,
-                    seed: record.seed,
-                    fingerprint: record.fingerprint,
-                    expected_seed: entry.seed,
-                    expected_fingerprint: entry.fingerprint.clone(),
-                    index: manifest.index,
-                    count,
-                });
-            }
-            let target = out.join(&entry.path);
-            if std::fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
-                store::write_atomic(&target, &bytes).map_err(|e| ShardError::Write {
-                    source: e,
-                    path: target.clone(),
-                })?;
-            }
-            copied += 1;
-        }
-        manifest.write(out)?;
+    Ok(count)
+}
+
+/// Copies the record `entry` of `manifest` (a shard of `count`) from `dir` into `out`, after
+/// checking that it is a complete record with the seed, fingerprint and profile its manifest
+/// gives; a target that already holds the same bytes is not written again.
+fn copy_record(
+    out: &Path,
+    dir: &Path,
+    manifest: &Manifest,
+    entry: &ManifestRecord,
+    count: usize,
+) -> Result<(), ShardError> {
+    let source = dir.join(&entry.path);
+    let bytes = std::fs::read(&source).map_err(|e| ShardError::RecordUnreadable {
+        path: source.clone(),
+        source: e,
+        index: manifest.index,
+        count,
+    })?;
+    let record = store::decode(&bytes).ok_or_else(|| ShardError::RecordIncomplete {
+        path: source.clone(),
+        index: manifest.index,
+        count,
+    })?;
+    let agrees = record.seed == entry.seed
+        && format!("{:016x}", record.fingerprint) == entry.fingerprint
+        && record.profile == manifest.profile;
+    if !agrees {
+        return Err(ShardError::RecordMismatch {
+            path: source,
+            seed: record.seed,
+            fingerprint: record.fingerprint,
+            expected_seed: entry.seed,
+            expected_fingerprint: entry.fingerprint.clone(),
+            index: manifest.index,
+            count,
+        });
     }
-    Ok(copied)
+    let target = out.join(&entry.path);
+    if std::fs::read(&target).ok().as_deref() != Some(bytes.as_slice()) {
+        store::write_atomic(&target, &bytes).map_err(|e| ShardError::Write {
+            source: e,
+            path: target.clone(),
+        })?;
+    }
+    Ok(())
 }
 
 /// Every file of a results folder that a one-machine run and a merged run must have

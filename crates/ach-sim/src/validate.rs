@@ -235,11 +235,22 @@ impl SeriesConfig {
         Ok(())
     }
 
+    /// The `[sweep]` table: its values, its links, and the series at every point by every
+    /// rule.
     fn validate_sweep(&self, sweep: &Sweep, profile: Profile) -> Result<(), ConfigError> {
-        let fail = |field: String, value: String, rule: String| self.broken(&field, &value, &rule);
+        self.validate_sweep_values(sweep)
+            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+        self.validate_sweep_links(sweep)
+            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+        self.validate_sweep_points(sweep, profile)
+    }
+
+    /// The swept values: at least one per field in grid mode and at least one in all, none
+    /// listed twice, and `eps_off_ratio` in (0, 1).
+    fn validate_sweep_values(&self, sweep: &Sweep) -> Result<(), (String, String, String)> {
         for (name, values) in &sweep.fields {
             if values.is_empty() && sweep.mode == SweepMode::Grid {
-                return Err(fail(
+                return Err((
                     format!("sweep.{name}"),
                     "[]".into(),
                     "must list at least one value in grid mode".into(),
@@ -247,7 +258,7 @@ impl SeriesConfig {
             }
             for (k, value) in values.iter().enumerate() {
                 if values[..k].contains(value) {
-                    return Err(fail(
+                    return Err((
                         format!("sweep.{name}"),
                         value.to_string(),
                         "is listed twice (every point needs its own folder)".into(),
@@ -256,7 +267,7 @@ impl SeriesConfig {
             }
         }
         if self.sweep_points().is_empty() {
-            return Err(fail(
+            return Err((
                 "sweep".into(),
                 "{}".into(),
                 "must list at least one value".into(),
@@ -265,12 +276,18 @@ impl SeriesConfig {
         if let Some(ratio) = sweep.eps_off_ratio
             && !(ratio > 0.0 && ratio < 1.0)
         {
-            return Err(fail(
+            return Err((
                 "sweep.eps_off_ratio".into(),
                 ratio.to_string(),
                 "must be in (0, 1)".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// The `[sweep.linked]` fields: each follows a swept field, is not swept itself, and has a
+    /// finite ratio.
+    fn validate_sweep_links(&self, sweep: &Sweep) -> Result<(), (String, String, String)> {
         let swept: Vec<&str> = sweep
             .fields
             .iter()
@@ -279,27 +296,33 @@ impl SeriesConfig {
         for (target, link) in &sweep.linked {
             let field = format!("sweep.linked.{target}");
             if !swept.contains(&resolve_path(&link.of)) {
-                return Err(fail(
+                return Err((
                     field,
                     format!("{{ of = {:?} }}", link.of),
                     format!("must follow a swept field (one of {})", swept.join(", ")),
                 ));
             }
             if swept.contains(&resolve_path(target)) {
-                return Err(fail(
+                return Err((
                     field,
                     format!("{:?}", target),
                     "must not be a swept field itself".into(),
                 ));
             }
             if !link.ratio.is_finite() {
-                return Err(fail(
+                return Err((
                     format!("{field}.ratio"),
                     link.ratio.to_string(),
                     "must be a finite number".into(),
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// The series at every sweep point, by every rule; a broken rule is reported against the
+    /// point's swept field (or the point), naming the link that set the field, if any.
+    fn validate_sweep_points(&self, sweep: &Sweep, profile: Profile) -> Result<(), ConfigError> {
         for point in self.sweep_points() {
             let mut at = self.at_point(&point)?;
             at.sweep = None;
@@ -314,10 +337,10 @@ impl SeriesConfig {
                     Some(c) => (format!("sweep.{}", c.parameter), c.value.to_string()),
                     None => ("sweep point".to_string(), point.label()),
                 };
-                fail(
-                    field,
-                    value,
-                    format!("gives {} = {}{linked} which {}", e.field, e.value, e.rule),
+                self.broken(
+                    &field,
+                    &value,
+                    &format!("gives {} = {}{linked} which {}", e.field, e.value, e.rule),
                 )
             })?;
         }
@@ -412,6 +435,8 @@ impl SeriesConfig {
         Ok(())
     }
 
+    /// The events of the run: the hot keys, the key table, the degradations' factors and
+    /// times, and the membership every degradation and churn event names.
     fn validate_events(&self, profile: Profile) -> Result<(), (String, String, String)> {
         if let Some(hot) = &self.hot_keys {
             self.validate_hot_keys(hot)?;
@@ -419,6 +444,12 @@ impl SeriesConfig {
         if let Some(table) = &self.key_table {
             table.check(self.keys, self.tokens)?;
         }
+        self.validate_degradation_values()?;
+        self.validate_membership(profile)
+    }
+
+    /// Every degradation's factor (> 0) and time (before the last step).
+    fn validate_degradation_values(&self) -> Result<(), (String, String, String)> {
         for (k, d) in self.degradation.iter().enumerate() {
             if !(d.factor.is_finite() && d.factor > 0.0) {
                 return Err((
@@ -435,7 +466,25 @@ impl SeriesConfig {
                 ));
             }
         }
-        // Replay membership in time order to check every node named exists and is live.
+        Ok(())
+    }
+
+    /// Replays membership in time order (at one time, degradations before churn) to check
+    /// every node named exists and is live.
+    fn validate_membership(&self, profile: Profile) -> Result<(), (String, String, String)> {
+        let mut live: Vec<bool> = vec![true; self.cluster.classes.len()];
+        for (_, k, event) in self.membership_events() {
+            match event {
+                Event::Degrade(d) => degraded_nodes_are_live(k, d, &live)?,
+                Event::Churn(c) => self.apply_churn(k, c, &mut live, profile)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// The degradation and churn events with their time and index, in time order; at one
+    /// time degradations come first, each kind by index.
+    fn membership_events(&self) -> Vec<(u32, usize, Event<'_>)> {
         let mut events: Vec<(u32, usize, Event<'_>)> = Vec::new();
         for (k, d) in self.degradation.iter().enumerate() {
             events.push((d.t, k, Event::Degrade(d)));
@@ -444,62 +493,75 @@ impl SeriesConfig {
             events.push((c.t, k, Event::Churn(c)));
         }
         events.sort_by_key(|&(t, k, ref e)| (t, matches!(e, Event::Churn(_)), k));
-        let mut live: Vec<bool> = vec![true; self.cluster.classes.len()];
-        for (_, k, event) in events {
-            match event {
-                Event::Degrade(d) => {
-                    for (j, &node) in d.nodes.iter().enumerate() {
-                        if !live.get(node as usize).copied().unwrap_or(false) {
-                            return Err((
-                                format!("degradation[{k}].nodes[{j}]"),
-                                node.to_string(),
-                                format!("must name a live node at t = {}", d.t),
-                            ));
-                        }
-                    }
-                }
-                Event::Churn(c) => {
-                    if c.t >= self.steps {
-                        return Err((
-                            format!("churn[{k}].t"),
-                            c.t.to_string(),
-                            format!("must be < steps = {}", self.steps),
-                        ));
-                    }
-                    for (j, &node) in c.remove.iter().enumerate() {
-                        let field = format!("churn[{k}].remove[{j}]");
-                        if !live.get(node as usize).copied().unwrap_or(false) {
-                            return Err((
-                                field,
-                                node.to_string(),
-                                format!("must name a live node at t = {}", c.t),
-                            ));
-                        }
-                        if live.iter().filter(|&&l| l).count() == 1 {
-                            return Err((
-                                field,
-                                node.to_string(),
-                                "must not remove the last node".into(),
-                            ));
-                        }
-                        if profile == Profile::Paper && node == 0 {
-                            return Err((
-                                field,
-                                node.to_string(),
-                                "must not be node 0 in the paper profile (its tokens go to node 0)"
-                                    .into(),
-                            ));
-                        }
-                        live[node as usize] = false;
-                    }
-                    live.extend(c.add.iter().map(|_| true));
-                }
-            }
+        events
+    }
+
+    /// Checks churn event `k` against the `live` nodes and applies it: its time is before
+    /// the last step, and each node it removes is live, not the last one, and not node 0 in
+    /// the paper profile. The nodes it adds are live after it.
+    fn apply_churn(
+        &self,
+        k: usize,
+        c: &Churn,
+        live: &mut Vec<bool>,
+        profile: Profile,
+    ) -> Result<(), (String, String, String)> {
+        if c.t >= self.steps {
+            return Err((
+                format!("churn[{k}].t"),
+                c.t.to_string(),
+                format!("must be < steps = {}", self.steps),
+            ));
         }
+        for (j, &node) in c.remove.iter().enumerate() {
+            let field = format!("churn[{k}].remove[{j}]");
+            if !live.get(node as usize).copied().unwrap_or(false) {
+                return Err((
+                    field,
+                    node.to_string(),
+                    format!("must name a live node at t = {}", c.t),
+                ));
+            }
+            if live.iter().filter(|&&l| l).count() == 1 {
+                return Err((
+                    field,
+                    node.to_string(),
+                    "must not remove the last node".into(),
+                ));
+            }
+            if profile == Profile::Paper && node == 0 {
+                return Err((
+                    field,
+                    node.to_string(),
+                    "must not be node 0 in the paper profile (its tokens go to node 0)".into(),
+                ));
+            }
+            live[node as usize] = false;
+        }
+        live.extend(c.add.iter().map(|_| true));
         Ok(())
     }
 }
 
+/// Checks that every node degradation `k` names is `live` at its time.
+fn degraded_nodes_are_live(
+    k: usize,
+    d: &Degradation,
+    live: &[bool],
+) -> Result<(), (String, String, String)> {
+    for (j, &node) in d.nodes.iter().enumerate() {
+        if !live.get(node as usize).copied().unwrap_or(false) {
+            return Err((
+                format!("degradation[{k}].nodes[{j}]"),
+                node.to_string(),
+                format!("must name a live node at t = {}", d.t),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A membership event of a series, for the replay of `validate_membership`.
 enum Event<'a> {
     Degrade(&'a Degradation),
     Churn(&'a Churn),

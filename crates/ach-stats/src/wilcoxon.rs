@@ -648,47 +648,14 @@ fn wilcoxon_r(
     let negated: Vec<f64> = differences.iter().map(|d| -d).collect();
     let quadrupled_minus = ranks.quadrupled_r_plus(&negated, ZeroMethod::Wilcox);
     let v = quadrupled_v as f64 / 4.0;
-    let alternative = options.alternative;
     let mut warnings = Vec::new();
     let mut zstatistic = None;
 
     let (pvalue, resolved_method) = if exact_requested && !ranks.has_ties && !zeroes {
-        let distribution = SignedRankDistribution::new(count)?;
-        // Without ties V is an integer.
-        let v_integer = (quadrupled_v / 4) as i64;
-        let n = count as f64;
-        let pvalue = match alternative {
-            Alternative::Less => distribution.cdf(v_integer),
-            Alternative::Greater => distribution.sf(v_integer),
-            Alternative::TwoSided => {
-                let tail = if v > n * (n + 1.0) / 4.0 {
-                    distribution.count_at_least(v_integer)
-                } else {
-                    distribution.count_at_most(v_integer)
-                };
-                distribution.probability(2 * tail).min(1.0)
-            }
-        };
+        let pvalue = r_exact_pvalue(count, quadrupled_v, options.alternative)?;
         (pvalue, ResolvedMethod::Exact)
     } else {
-        let n = count as f64;
-        let centred = v - n * (n + 1.0) / 4.0;
-        let sigma = (n * (n + 1.0) * (2.0 * n + 1.0) / 24.0 - ranks.tie_term / 48.0).sqrt();
-        let correction = if options.correction {
-            match alternative {
-                Alternative::TwoSided => signum_or_zero(centred) * 0.5,
-                Alternative::Greater => 0.5,
-                Alternative::Less => -0.5,
-            }
-        } else {
-            0.0
-        };
-        let z = (centred - correction) / sigma;
-        let pvalue = match alternative {
-            Alternative::Less => normal_cdf(z),
-            Alternative::Greater => normal_sf(z),
-            Alternative::TwoSided => 2.0 * normal_cdf(z).min(normal_sf(z)),
-        };
+        let (pvalue, z) = r_normal_pvalue(v, &ranks, options);
         if exact_requested && ranks.has_ties {
             warnings.push(WilcoxonWarning::TiesPreventExact);
         }
@@ -712,6 +679,58 @@ fn wilcoxon_r(
         warnings,
         degenerate: false,
     })
+}
+
+/// R's exact p-value of `V` (given quadrupled, `4 V`) over `count` non-zero differences
+/// without ties; the two-sided one doubles the tail on V's side of the mean `n (n + 1) / 4`.
+fn r_exact_pvalue(
+    count: usize,
+    quadrupled_v: u64,
+    alternative: Alternative,
+) -> Result<f64, StatsError> {
+    let v = quadrupled_v as f64 / 4.0;
+    let distribution = SignedRankDistribution::new(count)?;
+    // Without ties V is an integer.
+    let v_integer = (quadrupled_v / 4) as i64;
+    let n = count as f64;
+    Ok(match alternative {
+        Alternative::Less => distribution.cdf(v_integer),
+        Alternative::Greater => distribution.sf(v_integer),
+        Alternative::TwoSided => {
+            let tail = if v > n * (n + 1.0) / 4.0 {
+                distribution.count_at_least(v_integer)
+            } else {
+                distribution.count_at_most(v_integer)
+            };
+            distribution.probability(2 * tail).min(1.0)
+        }
+    })
+}
+
+/// R's normal approximation of `V` over the ranked non-zero differences, with R's tie term
+/// and, when `options.correction` is on, its continuity correction (towards the mean for
+/// two-sided), for `options.alternative`; returns the p-value and `z`.
+fn r_normal_pvalue(v: f64, ranks: &SignedRanks, options: &WilcoxonOptions) -> (f64, f64) {
+    let alternative = options.alternative;
+    let n = ranks.count as f64;
+    let centred = v - n * (n + 1.0) / 4.0;
+    let sigma = (n * (n + 1.0) * (2.0 * n + 1.0) / 24.0 - ranks.tie_term / 48.0).sqrt();
+    let correction = if options.correction {
+        match alternative {
+            Alternative::TwoSided => signum_or_zero(centred) * 0.5,
+            Alternative::Greater => 0.5,
+            Alternative::Less => -0.5,
+        }
+    } else {
+        0.0
+    };
+    let z = (centred - correction) / sigma;
+    let pvalue = match alternative {
+        Alternative::Less => normal_cdf(z),
+        Alternative::Greater => normal_sf(z),
+        Alternative::TwoSided => 2.0 * normal_cdf(z).min(normal_sf(z)),
+    };
+    (pvalue, z)
 }
 
 /// The sign of `value` as numpy's `sign` and R's `sign` give it: -1, 0 or +1.

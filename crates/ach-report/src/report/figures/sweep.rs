@@ -24,16 +24,18 @@ pub const STACKED: (u32, u32) = (640, 640);
 pub fn add_figures(drawn: &mut Drawn, looks: Looks<'_>, summary: &MatrixSummary) {
     for (series, points) in summary.general_sweeps() {
         for parameter in swept_fields(&points) {
-            let name = format!("sweep_{series}_{parameter}");
-            drawn.keep(&name, sweep_figure(looks, series, &parameter, &points));
+            let spec = SweepFigureSpec::d_bar_and_m_cum(series, &parameter);
+            let figure = banded_sweep_figure(looks, &parameter, &points, &spec);
+            drawn.keep(&spec.name, figure);
         }
         let with_cv = points
             .iter()
             .any(|p| p.algorithms().iter().any(|a| a.cv_true_mean.is_some()));
         if with_cv {
             for parameter in swept_fields(&points) {
-                let name = format!("cv_{series}_{parameter}");
-                drawn.keep(&name, cv_sweep_figure(looks, series, &parameter, &points));
+                let spec = SweepFigureSpec::cv_of_true_loads(series, &parameter);
+                let figure = banded_sweep_figure(looks, &parameter, &points, &spec);
+                drawn.keep(&spec.name, figure);
             }
         }
     }
@@ -94,47 +96,38 @@ struct SweepFigureSpec<'a> {
     caption: String,
 }
 
-fn sweep_figure(
-    looks: Looks<'_>,
-    series: &str,
-    field: &str,
-    points: &[&SensitivityPoint],
-) -> Result<Figure, FigureError> {
-    let spec = SweepFigureSpec {
-        name: format!("sweep_{series}_{field}"),
-        title: format!("{series}: D-bar and M_cum against {field}"),
-        panels: &[
-            (|a| Some(a.d_mean), "D-bar (fraction of load)"),
-            (|a| Some(a.m_cum), "M_cum (fraction of key space)"),
-        ],
-        caption: format!(
-            "Sweep {series}: D-bar (top) and M_cum (bottom) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band."
-        ),
-    };
-    banded_sweep_figure(looks, field, points, &spec)
-}
+impl SweepFigureSpec<'static> {
+    /// D-bar (top) and M_cum (bottom) against a swept field.
+    fn d_bar_and_m_cum(series: &str, field: &str) -> SweepFigureSpec<'static> {
+        SweepFigureSpec {
+            name: format!("sweep_{series}_{field}"),
+            title: format!("{series}: D-bar and M_cum against {field}"),
+            panels: &[
+                (|a| Some(a.d_mean), "D-bar (fraction of load)"),
+                (|a| Some(a.m_cum), "M_cum (fraction of key space)"),
+            ],
+            caption: format!(
+                "Sweep {series}: D-bar (top) and M_cum (bottom) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band."
+            ),
+        }
+    }
 
-/// D-bar (observed and true) and the coefficient of variation of the true loads against a
-/// swept field, for a series with `report_cv = true`.
-fn cv_sweep_figure(
-    looks: Looks<'_>,
-    series: &str,
-    field: &str,
-    points: &[&SensitivityPoint],
-) -> Result<Figure, FigureError> {
-    let spec = SweepFigureSpec {
-        name: format!("cv_{series}_{field}"),
-        title: format!("{series}: D-bar and CV of the true loads against {field}"),
-        panels: &[
-            (|a| Some(a.d_mean), "D-bar observed"),
-            (|a| Some(a.d_true_mean), "D-bar true"),
-            (|a| a.cv_true_mean, "CV of the true loads"),
-        ],
-        caption: format!(
-            "Sweep {series}: observed D-bar (top), true D-bar (middle) and the coefficient of variation of the true loads (bottom, size-independent) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band."
-        ),
-    };
-    banded_sweep_figure(looks, field, points, &spec)
+    /// D-bar (observed and true) and the coefficient of variation of the true loads against a
+    /// swept field, for a series with `report_cv = true`.
+    fn cv_of_true_loads(series: &str, field: &str) -> SweepFigureSpec<'static> {
+        SweepFigureSpec {
+            name: format!("cv_{series}_{field}"),
+            title: format!("{series}: D-bar and CV of the true loads against {field}"),
+            panels: &[
+                (|a| Some(a.d_mean), "D-bar observed"),
+                (|a| Some(a.d_true_mean), "D-bar true"),
+                (|a| a.cv_true_mean, "CV of the true loads"),
+            ],
+            caption: format!(
+                "Sweep {series}: observed D-bar (top), true D-bar (middle) and the coefficient of variation of the true loads (bottom, size-independent) against {field}, one line per algorithm (mean over the point's runs) with its 95 % CI band."
+            ),
+        }
+    }
 }
 
 /// One band per algorithm and metric: mean with its 95 % CI, against the field's value.
@@ -175,25 +168,8 @@ fn banded_sweep_figure(
 ) -> Result<Figure, FigureError> {
     let mut slice = slice_along(points, field);
     slice.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut names: Vec<&str> = Vec::new();
-    for (_, p) in &slice {
-        for a in p.algorithms() {
-            if !names.contains(&a.name.as_str()) {
-                names.push(&a.name);
-            }
-        }
-    }
-    let panels: Vec<(Vec<(&str, TraceBand)>, &str)> = spec
-        .panels
-        .iter()
-        .map(|(metric, y_desc)| {
-            let bands = names
-                .iter()
-                .map(|n| (*n, metric_band(&slice, n, *metric)))
-                .collect();
-            (bands, *y_desc)
-        })
-        .collect();
+    let names = algorithm_names(&slice);
+    let panels = panel_bands(spec, &names, &slice);
     // Every panel has the height of one of two stacked panels; a third adds to the figure.
     let panel_height = (STACKED.1 - 30) / 2;
     let plots_height = STACKED.1 + (panels.len() as u32).saturating_sub(2) * panel_height;
@@ -204,60 +180,139 @@ fn banded_sweep_figure(
         .collect();
     let svg = render_svg((STACKED.0, plots_height + LEGEND_HEIGHT), |root| {
         let (plots, legend) = root.split_vertically(plots_height);
-        let mut rest = plots.titled(&spec.title, (FONT, CAPTION_SIZE))?;
-        let mut areas = Vec::new();
-        for _ in 1..panels.len() {
-            let (area, below) = rest.split_vertically(panel_height);
-            areas.push(area);
-            rest = below;
-        }
-        areas.push(rest);
+        let plots = plots.titled(&spec.title, (FONT, CAPTION_SIZE))?;
+        let areas = stacked_areas(plots, panels.len(), panel_height);
         for (area, (bands, y_desc)) in areas.iter().zip(&panels) {
-            let y_range = padded_range(
-                bands
-                    .iter()
-                    .flat_map(|(_, b)| b.low.iter().chain(&b.high).copied()),
-                0.05,
-            );
-            let y_range = y_range.start.max(0.0)..y_range.end;
-            let y_format = |v: &f64| format!("{v:.3}");
-            let x_format = |v: &f64| x_axis.label(*v);
-            let x_desc = x_axis.description(field);
-            let frame = Frame {
-                x_format: (x_axis.ticks.is_some() || x_axis.integer)
-                    .then_some(&x_format as &dyn Fn(&f64) -> String),
-                ..Frame::new(&x_desc, y_desc, &x_format, &y_format)
+            let panel = PanelBands {
+                field,
+                y_desc,
+                bands,
             };
-            let bands: Vec<(&str, TraceBand)> = bands
-                .iter()
-                .map(|(name, band)| (*name, x_axis.place(band)))
-                .collect();
-            match &x_axis.ticks {
-                Some(ticks) => {
-                    let axis = TickedAxis::new(x_axis.range.clone(), ticks.clone());
-                    sweep_panel(area, axis, y_range, &frame, &bands, looks)?;
-                }
-                None => sweep_panel(area, x_axis.range.clone(), y_range, &frame, &bands, looks)?,
-            }
+            draw_sweep_panel(area, &x_axis, &panel, looks)?;
         }
         draw_legend_strip(&legend, &looks.line_legend(&names))
     })?;
     Ok(Figure {
         name: spec.name.clone(),
-        caption: format!(
-            "{}{}",
-            spec.caption,
-            if others.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " The other swept fields ({}) are at their first value.",
-                    others.join(", ")
-                )
-            }
-        ),
+        caption: sweep_caption(spec, &others),
         svg,
     })
+}
+
+/// The algorithms of the slice's points, in order of first appearance, each once.
+fn algorithm_names<'a>(slice: &[(f64, &'a SensitivityPoint)]) -> Vec<&'a str> {
+    let mut names: Vec<&str> = Vec::new();
+    for (_, p) in slice {
+        for a in p.algorithms() {
+            if !names.contains(&a.name.as_str()) {
+                names.push(&a.name);
+            }
+        }
+    }
+    names
+}
+
+/// The bands of every panel of `spec`, one per algorithm of `names`, with the panel's axis
+/// label.
+fn panel_bands<'a>(
+    spec: &SweepFigureSpec<'a>,
+    names: &[&'a str],
+    slice: &[(f64, &SensitivityPoint)],
+) -> Vec<(Vec<(&'a str, TraceBand)>, &'a str)> {
+    spec.panels
+        .iter()
+        .map(|(metric, y_desc)| {
+            let bands = names
+                .iter()
+                .map(|n| (*n, metric_band(slice, n, *metric)))
+                .collect();
+            (bands, *y_desc)
+        })
+        .collect()
+}
+
+/// Splits `plots` into `count` areas one above the other, each `panel_height` high but the
+/// last, which takes the rest.
+fn stacked_areas<'b>(
+    plots: DrawingArea<SVGBackend<'b>, Shift>,
+    count: usize,
+    panel_height: u32,
+) -> Vec<DrawingArea<SVGBackend<'b>, Shift>> {
+    let mut rest = plots;
+    let mut areas = Vec::new();
+    for _ in 1..count {
+        let (area, below) = rest.split_vertically(panel_height);
+        areas.push(area);
+        rest = below;
+    }
+    areas.push(rest);
+    areas
+}
+
+/// What one panel of a sweep figure shows: the swept field, the y axis label and one band
+/// per algorithm, along the field's values.
+struct PanelBands<'a> {
+    /// The swept field, the x axis.
+    field: &'a str,
+    /// The y axis label.
+    y_desc: &'a str,
+    /// One band per algorithm, by name.
+    bands: &'a [(&'a str, TraceBand)],
+}
+
+/// Draws one panel: its y range fitted to the bands (from 0 at least), its bands placed on
+/// `x_axis`, with the axis' own ticks when it has them.
+fn draw_sweep_panel(
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    x_axis: &SweepAxis,
+    panel: &PanelBands<'_>,
+    looks: Looks<'_>,
+) -> Result<(), FigureError> {
+    let y_range = padded_range(
+        panel
+            .bands
+            .iter()
+            .flat_map(|(_, b)| b.low.iter().chain(&b.high).copied()),
+        0.05,
+    );
+    let y_range = y_range.start.max(0.0)..y_range.end;
+    let y_format = |v: &f64| format!("{v:.3}");
+    let x_format = |v: &f64| x_axis.label(*v);
+    let x_desc = x_axis.description(panel.field);
+    let frame = Frame {
+        x_format: (x_axis.ticks.is_some() || x_axis.integer)
+            .then_some(&x_format as &dyn Fn(&f64) -> String),
+        ..Frame::new(&x_desc, panel.y_desc, &x_format, &y_format)
+    };
+    let bands: Vec<(&str, TraceBand)> = panel
+        .bands
+        .iter()
+        .map(|(name, band)| (*name, x_axis.place(band)))
+        .collect();
+    match &x_axis.ticks {
+        Some(ticks) => {
+            let axis = TickedAxis::new(x_axis.range.clone(), ticks.clone());
+            sweep_panel(area, axis, y_range, &frame, &bands, looks)
+        }
+        None => sweep_panel(area, x_axis.range.clone(), y_range, &frame, &bands, looks),
+    }
+}
+
+/// The figure's caption: the start from `spec`, then the other swept fields, if any, held at
+/// their first value.
+fn sweep_caption(spec: &SweepFigureSpec<'_>, others: &[String]) -> String {
+    format!(
+        "{}{}",
+        spec.caption,
+        if others.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " The other swept fields ({}) are at their first value.",
+                others.join(", ")
+            )
+        }
+    )
 }
 
 /// The x axis of a sweep figure, fitted to the swept values: logarithmic when they are

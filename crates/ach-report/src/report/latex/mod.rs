@@ -629,37 +629,7 @@ fn tabular(
 ) -> String {
     let note_columns: Vec<&LaidColumn> = columns.iter().filter(|c| c.kind == Kind::Notes).collect();
     let columns: Vec<&LaidColumn> = columns.iter().filter(|c| c.kind != Kind::Notes).collect();
-    let mut notes: Vec<String> = Vec::new();
-    let mut body = String::new();
-    for row in rows {
-        // The row's notes, lettered in order of first use, marked on its first cell.
-        let mut letters = Vec::new();
-        for column in &note_columns {
-            let Laid::Text(text) = &column.cells[row] else {
-                continue;
-            };
-            let note = if note_columns.len() > 1 {
-                format!("{}: {text}", column.header)
-            } else {
-                text.clone()
-            };
-            let index = notes.iter().position(|n| *n == note).unwrap_or_else(|| {
-                notes.push(note);
-                notes.len() - 1
-            });
-            letters.push(note_letter(index));
-        }
-        let mut cells: Vec<String> = columns
-            .iter()
-            .map(|c| body_cell(c, &c.cells[row]))
-            .collect();
-        if let Some(first) = cells.first_mut()
-            && !letters.is_empty()
-        {
-            first.push_str(&format!("\\tnote{{{}}}", letters.join(",")));
-        }
-        let _ = writeln!(body, "{} \\\\", cells.join(" & "));
-    }
+    let (body, notes) = tabular_body(&columns, &note_columns, rows);
     let with_notes = !notes.is_empty() || !facts.is_empty() || legend.is_some();
     let mut out = String::new();
     let _ = writeln!(out, "% {title}");
@@ -685,24 +655,81 @@ fn tabular(
     let _ = writeln!(out, "\\bottomrule");
     let _ = writeln!(out, "\\end{{tabular}}");
     if with_notes {
-        let _ = writeln!(
-            out,
-            "\\begin{{tablenotes}}[flushleft]\\footnotesize\\raggedright"
-        );
-        if !facts.is_empty() {
-            let _ = writeln!(out, "\\item[] In every row: {}.", facts.join("; "));
-        }
-        if let Some(legend) = legend {
-            let _ = writeln!(out, "\\item[] {legend}.");
-        }
-        for (index, note) in notes.iter().enumerate() {
-            let _ = writeln!(out, "\\item[{}] {note}", note_letter(index));
-        }
-        let _ = writeln!(out, "\\end{{tablenotes}}");
+        write_table_notes(&mut out, facts, legend, &notes);
         let _ = writeln!(out, "\\end{{threeparttable}}");
     }
     let _ = writeln!(out, "}}");
     out
+}
+
+/// The body lines of rows `rows` of the shown `columns`, each row's notes (from
+/// `note_columns`) marked on its first cell, and the notes in order of first use.
+fn tabular_body(
+    columns: &[&LaidColumn],
+    note_columns: &[&LaidColumn],
+    rows: std::ops::Range<usize>,
+) -> (String, Vec<String>) {
+    let mut notes: Vec<String> = Vec::new();
+    let mut body = String::new();
+    for row in rows {
+        let letters = row_note_letters(note_columns, row, &mut notes);
+        let mut cells: Vec<String> = columns
+            .iter()
+            .map(|c| body_cell(c, &c.cells[row]))
+            .collect();
+        if let Some(first) = cells.first_mut()
+            && !letters.is_empty()
+        {
+            first.push_str(&format!("\\tnote{{{}}}", letters.join(",")));
+        }
+        let _ = writeln!(body, "{} \\\\", cells.join(" & "));
+    }
+    (body, notes)
+}
+
+/// The letters of the notes of row `row`, lettered in order of first use: a note not yet in
+/// `notes` is added to it. With more than one note column, a note names its column.
+fn row_note_letters(
+    note_columns: &[&LaidColumn],
+    row: usize,
+    notes: &mut Vec<String>,
+) -> Vec<String> {
+    let mut letters = Vec::new();
+    for column in note_columns {
+        let Laid::Text(text) = &column.cells[row] else {
+            continue;
+        };
+        let note = if note_columns.len() > 1 {
+            format!("{}: {text}", column.header)
+        } else {
+            text.clone()
+        };
+        let index = notes.iter().position(|n| *n == note).unwrap_or_else(|| {
+            notes.push(note);
+            notes.len() - 1
+        });
+        letters.push(note_letter(index));
+    }
+    letters
+}
+
+/// Writes the table notes under the tabular: the facts true in every row, the legend of the
+/// labels, and the lettered notes.
+fn write_table_notes(out: &mut String, facts: &[String], legend: Option<&str>, notes: &[String]) {
+    let _ = writeln!(
+        out,
+        "\\begin{{tablenotes}}[flushleft]\\footnotesize\\raggedright"
+    );
+    if !facts.is_empty() {
+        let _ = writeln!(out, "\\item[] In every row: {}.", facts.join("; "));
+    }
+    if let Some(legend) = legend {
+        let _ = writeln!(out, "\\item[] {legend}.");
+    }
+    for (index, note) in notes.iter().enumerate() {
+        let _ = writeln!(out, "\\item[{}] {note}", note_letter(index));
+    }
+    let _ = writeln!(out, "\\end{{tablenotes}}");
 }
 
 /// The ready float around a tabular.
