@@ -7,7 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use ach_live::experiment::LiveResults;
 use ach_live::pace::ArmCalibration;
-use ach_live::{Arm, CpuReading, LiveBackend, LiveConfig};
+use ach_live::{Arm, CpuReading, LiveConfig};
 
 /// One experiment at a time: each starts servers under CPU quotas, and the cgroup check
 /// counts every cgroup of the process.
@@ -33,18 +33,12 @@ fn short_config(
         rate: 400.0,
         cpu_per_strong_node: 0.3,
         interval_ms: 500,
-        backend: LiveBackend::Auto,
         calibration_s: 1.0,
         idle_cpu_s: 1.0,
         cpu_reading,
-        slot_stats_chunk: 16384,
-        slot_stats_every: 1,
-        slot_stats_window: 1,
-        slot_rate: ach_redis::telemetry::SlotRateStatistic::Mean,
-        slot_split: ach_redis::control::SlotSplit::Cpu,
-        min_gain: 0.0,
-        atomic_from_keys: 0,
         beta: 0.3,
+        // The backend (detected) and the per-slot statistics' settings are the defaults.
+        ..LiveConfig::default()
     }
 }
 
