@@ -1,6 +1,7 @@
 //! Benchmarks of `ach-sim`: whole runs of series C1, C3 and C4c (all five algorithms, 2000
 //! steps, one thread), C1 at a hundred times its request rate, and one step of per-token
-//! request sampling at the C1 rate and at a hundred times it.
+//! request sampling at the C1 rate and at a hundred times it, beside the step's random words
+//! alone.
 //!
 //! Run with `CARGO_TARGET_DIR=/work/target-bench cargo bench -p ach-benches --bench sim`.
 
@@ -12,6 +13,7 @@ use ach_sim::streams::{Stream, stream};
 use ach_sim::workload::Workload;
 use ach_sim::{Profile, RunSpec, SeriesConfig, built_in_series, simulate};
 use criterion::{Criterion, criterion_group, criterion_main};
+use rand::RngCore;
 use std::hint::black_box;
 use std::time::Duration;
 
@@ -77,6 +79,19 @@ fn sampling_step(c: &mut Criterion) {
             })
         });
     }
+    // The step's random words alone, written where the draw writes its counts: one word a
+    // token from the request stream's generator, which every draw of the same stream needs,
+    // so the floor under the draw (`lambda`) of any change that keeps the values.
+    let mut rng = stream(42, Stream::Requests);
+    let mut packed = vec![0_u64; config.tokens];
+    group.bench_function("random_words", |b| {
+        b.iter(|| {
+            for word in packed.iter_mut() {
+                *word = rng.next_u64();
+            }
+            black_box(&packed);
+        })
+    });
     // The rebuild path: the rate changes every step, as in series C2 after t = 350.
     let mut workload = Workload::new(&positions, &hashes, config.zipf_s, config.write_fraction);
     let mut rng = stream(42, Stream::Requests);
