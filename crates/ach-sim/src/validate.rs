@@ -21,7 +21,7 @@ impl SeriesConfig {
         self.validate_cluster_and_telemetry()?;
         self.validate_ach()?;
         self.validate_events(profile)
-            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+            .map_err(|broken| self.broken_rule(broken))?;
         if self.against_a0 && !self.algorithms.iter().any(|a| a == A0) {
             return Err(self.broken(
                 "against_a0",
@@ -31,16 +31,21 @@ impl SeriesConfig {
         }
         self.validate_parameters(registry)?;
         self.validate_pacing()
-            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+            .map_err(|broken| self.broken_rule(broken))?;
         for (k, reading) in self.readings.iter().enumerate() {
             reading
                 .check(k, &self.readings[..k], self.cluster.classes.len())
-                .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+                .map_err(|broken| self.broken_rule(broken))?;
         }
         if let Some(sweep) = &self.sweep {
             self.validate_sweep(sweep, profile)?;
         }
         Ok(())
+    }
+
+    /// The error of a `(field, value, rule)` that a check of a part of this series returned.
+    fn broken_rule(&self, (field, value, rule): (String, String, String)) -> ConfigError {
+        self.broken(&field, &value, &rule)
     }
 
     /// The error of this series' `field` whose `value` breaks `rule`.
@@ -151,21 +156,21 @@ impl SeriesConfig {
             return Err(self.broken("cluster.mu_base", &self.cluster.mu_base, "must be > 0"));
         }
         self.validate_load()
-            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+            .map_err(|broken| self.broken_rule(broken))?;
         let noise = &self.noise;
         if !(noise.sigma.is_finite() && noise.sigma >= 0.0) {
             return Err(self.broken("noise.sigma", &noise.sigma, "must be a finite number >= 0"));
         }
         check_probability(noise.p_miss)
             .map_err(|rule| self.broken("noise.p_miss", &noise.p_miss, rule))?;
-        noise.distortion().validate().map_err(|e| {
-            let (field, value, rule) = distortion_rule(&e);
-            self.broken(&field, &value, &rule)
-        })?;
-        self.telemetry.config().validate().map_err(|e| {
-            let (field, value, rule) = telemetry_rule(&e);
-            self.broken(&field, &value, &rule)
-        })?;
+        noise
+            .distortion()
+            .validate()
+            .map_err(|e| self.broken_rule(distortion_rule(&e)))?;
+        self.telemetry
+            .config()
+            .validate()
+            .map_err(|e| self.broken_rule(telemetry_rule(&e)))?;
         if let Some(beta) = self.telemetry.controller_beta
             && !(beta > 0.0 && beta <= 1.0)
         {
@@ -239,9 +244,8 @@ impl SeriesConfig {
     /// rule.
     fn validate_sweep(&self, sweep: &Sweep, profile: Profile) -> Result<(), ConfigError> {
         self.validate_sweep_values(sweep)
-            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
-        self.validate_sweep_links(sweep)
-            .map_err(|(field, value, rule)| self.broken(&field, &value, &rule))?;
+            .and_then(|()| self.validate_sweep_links(sweep))
+            .map_err(|broken| self.broken_rule(broken))?;
         self.validate_sweep_points(sweep, profile)
     }
 
