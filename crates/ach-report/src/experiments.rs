@@ -338,9 +338,9 @@ fn chosen_series(
     available: &[SeriesConfig],
 ) -> Result<Vec<SeriesConfig>, ExperimentError> {
     let mut chosen = Vec::new();
+    let opt_in = opt_in_series();
     for name in names {
         let name = name.trim();
-        let opt_in = opt_in_series();
         let found = available
             .iter()
             .chain(
