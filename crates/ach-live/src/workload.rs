@@ -311,7 +311,7 @@ pub fn run_client(
         let step = (sent.duration_since(shared.started).as_secs_f64()
             / shared.interval.as_secs_f64()) as u32;
         let version = sender.version(request.key);
-        let outcome = sender.send(request, &name, slot);
+        let outcome = sender.send(request, version, &name, slot);
         let micros = sent.elapsed().as_secs_f64() * 1e6;
         match outcome {
             Ok(fresh) => report.answered(fresh, (step, node, micros as f32), || {
@@ -374,10 +374,15 @@ impl Sender {
         self.versions.get(&key).copied().unwrap_or(0)
     }
 
-    /// Sends `request` for the key `name` of `slot`: a write of the key's next version, or a
-    /// read that answers whether it returned the version written last.
-    fn send(&mut self, request: Request, name: &str, slot: u16) -> Result<bool, redis::RedisError> {
-        let version = self.version(request.key);
+    /// Sends `request` for the key `name` of `slot`, whose version written last is `version`:
+    /// a write of the next version, or a read that answers whether it returned `version`.
+    fn send(
+        &mut self,
+        request: Request,
+        version: u64,
+        name: &str,
+        slot: u16,
+    ) -> Result<bool, redis::RedisError> {
         if request.write {
             let text = value(request.key, version + 1);
             self.connection
