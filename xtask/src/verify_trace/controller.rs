@@ -5,7 +5,7 @@ use ach_control::{Ach, AchConfig, Balancer, Observation, Plan, commit};
 use ach_ring::{NodeId, TokenMove, TokenRing};
 use serde::Deserialize;
 
-use super::{Divergence, TOLERANCE, Verdict};
+use super::{Divergence, Verdict, compare_value};
 
 /// A recorded controller trace (format: `shared/golden/README.md`).
 #[derive(Debug, Deserialize)]
@@ -101,11 +101,8 @@ enum Algorithm {
 }
 
 fn algorithm(trace: &ControllerTrace) -> Result<Algorithm, Divergence> {
-    let setup_error = |what: &str, got: String| Divergence {
-        step: 0,
-        what: what.to_string(),
-        expected: "a known algorithm with valid parameters".to_string(),
-        got,
+    let setup_error = |what: &str, got: String| {
+        Divergence::new(0, what, "a known algorithm with valid parameters", got)
     };
     let catalogue = Catalogue::built_in();
     let entry = catalogue
@@ -144,11 +141,13 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
         .iter()
         .map(|&o| NodeId(o))
         .collect();
-    let mut ring = TokenRing::new(trace.positions.clone(), owners).map_err(|e| Divergence {
-        step: 0,
-        what: "positions / initial_assignment".to_string(),
-        expected: "a valid ring".to_string(),
-        got: e.to_string(),
+    let mut ring = TokenRing::new(trace.positions.clone(), owners).map_err(|e| {
+        Divergence::new(
+            0,
+            "positions / initial_assignment",
+            "a valid ring",
+            e.to_string(),
+        )
     })?;
     let mut algorithm = algorithm(trace)?;
     let mut live = Vec::new();
@@ -156,7 +155,7 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
         let t = step.t;
         apply_edits(&mut ring, step)?;
         if step.ell.len() != step.n_nodes {
-            return Err(diverged(
+            return Err(Divergence::new(
                 t,
                 "ell",
                 format!("{} loads", step.n_nodes),
@@ -176,38 +175,28 @@ pub fn replay(trace: &ControllerTrace) -> Verdict {
             Algorithm::Other(balancer) => balancer.plan(&ring, &observation),
         };
         compare_moves(step, &plan)?;
-        compare_float(t, "m_keys", step.m_keys, plan.m_keys)?;
+        compare_value(t, "m_keys", step.m_keys, plan.m_keys)?;
         if let Algorithm::Ach(ach) = &algorithm {
             compare_ach(step, ach, &plan)?;
         }
         commit(&mut ring, &plan)
-            .map_err(|e| diverged(t, "commit", "applicable moves".into(), e.to_string()))?;
+            .map_err(|e| Divergence::new(t, "commit", "applicable moves", e.to_string()))?;
         // The recorded simulation switched every plan at once: confirm it, as the simulator does.
         let confirmed = match &mut algorithm {
             Algorithm::Ach(ach) => ach.confirm(&plan),
             Algorithm::Other(balancer) => balancer.confirm(&plan),
         };
         confirmed
-            .map_err(|e| diverged(t, "confirm", "the plan just made".into(), e.to_string()))?;
+            .map_err(|e| Divergence::new(t, "confirm", "the plan just made", e.to_string()))?;
     }
     Ok(trace.steps.len())
-}
-
-/// The divergence at step `step` in `what`.
-fn diverged(step: usize, what: &str, expected: String, got: String) -> Divergence {
-    Divergence {
-        step,
-        what: what.to_string(),
-        expected,
-        got,
-    }
 }
 
 /// The step's recorded edits of the ring, made before it is observed.
 fn apply_edits(ring: &mut TokenRing, step: &Step) -> Result<(), Divergence> {
     for &(token, node) in &step.edits {
         if token >= ring.len() {
-            return Err(diverged(
+            return Err(Divergence::new(
                 step.t,
                 "edits",
                 format!("a token below {}", ring.len()),
@@ -220,7 +209,7 @@ fn apply_edits(ring: &mut TokenRing, step: &Step) -> Result<(), Divergence> {
             to: NodeId(node),
         };
         ring.apply(&[edit])
-            .map_err(|e| diverged(step.t, "edits", "applicable edits".into(), e.to_string()))?;
+            .map_err(|e| Divergence::new(step.t, "edits", "applicable edits", e.to_string()))?;
     }
     Ok(())
 }
@@ -235,7 +224,7 @@ fn compare_moves(step: &Step, plan: &Plan) -> Result<(), Divergence> {
         .map(|mv| (mv.token, mv.from.0, mv.to.0))
         .collect();
     if got_moves != expected_moves {
-        return Err(diverged(
+        return Err(Divergence::new(
             step.t,
             "moves",
             format!("{expected_moves:?}"),
@@ -251,15 +240,15 @@ fn compare_ach(step: &Step, ach: &Ach, plan: &Plan) -> Result<(), Divergence> {
     let t = step.t;
     let last = ach.last_step();
     if let Some(c) = step.c {
-        compare_float(t, "C", c, last.intensity.c)?;
+        compare_value(t, "C", c, last.intensity.c)?;
     }
     if let Some(m) = step.m {
-        compare_float(t, "m", m, last.budget)?;
+        compare_value(t, "m", m, last.budget)?;
     }
     if let Some(sigma) = &step.sigma
         && sigma.as_slice() != ach.hysteresis()
     {
-        return Err(diverged(
+        return Err(Divergence::new(
             t,
             "sigma",
             format!("{sigma:?}"),
@@ -267,7 +256,7 @@ fn compare_ach(step: &Step, ach: &Ach, plan: &Plan) -> Result<(), Divergence> {
         ));
     }
     if !plan.within_budget() {
-        return Err(diverged(
+        return Err(Divergence::new(
             t,
             "budget invariant",
             format!("M_keys <= {:?}", last.bound),
@@ -275,17 +264,4 @@ fn compare_ach(step: &Step, ach: &Ach, plan: &Plan) -> Result<(), Divergence> {
         ));
     }
     Ok(())
-}
-
-fn compare_float(step: usize, what: &str, expected: f64, got: f64) -> Result<(), Divergence> {
-    if (expected - got).abs() <= TOLERANCE {
-        Ok(())
-    } else {
-        Err(Divergence {
-            step,
-            what: what.to_string(),
-            expected: format!("{expected:?}"),
-            got: format!("{got:?}"),
-        })
-    }
 }

@@ -34,11 +34,48 @@ pub struct Divergence {
     pub got: String,
 }
 
+impl Divergence {
+    /// The divergence at step `step` in `what`: the recording's value `expected`, ours `got`.
+    pub fn new(
+        step: usize,
+        what: impl Into<String>,
+        expected: impl Into<String>,
+        got: impl Into<String>,
+    ) -> Divergence {
+        Divergence {
+            step,
+            what: what.into(),
+            expected: expected.into(),
+            got: got.into(),
+        }
+    }
+}
+
 /// Outcome of one replay: the number of steps that matched, or the first divergence.
 pub type Verdict = Result<usize, Divergence>;
 
 /// Absolute tolerance for recorded floating-point values (loads, M_keys, C, m).
 pub const TOLERANCE: f64 = 1e-12;
+
+/// Reports a divergence in `what` at `step` unless `|expected - got| <= TOLERANCE` (NaN never
+/// matches).
+fn compare_value(
+    step: usize,
+    what: impl Into<String>,
+    expected: f64,
+    got: f64,
+) -> Result<(), Divergence> {
+    if (expected - got).abs() <= TOLERANCE {
+        Ok(())
+    } else {
+        Err(Divergence::new(
+            step,
+            what,
+            format!("{expected:?}"),
+            format!("{got:?}"),
+        ))
+    }
+}
 
 /// The outcome of verifying one file.
 #[derive(Debug)]

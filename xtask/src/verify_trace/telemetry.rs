@@ -3,7 +3,7 @@
 //! A trace records, per step of the ACH arm of one run, the request and write counts and
 //! service rates of every node, the raw telemetry, the random draws of the distortion, the
 //! distorted observation, the composite loads and the total load. The replay feeds the
-//! counts through [`ach_telemetry`] and checks every recorded value to [`TOLERANCE`].
+//! counts through [`ach_telemetry`] and checks every recorded value to [`TOLERANCE`](super::TOLERANCE).
 //!
 //! Joins (series C3) are replayed with [`TelemetryPipeline::resize`], which extends every
 //! stored vector (lag buffer, previous observation, smoothing state) with zeros.
@@ -14,7 +14,7 @@ use ach_telemetry::{
 };
 use serde::Deserialize;
 
-use super::{Divergence, TOLERANCE, Verdict};
+use super::{Divergence, Verdict, compare_value};
 
 /// A recorded telemetry trace.
 #[derive(Debug, Clone, Deserialize)]
@@ -142,7 +142,7 @@ pub fn parse(json: &str) -> Result<TelemetryTrace, serde_json::Error> {
 }
 
 /// Replays `trace` step by step and returns the number of matching steps, or the first value
-/// that differs from its recording by more than [`TOLERANCE`].
+/// that differs from its recording by more than [`TOLERANCE`](super::TOLERANCE).
 ///
 /// Per step the order of checks is: service rates (step 0 only, against
 /// `capacity * mu_base`), `raw`, `noisy`, `ell`, `total_load`. The values computed by this
@@ -156,7 +156,7 @@ pub fn replay(trace: &TelemetryTrace) -> Verdict {
         config.telemetry_config(),
         config.distortion_config(),
     )
-    .map_err(|error| divergence(0, "config", "a valid configuration", error))?;
+    .map_err(|error| Divergence::new(0, "config", "a valid configuration", error.to_string()))?;
     let mut raw = Vec::new();
     let mut missing: Vec<MissingMask> = Vec::new();
     for (step_index, step) in trace.steps.iter().enumerate() {
@@ -167,8 +167,16 @@ pub fn replay(trace: &TelemetryTrace) -> Verdict {
         if node_count != pipeline.node_count() {
             pipeline.resize(node_count);
         }
-        raw_metrics_for_cluster(&step.requests, &step.writes, &step.mu, &mut raw)
-            .map_err(|error| divergence(step_index, "counts", "one entry per node", error))?;
+        raw_metrics_for_cluster(&step.requests, &step.writes, &step.mu, &mut raw).map_err(
+            |error| {
+                Divergence::new(
+                    step_index,
+                    "counts",
+                    "one entry per node",
+                    error.to_string(),
+                )
+            },
+        )?;
         compare_metrics(step_index, "raw", &step.raw, &raw)?;
 
         missing.clear();
@@ -179,9 +187,9 @@ pub fn replay(trace: &TelemetryTrace) -> Verdict {
             gauss: step.gauss_delta.as_deref(),
             missing: step.miss_mask.as_ref().map(|_| missing.as_slice()),
         };
-        pipeline
-            .observe(&raw, &draws)
-            .map_err(|error| divergence(step_index, "draws", "a valid step", error))?;
+        pipeline.observe(&raw, &draws).map_err(|error| {
+            Divergence::new(step_index, "draws", "a valid step", error.to_string())
+        })?;
         compare_metrics(
             step_index,
             "noisy",
@@ -190,20 +198,15 @@ pub fn replay(trace: &TelemetryTrace) -> Verdict {
         )?;
         let loads = pipeline.last_loads();
         compare_values(step_index, "ell", &step.ell, loads.loads)?;
-        compare_value(
-            step_index,
-            "total_load".to_string(),
-            step.total_load,
-            loads.total_load,
-        )?;
+        compare_value(step_index, "total_load", step.total_load, loads.total_load)?;
     }
     if trace.steps.len() != trace.params.step_count {
-        return Err(Divergence {
-            step: trace.steps.len(),
-            what: "steps.len()".to_string(),
-            expected: trace.params.step_count.to_string(),
-            got: trace.steps.len().to_string(),
-        });
+        return Err(Divergence::new(
+            trace.steps.len(),
+            "steps.len()",
+            trace.params.step_count.to_string(),
+            trace.steps.len().to_string(),
+        ));
     }
     Ok(trace.steps.len())
 }
@@ -252,41 +255,12 @@ fn compare_lengths(step: usize, name: &str, expected: usize, got: usize) -> Resu
     if expected == got {
         Ok(())
     } else {
-        Err(Divergence {
+        Err(Divergence::new(
             step,
-            what: format!("{name}.len()"),
-            expected: expected.to_string(),
-            got: got.to_string(),
-        })
-    }
-}
-
-/// Reports a divergence unless `|expected - got| <= TOLERANCE` (NaN never matches).
-fn compare_value(step: usize, what: String, expected: f64, got: f64) -> Result<(), Divergence> {
-    if (expected - got).abs() <= TOLERANCE {
-        Ok(())
-    } else {
-        Err(Divergence {
-            step,
-            what,
-            expected: format!("{expected:?}"),
-            got: format!("{got:?}"),
-        })
-    }
-}
-
-/// A divergence for a step that could not be replayed at all.
-fn divergence(
-    step: usize,
-    what: &str,
-    expected: &str,
-    error: ach_telemetry::TelemetryError,
-) -> Divergence {
-    Divergence {
-        step,
-        what: what.to_string(),
-        expected: expected.to_string(),
-        got: error.to_string(),
+            format!("{name}.len()"),
+            expected.to_string(),
+            got.to_string(),
+        ))
     }
 }
 
