@@ -70,6 +70,57 @@ fn free_ports() -> (u16, u16) {
     (port(&a), port(&b))
 }
 
+fn path_text(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// The configuration of a one-node Slurm cluster on loopback, with its state and logs in
+/// `folder`, authenticated by the munged at `socket`, on two free ports.
+fn slurm_conf(folder: &Path, socket: &Path) -> String {
+    let host = Command::new("hostname")
+        .arg("-s")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|h| !h.is_empty())
+        .expect("the host name (slurmctld runs only on the host its configuration names)");
+    let dir = path_text(folder);
+    let (ctld_port, d_port) = free_ports();
+    format!(
+        "ClusterName=achtest\n\
+         SlurmctldHost={host}(127.0.0.1)\n\
+         SlurmctldPort={ctld_port}\n\
+         SlurmdPort={d_port}\n\
+         AuthType=auth/munge\n\
+         CredType=cred/munge\n\
+         AuthInfo=socket={socket}\n\
+         SlurmUser=root\n\
+         SlurmdUser=root\n\
+         StateSaveLocation={dir}/state\n\
+         SlurmdSpoolDir={dir}/spool\n\
+         SlurmctldPidFile={dir}/slurmctld.pid\n\
+         SlurmdPidFile={dir}/slurmd.pid\n\
+         SlurmctldLogFile={dir}/log/slurmctld.log\n\
+         SlurmdLogFile={dir}/log/slurmd.log\n\
+         ProctrackType=proctrack/linuxproc\n\
+         TaskPlugin=task/none\n\
+         JobAcctGatherType=jobacct_gather/none\n\
+         AccountingStorageType=accounting_storage/none\n\
+         JobCompType=jobcomp/none\n\
+         MpiDefault=none\n\
+         MailProg=/bin/true\n\
+         SchedulerType=sched/builtin\n\
+         SelectType=select/cons_tres\n\
+         SelectTypeParameters=CR_Core\n\
+         MinJobAge=2\n\
+         ReturnToService=2\n\
+         KillWait=2\n\
+         NodeName=achnode NodeAddr=127.0.0.1 NodeHostname=achnode CPUs=2 State=UNKNOWN\n\
+         PartitionName=achq Nodes=achnode Default=YES MaxTime=INFINITE State=UP\n",
+        socket = path_text(socket),
+    )
+}
+
 fn spawn(program: &Path, args: &[&str], log: &Path) -> Child {
     let file = std::fs::File::create(log).expect("a log file");
     let mut command = Command::new(program);
@@ -100,100 +151,61 @@ impl Cluster {
         for sub in ["munge", "state", "spool", "log"] {
             std::fs::create_dir_all(folder.join(sub)).expect("a test folder");
         }
-        let config = folder.join("slurm.conf");
         let mut cluster = Cluster {
-            folder: folder.clone(),
-            config: config.clone(),
+            config: folder.join("slurm.conf"),
+            folder,
             daemons: Vec::new(),
         };
-        let munge = folder.join("munge");
+        let socket = cluster.start_munge(&munged, &mungekey);
+        std::fs::write(&cluster.config, slurm_conf(&cluster.folder, &socket)).expect("slurm.conf");
+        cluster.start_slurm(&slurmctld, &slurmd);
+        cluster
+    }
+
+    /// Creates a munge key in the test folder and starts munged on it; returns its socket once
+    /// it is there.
+    fn start_munge(&mut self, munged: &Path, mungekey: &Path) -> PathBuf {
+        let munge = self.folder.join("munge");
         let key = munge.join("munge.key");
         let socket = munge.join("munge.socket");
-        let status = Command::new(&mungekey)
+        let status = Command::new(mungekey)
             .args(["--create", "--force", "--keyfile"])
             .arg(&key)
             .status()
             .expect("mungekey runs");
         assert!(status.success(), "mungekey could not create a key");
-        let path = |p: &Path| p.to_string_lossy().into_owned();
         let munged_args = [
             "--foreground".to_string(),
             "--force".to_string(),
-            format!("--socket={}", path(&socket)),
-            format!("--key-file={}", path(&key)),
-            format!("--pid-file={}", path(&munge.join("munged.pid"))),
-            format!("--log-file={}", path(&munge.join("munged.log"))),
-            format!("--seed-file={}", path(&munge.join("munged.seed"))),
+            format!("--socket={}", path_text(&socket)),
+            format!("--key-file={}", path_text(&key)),
+            format!("--pid-file={}", path_text(&munge.join("munged.pid"))),
+            format!("--log-file={}", path_text(&munge.join("munged.log"))),
+            format!("--seed-file={}", path_text(&munge.join("munged.seed"))),
         ];
         let munged_args: Vec<&str> = munged_args.iter().map(String::as_str).collect();
-        cluster.daemons.push((
-            "munged",
-            spawn(&munged, &munged_args, &folder.join("log/munged.out")),
-        ));
-        cluster.wait_for("munged's socket", || socket.exists());
+        let log = self.folder.join("log/munged.out");
+        self.daemons
+            .push(("munged", spawn(munged, &munged_args, &log)));
+        self.wait_for("munged's socket", || socket.exists());
+        socket
+    }
 
-        let host = Command::new("hostname")
-            .arg("-s")
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-            .filter(|h| !h.is_empty())
-            .expect("the host name (slurmctld runs only on the host its configuration names)");
-        let dir = path(&folder);
-        let (ctld_port, d_port) = free_ports();
-        let text = format!(
-            "ClusterName=achtest\n\
-             SlurmctldHost={host}(127.0.0.1)\n\
-             SlurmctldPort={ctld_port}\n\
-             SlurmdPort={d_port}\n\
-             AuthType=auth/munge\n\
-             CredType=cred/munge\n\
-             AuthInfo=socket={socket}\n\
-             SlurmUser=root\n\
-             SlurmdUser=root\n\
-             StateSaveLocation={dir}/state\n\
-             SlurmdSpoolDir={dir}/spool\n\
-             SlurmctldPidFile={dir}/slurmctld.pid\n\
-             SlurmdPidFile={dir}/slurmd.pid\n\
-             SlurmctldLogFile={dir}/log/slurmctld.log\n\
-             SlurmdLogFile={dir}/log/slurmd.log\n\
-             ProctrackType=proctrack/linuxproc\n\
-             TaskPlugin=task/none\n\
-             JobAcctGatherType=jobacct_gather/none\n\
-             AccountingStorageType=accounting_storage/none\n\
-             JobCompType=jobcomp/none\n\
-             MpiDefault=none\n\
-             MailProg=/bin/true\n\
-             SchedulerType=sched/builtin\n\
-             SelectType=select/cons_tres\n\
-             SelectTypeParameters=CR_Core\n\
-             MinJobAge=2\n\
-             ReturnToService=2\n\
-             KillWait=2\n\
-             NodeName=achnode NodeAddr=127.0.0.1 NodeHostname=achnode CPUs=2 State=UNKNOWN\n\
-             PartitionName=achq Nodes=achnode Default=YES MaxTime=INFINITE State=UP\n",
-            socket = path(&socket),
-        );
-        std::fs::write(&config, text).expect("slurm.conf");
-        let conf = path(&config);
-        cluster.daemons.push((
+    /// Starts slurmctld and slurmd on the written configuration; returns when the node is idle.
+    fn start_slurm(&mut self, slurmctld: &Path, slurmd: &Path) {
+        let conf = path_text(&self.config);
+        let log = |name: &str| self.folder.join(format!("log/{name}.out"));
+        let (ctld_log, d_log) = (log("slurmctld"), log("slurmd"));
+        self.daemons.push((
             "slurmctld",
-            spawn(
-                &slurmctld,
-                &["-D", "-i", "-f", &conf],
-                &folder.join("log/slurmctld.out"),
-            ),
+            spawn(slurmctld, &["-D", "-i", "-f", &conf], &ctld_log),
         ));
-        cluster.daemons.push((
+        self.daemons.push((
             "slurmd",
-            spawn(
-                &slurmd,
-                &["-D", "-N", "achnode", "-f", &conf],
-                &folder.join("log/slurmd.out"),
-            ),
+            spawn(slurmd, &["-D", "-N", "achnode", "-f", &conf], &d_log),
         ));
-        let sinfo_config = config.clone();
-        cluster.wait_for("the node to be idle", move || {
+        let sinfo_config = self.config.clone();
+        self.wait_for("the node to be idle", move || {
             Command::new("sinfo")
                 .args(["-h", "-o", "%T"])
                 .env("SLURM_CONF", &sinfo_config)
@@ -201,7 +213,6 @@ impl Cluster {
                 .output()
                 .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "idle")
         });
-        cluster
     }
 
     /// Waits until `ready`; on timeout, or when a daemon died, fails with every log.

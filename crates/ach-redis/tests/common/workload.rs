@@ -119,6 +119,15 @@ pub struct WorkloadReport {
     pub elapsed: Duration,
 }
 
+impl WorkloadReport {
+    /// Keeps the message of a failed command, the first few only.
+    fn sample(&mut self, message: impl FnOnce() -> String) {
+        if self.error_samples.len() < 5 {
+            self.error_samples.push(message());
+        }
+    }
+}
+
 /// Concurrent clients: client `w` owns the keys `i` with `i % writers == w`; it loops over
 /// them writing a new version and reading back another of its keys, checking the read
 /// returns the last value it wrote there. Plain commands through the cluster client (which
@@ -151,112 +160,25 @@ impl Workload {
     ) -> Workload {
         let stop = Arc::new(AtomicBool::new(false));
         let ops = Arc::new(AtomicU64::new(0));
-        let mut handles = Vec::new();
         let client = cluster
             .cluster_client()
             .unwrap()
             .retries(16)
             .build()
             .unwrap();
-        for writer in 0..writers {
-            let client = client.clone();
-            let data = Arc::clone(data);
-            let stop = Arc::clone(&stop);
-            let ops = Arc::clone(&ops);
-            handles.push(std::thread::spawn(move || {
-                let mut report = WorkloadReport::default();
-                let mut connection = client.get_connection().unwrap();
-                let mine: Vec<&String> = data
-                    .keys
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| i % writers == writer)
-                    .map(|(_, k)| k)
-                    .collect();
-                // Positions (in `mine`) of this client's hot keys.
-                let my_hot: Vec<usize> = data
-                    .keys
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, _)| i % writers == writer)
-                    .enumerate()
-                    .filter(|(_, (i, _))| data.hot_keys.contains(i))
-                    .map(|(position, _)| position)
-                    .collect();
-                let mut versions: Vec<u64> = vec![0; mine.len()];
-                let started = Instant::now();
-                let mut step = 0usize;
-                // A stride coprime with the key count walks every key.
-                let stride = 7919 % mine.len().max(1);
-                let mut next = 0usize;
-                while !stop.load(Ordering::Relaxed) && started.elapsed() < limit {
-                    step += 1;
-                    let hot = !my_hot.is_empty() && step % 100 < hot_percent;
-                    next = if hot {
-                        my_hot[step % my_hot.len()]
-                    } else {
-                        (next + stride.max(1)) % mine.len()
-                    };
-                    let key = mine[next];
-                    let version = versions[next] + 1;
-                    let value = data.value(writer, version);
-                    match connection.set::<_, _, ()>(key, &value) {
-                        Ok(()) => {
-                            versions[next] = version;
-                            report.ops += 1;
-                        }
-                        Err(error) => {
-                            report.errors += 1;
-                            if report.error_samples.len() < 5 {
-                                report.error_samples.push(format!("SET {key}: {error}"));
-                            }
-                            // The write may or may not have happened: read to learn which.
-                            if let Ok(Some(now)) = connection.get::<_, Option<String>>(key)
-                                && now == value
-                            {
-                                versions[next] = version;
-                            }
-                        }
-                    }
-                    let read = if hot {
-                        my_hot[(step / 2 + 1) % my_hot.len()]
-                    } else {
-                        (next + mine.len() / 2 + step) % mine.len()
-                    };
-                    let expected = data.value(writer, versions[read]);
-                    match connection.get::<_, Option<String>>(mine[read]) {
-                        Ok(Some(value)) if value == expected => report.ops += 1,
-                        Ok(other) => {
-                            report.stale_reads += 1;
-                            if report.error_samples.len() < 5 {
-                                report.error_samples.push(format!(
-                                    "GET {}: {:?}, expected version {}",
-                                    mine[read],
-                                    other.map(|v| v.chars().take(20).collect::<String>()),
-                                    versions[read]
-                                ));
-                            }
-                        }
-                        Err(error) => {
-                            report.errors += 1;
-                            if report.error_samples.len() < 5 {
-                                report
-                                    .error_samples
-                                    .push(format!("GET {}: {error}", mine[read]));
-                            }
-                        }
-                    }
-                    ops.fetch_add(2, Ordering::Relaxed);
-                }
-                report.elapsed = started.elapsed();
-                for (key, version) in mine.iter().zip(&versions) {
-                    report
-                        .last_written
-                        .insert((*key).clone(), data.value(writer, *version));
-                }
-                report
-            }));
-        }
+        let handles = (0..writers)
+            .map(|writer| {
+                let role = ClientRole {
+                    writer,
+                    writers,
+                    hot_percent,
+                    limit,
+                };
+                let (client, data) = (client.clone(), Arc::clone(data));
+                let (stop, ops) = (Arc::clone(&stop), Arc::clone(&ops));
+                std::thread::spawn(move || run_client(&client, &data, role, &stop, &ops))
+            })
+            .collect();
         Workload {
             stop,
             ops,
@@ -279,6 +201,151 @@ impl Workload {
         }
         total.elapsed = self.started.elapsed();
         total
+    }
+}
+
+/// Which client of a [`Workload`] one thread is: client `writer` of `writers`, with its share
+/// of hot commands and its time limit.
+#[derive(Clone, Copy)]
+struct ClientRole {
+    writer: usize,
+    writers: usize,
+    hot_percent: usize,
+    limit: Duration,
+}
+
+/// One client's loop: a write of the next key's next version and a checked read of another of
+/// its keys, until the workload stops or the limit is reached.
+fn run_client(
+    client: &redis::cluster::ClusterClient,
+    data: &DataSet,
+    role: ClientRole,
+    stop: &AtomicBool,
+    ops: &AtomicU64,
+) -> WorkloadReport {
+    let mut report = WorkloadReport::default();
+    let mut connection = client.get_connection().unwrap();
+    let mut keys = ClientKeys::new(data, role);
+    let count = keys.mine.len();
+    let hot_count = keys.hot.len();
+    let started = Instant::now();
+    // A stride coprime with the key count walks every key.
+    let stride = (7919 % count.max(1)).max(1);
+    let (mut step, mut next) = (0usize, 0usize);
+    while !stop.load(Ordering::Relaxed) && started.elapsed() < role.limit {
+        step += 1;
+        let hot = hot_count > 0 && step % 100 < role.hot_percent;
+        next = if hot {
+            keys.hot[step % hot_count]
+        } else {
+            (next + stride) % count
+        };
+        keys.write(&mut connection, next, &mut report);
+        let read = if hot {
+            keys.hot[(step / 2 + 1) % hot_count]
+        } else {
+            (next + count / 2 + step) % count
+        };
+        keys.check_read(&mut connection, read, &mut report);
+        ops.fetch_add(2, Ordering::Relaxed);
+    }
+    report.elapsed = started.elapsed();
+    for (key, &version) in keys.mine.iter().zip(&keys.versions) {
+        report
+            .last_written
+            .insert((*key).clone(), data.value(role.writer, version));
+    }
+    report
+}
+
+/// One client's keys (those `i` with `i % writers == writer`) and the version it last wrote to
+/// each.
+struct ClientKeys<'a> {
+    data: &'a DataSet,
+    writer: usize,
+    mine: Vec<&'a String>,
+    /// Positions (in `mine`) of this client's hot keys.
+    hot: Vec<usize>,
+    versions: Vec<u64>,
+}
+
+impl<'a> ClientKeys<'a> {
+    fn new(data: &'a DataSet, role: ClientRole) -> ClientKeys<'a> {
+        let owned: Vec<(usize, &String)> = data
+            .keys
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| i % role.writers == role.writer)
+            .collect();
+        let hot = owned
+            .iter()
+            .enumerate()
+            .filter(|(_, (i, _))| data.hot_keys.contains(i))
+            .map(|(position, _)| position)
+            .collect();
+        ClientKeys {
+            data,
+            writer: role.writer,
+            versions: vec![0; owned.len()],
+            mine: owned.into_iter().map(|(_, key)| key).collect(),
+            hot,
+        }
+    }
+
+    /// Writes the next version of key `next`; after an error, reads the key back to learn
+    /// whether the write happened.
+    fn write(
+        &mut self,
+        connection: &mut redis::cluster::ClusterConnection,
+        next: usize,
+        report: &mut WorkloadReport,
+    ) {
+        let key = self.mine[next];
+        let version = self.versions[next] + 1;
+        let value = self.data.value(self.writer, version);
+        match connection.set::<_, _, ()>(key, &value) {
+            Ok(()) => {
+                self.versions[next] = version;
+                report.ops += 1;
+            }
+            Err(error) => {
+                report.errors += 1;
+                report.sample(|| format!("SET {key}: {error}"));
+                if let Ok(Some(now)) = connection.get::<_, Option<String>>(key)
+                    && now == value
+                {
+                    self.versions[next] = version;
+                }
+            }
+        }
+    }
+
+    /// Reads key `read` and counts a stale read unless it holds the last version written.
+    fn check_read(
+        &self,
+        connection: &mut redis::cluster::ClusterConnection,
+        read: usize,
+        report: &mut WorkloadReport,
+    ) {
+        let key = self.mine[read];
+        let expected = self.data.value(self.writer, self.versions[read]);
+        match connection.get::<_, Option<String>>(key) {
+            Ok(Some(value)) if value == expected => report.ops += 1,
+            Ok(other) => {
+                report.stale_reads += 1;
+                report.sample(|| {
+                    format!(
+                        "GET {key}: {:?}, expected version {}",
+                        other.map(|v| v.chars().take(20).collect::<String>()),
+                        self.versions[read]
+                    )
+                });
+            }
+            Err(error) => {
+                report.errors += 1;
+                report.sample(|| format!("GET {key}: {error}"));
+            }
+        }
     }
 }
 
