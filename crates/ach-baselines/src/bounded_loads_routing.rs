@@ -79,10 +79,16 @@ pub struct BoundedLoadsRouting {
     eps: f64,
     bounds: Vec<u64>,
     own: Vec<u64>,
+    token_counts: Vec<usize>,
     room: Vec<u64>,
     overflow: Vec<u64>,
     token_overflow: Vec<u64>,
+    full_tokens: Vec<usize>,
     remainders: Vec<(u64, usize)>,
+    group_start: Vec<usize>,
+    group_fill: Vec<usize>,
+    left: Vec<u64>,
+    room_left: u64,
     next: Vec<usize>,
 }
 
@@ -99,10 +105,16 @@ impl BoundedLoadsRouting {
             eps,
             bounds: Vec::new(),
             own: Vec::new(),
+            token_counts: Vec::new(),
             room: Vec::new(),
             overflow: Vec::new(),
             token_overflow: Vec::new(),
+            full_tokens: Vec::new(),
             remainders: Vec::new(),
+            group_start: Vec::new(),
+            group_fill: Vec::new(),
+            left: Vec::new(),
+            room_left: 0,
             next: Vec::new(),
         }
     }
@@ -118,12 +130,10 @@ impl BoundedLoadsRouting {
     }
 
     /// Step 1: the bounds of every node.
-    fn compute_bounds(&mut self, step: &StepLoad<'_>, n: usize, total: u64) {
-        let mut on_ring = vec![false; n];
-        for owner in step.ring.owners() {
-            on_ring[owner.index()] = true;
-        }
-        let counted = |i: usize| on_ring[i] && step.is_live(i);
+    fn compute_bounds(&mut self, step: &StepLoad<'_>, total: u64) {
+        let n = self.own.len();
+        // A node is on the ring when it owns a token.
+        let counted = |i: usize| self.token_counts[i] > 0 && step.is_live(i);
         let capacity_sum: f64 = (0..n)
             .filter(|&i| counted(i))
             .map(|i| step.capacity_of(i))
@@ -139,35 +149,124 @@ impl BoundedLoadsRouting {
         }));
     }
 
+    /// Each node's own requests and number of tokens, for the nodes of [`StepLoad::n_nodes`]
+    /// (those given capacities, and any that owns a token past them), in one pass; `served`
+    /// starts with every request at its home node.
+    fn count_own(&mut self, step: &StepLoad<'_>, served: &mut Served) {
+        let n = step.capacities.len();
+        served.reset(n);
+        self.own.clear();
+        self.own.resize(n, 0);
+        self.token_counts.clear();
+        self.token_counts.resize(n, 0);
+        for (token, owner) in step.ring.owners().iter().enumerate() {
+            let i = owner.index();
+            if i >= self.own.len() {
+                self.own.resize(i + 1, 0);
+                self.token_counts.resize(i + 1, 0);
+                served.writes.resize(i + 1, 0);
+            }
+            self.own[i] += step.requests_of(token);
+            served.writes[i] += step.writes_of(token);
+            self.token_counts[i] += 1;
+        }
+        served.requests.clone_from(&self.own);
+    }
+
     /// Step 3: splits each full node's overflow over its tokens (largest remainder).
     fn split_overflow(&mut self, step: &StepLoad<'_>) {
         let owners = step.ring.owners();
         self.token_overflow.clear();
         self.token_overflow.resize(owners.len(), 0);
-        self.remainders.clear();
-        let mut left = self.overflow.clone();
+        self.group_tokens_of_full_nodes();
+        self.left.clone_from(&self.overflow);
+        self.full_tokens.clear();
         for (token, owner) in owners.iter().enumerate() {
             let i = owner.index();
             if self.overflow[i] == 0 {
                 continue;
             }
-            let product = u128::from(self.overflow[i]) * u128::from(step.requests_of(token));
-            let own = u128::from(self.own[i]);
-            let floor = (product / own) as u64;
+            self.full_tokens.push(token);
+            let (floor, remainder) =
+                floor_and_remainder(self.overflow[i], step.requests_of(token), self.own[i]);
             self.token_overflow[token] = floor;
-            left[i] -= floor;
-            self.remainders.push(((product % own) as u64, token));
+            self.left[i] -= floor;
+            self.remainders[self.group_fill[i]] = (remainder, token);
+            self.group_fill[i] += 1;
         }
-        // Largest remainder first, ties to the lower token index.
-        self.remainders
-            .sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        for &(_, token) in &self.remainders {
-            let i = owners[token].index();
-            if left[i] > 0 {
+        // The requests a full node has left go one each to its tokens of largest remainder,
+        // ties to the lower token index: the first `left` of its group in that order, found by
+        // a selection (no two entries are equal, so the set is the sorted list's first).
+        for (i, &left) in self.left.iter().enumerate() {
+            let group = &mut self.remainders[self.group_start[i]..self.group_start[i + 1]];
+            let extra = usize::try_from(left).map_or(group.len(), |left| left.min(group.len()));
+            if extra == 0 {
+                continue;
+            }
+            if extra < group.len() {
+                group.select_nth_unstable_by(extra - 1, largest_remainder_first);
+            }
+            for &(_, token) in &group[..extra] {
                 self.token_overflow[token] += 1;
-                left[i] -= 1;
             }
         }
+    }
+
+    /// Lays out `remainders` with one group per full node, in node order, each as long as the
+    /// node has tokens: node `i`'s is `group_start[i]..group_start[i + 1]`, and `group_fill[i]`
+    /// is where its next entry goes.
+    fn group_tokens_of_full_nodes(&mut self) {
+        let n = self.overflow.len();
+        self.group_start.clear();
+        self.group_start.push(0);
+        for i in 0..n {
+            let size = if self.overflow[i] > 0 {
+                self.token_counts[i]
+            } else {
+                0
+            };
+            self.group_start.push(self.group_start[i] + size);
+        }
+        self.group_fill.clear();
+        self.group_fill.extend_from_slice(&self.group_start[..n]);
+        self.remainders.clear();
+        self.remainders.resize(self.group_start[n], (0, 0));
+    }
+
+    /// Steps 4 and 5 for one token with an overflow: walks clockwise from the next token and
+    /// gives its last requests to the nodes with room, taking them from the home node. Returns
+    /// how many were forwarded.
+    fn forward(&mut self, step: &StepLoad<'_>, token: usize, served: &mut Served) -> u64 {
+        let ring = step.ring;
+        let requests = step.requests_of(token);
+        let writes = step.writes_of(token);
+        let start = requests - self.token_overflow[token];
+        // The token's requests `start..position` have been forwarded, and `written` is the
+        // number of writes among its first `position`.
+        let mut position = start;
+        let written_at_start = writes_before(start, requests, writes);
+        let mut written = written_at_start;
+        let mut from = clockwise_after(token, ring.len());
+        while position < requests && self.room_left > 0 {
+            let at = self.next_with_room(ring, from);
+            let node = ring.owner(at).index();
+            let placed = (requests - position).min(self.room[node]);
+            position += placed;
+            let written_after = writes_before(position, requests, writes);
+            served.requests[node] += placed;
+            served.writes[node] += written_after - written;
+            written = written_after;
+            self.room[node] -= placed;
+            self.room_left -= placed;
+            from = at;
+        }
+        // The home node keeps the token's first `start` requests and any that found no room:
+        // everything but the forwarded positions `start..position`.
+        let moved = position - start;
+        let home = ring.owner(token).index();
+        served.requests[home] -= moved;
+        served.writes[home] -= written - written_at_start;
+        moved
     }
 
     /// The first token at or after `token` (clockwise, wrapping) whose owner has room, with
@@ -176,7 +275,7 @@ impl BoundedLoadsRouting {
     fn next_with_room(&mut self, ring: &TokenRing, token: usize) -> usize {
         // The token after `at`: its skip pointer, or the next token clockwise.
         let advance = |next: &[usize], at: usize| match next[at] {
-            skip if skip == at => (at + 1) % ring.len(),
+            skip if skip == at => clockwise_after(at, ring.len()),
             skip => skip,
         };
         let mut at = token;
@@ -201,12 +300,40 @@ impl Default for BoundedLoadsRouting {
 }
 
 /// Writes carried by the first `position` of a token's `requests` requests, `writes` of which
-/// are writes: `floor(position * writes / requests)`.
+/// are writes: `floor(position * writes / requests)` (`position` at most `requests`).
 fn writes_before(position: u64, requests: u64, writes: u64) -> u64 {
-    if requests == 0 {
+    if requests == 0 || writes == 0 {
         return 0;
     }
-    (u128::from(position) * u128::from(writes) / u128::from(requests)) as u64
+    if position == requests {
+        return writes;
+    }
+    floor_and_remainder(position, writes, requests).0
+}
+
+/// The token after `token` on a ring of `len` tokens (`token + 1`, wrapping to 0).
+fn clockwise_after(token: usize, len: usize) -> usize {
+    if token + 1 == len { 0 } else { token + 1 }
+}
+
+/// The order in which a full node's tokens get the requests its floors leave: largest
+/// remainder first, ties to the lower token index.
+fn largest_remainder_first(a: &(u64, usize), b: &(u64, usize)) -> std::cmp::Ordering {
+    b.0.cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// `floor(a * b / divisor)` and `a * b mod divisor`, exactly: in 64 bits when the product fits
+/// (a step's counts always do), in 128 otherwise. `divisor` must not be 0.
+#[inline]
+fn floor_and_remainder(a: u64, b: u64, divisor: u64) -> (u64, u64) {
+    match a.checked_mul(b) {
+        Some(product) => (product / divisor, product % divisor),
+        None => {
+            let product = u128::from(a) * u128::from(b);
+            let divisor = u128::from(divisor);
+            ((product / divisor) as u64, (product % divisor) as u64)
+        }
+    }
 }
 
 impl Router for BoundedLoadsRouting {
@@ -215,17 +342,10 @@ impl Router for BoundedLoadsRouting {
     }
 
     fn route(&mut self, step: &StepLoad<'_>, served: &mut Served) -> u64 {
-        let n = step.n_nodes();
-        let ring = step.ring;
-        let owners = ring.owners();
-        served.reset(n);
-        self.own.clear();
-        self.own.resize(n, 0);
-        for (token, owner) in owners.iter().enumerate() {
-            self.own[owner.index()] += step.requests_of(token);
-        }
+        self.count_own(step, served);
+        let n = self.own.len();
         let total: u64 = self.own.iter().sum();
-        self.compute_bounds(step, n, total);
+        self.compute_bounds(step, total);
 
         // Step 2: home first.
         self.overflow.clear();
@@ -234,44 +354,21 @@ impl Router for BoundedLoadsRouting {
         self.room.clear();
         self.room
             .extend((0..n).map(|i| self.bounds[i].saturating_sub(self.own[i])));
-        let mut room_left: u64 = self.room.iter().fold(0, |sum, &r| sum.saturating_add(r));
+        self.room_left = self.room.iter().fold(0, |sum, &r| sum.saturating_add(r));
 
         // Step 3: each full node's overflow per token.
         self.split_overflow(step);
 
-        // Step 4: forwarding, token 0 first; step 5: writes with their requests.
+        // Step 4: forwarding, token 0 first; step 5: writes with their requests. Only the
+        // tokens of full nodes can have an overflow.
         self.next.clear();
-        self.next.extend(0..owners.len());
+        self.next.extend(0..step.ring.len());
         let mut forwarded = 0;
-        for (token, owner) in owners.iter().enumerate() {
-            let requests = step.requests_of(token);
-            let writes = step.writes_of(token);
-            let start = requests - self.token_overflow[token];
-            let mut to_place = self.token_overflow[token];
-            let mut position = start;
-            let mut from = (token + 1) % owners.len();
-            while to_place > 0 && room_left > 0 {
-                let at = self.next_with_room(ring, from);
-                let node = owners[at].index();
-                let placed = to_place.min(self.room[node]);
-                served.requests[node] += placed;
-                served.writes[node] += writes_before(position + placed, requests, writes)
-                    - writes_before(position, requests, writes);
-                self.room[node] -= placed;
-                room_left -= placed;
-                to_place -= placed;
-                position += placed;
-                from = at;
+        for index in 0..self.full_tokens.len() {
+            let token = self.full_tokens[index];
+            if self.token_overflow[token] > 0 {
+                forwarded += self.forward(step, token, served);
             }
-            // The home node keeps the token's first `start` requests and any that found no
-            // room: everything but the moved positions `start..position`.
-            let moved = position - start;
-            forwarded += moved;
-            let home = owner.index();
-            served.requests[home] += requests - moved;
-            served.writes[home] += writes
-                - (writes_before(position, requests, writes)
-                    - writes_before(start, requests, writes));
         }
         forwarded
     }
@@ -452,6 +549,30 @@ mod tests {
     }
 
     #[test]
+    fn floors_and_remainders_are_exact_past_64_bits() {
+        let big = u64::MAX / 3;
+        for (a, b, divisor) in [(7, 9, 4), (big, 5, 7), (big, big, u64::MAX), (0, big, 3)] {
+            let product = u128::from(a) * u128::from(b);
+            let divisor_wide = u128::from(divisor);
+            let expected = (
+                (product / divisor_wide) as u64,
+                (product % divisor_wide) as u64,
+            );
+            assert_eq!(
+                floor_and_remainder(a, b, divisor),
+                expected,
+                "{a} x {b} / {divisor}"
+            );
+        }
+        // The writes of a whole token are its writes, whatever the product.
+        assert_eq!(writes_before(u64::MAX, u64::MAX, 5), 5);
+        assert_eq!(
+            writes_before(u64::MAX - 1, u64::MAX, u64::MAX),
+            u64::MAX - 1
+        );
+    }
+
+    #[test]
     fn routing_only_never_moves_a_token() {
         let ring = ring_of(&[0, 1, 0, 1]);
         let loads = [1.0, 0.0];
@@ -459,8 +580,9 @@ mod tests {
         assert_eq!(RoutingOnly.plan(&ring, &observation), Plan::none());
     }
 
-    /// The rule written out plainly (a linear walk, no skip pointers), to check the fast one.
-    fn reference(case: &Case<'_>, eps: f64) -> (Vec<u64>, u64) {
+    /// The rule written out plainly (a linear walk, no skip pointers), to check the fast one:
+    /// what every node serves (requests and writes) and the requests forwarded.
+    fn reference(case: &Case<'_>, eps: f64) -> (Served, u64) {
         let n = case.capacities.len();
         let v = case.owners.len();
         let owner = |s: usize| case.owners[s] as usize;
@@ -506,18 +628,41 @@ mod tests {
                 token_overflow[s] += 1;
             }
         }
+        // Writes: every token's at home, then each forwarded chunk's (the positions it takes
+        // of its token's requests) moved to the node that serves it.
+        let mut writes = vec![0u64; n];
+        for s in 0..v {
+            writes[owner(s)] += case.writes[s].min(case.requests[s]);
+        }
+        let writes_before = |s: usize, position: u64| {
+            let (r, w) = (case.requests[s], case.writes[s].min(case.requests[s]));
+            if r == 0 {
+                0
+            } else {
+                (u128::from(position) * u128::from(w) / u128::from(r)) as u64
+            }
+        };
         let mut forwarded = 0;
         for s in 0..v {
             let mut left = token_overflow[s];
+            let mut position = case.requests[s] - left;
             for step in 1..=v {
                 let j = owner((s + step) % v);
                 let placed = left.min(bound[j].saturating_sub(served[j]));
+                let chunk = writes_before(s, position + placed) - writes_before(s, position);
+                writes[j] += chunk;
+                writes[owner(s)] -= chunk;
                 served[j] += placed;
                 forwarded += placed;
                 left -= placed;
+                position += placed;
             }
             served[owner(s)] += left;
         }
+        let served = Served {
+            requests: served,
+            writes,
+        };
         (served, forwarded)
     }
 
@@ -585,7 +730,7 @@ mod tests {
                 let overflow: u64 = (0..n).map(|i| own[i].saturating_sub(bounds[i])).sum();
                 prop_assert_eq!(forwarded, overflow);
             }
-            prop_assert_eq!((served.requests, forwarded), reference(&case, eps));
+            prop_assert_eq!((served, forwarded), reference(&case, eps));
         }
     }
 }

@@ -28,17 +28,20 @@ pub struct StepLoad<'a> {
 impl StepLoad<'_> {
     /// Number of nodes the routing fills: the nodes given capacities, and any node that owns
     /// a token past them.
+    #[inline]
     pub fn n_nodes(&self) -> usize {
         let highest_owner = self.ring.owners().iter().map(|o| o.index() + 1).max();
         self.capacities.len().max(highest_owner.unwrap_or(0))
     }
 
     /// Requests of token `token` (0 when not given).
+    #[inline]
     pub fn requests_of(&self, token: usize) -> u64 {
         self.requests.get(token).copied().unwrap_or(0)
     }
 
     /// Writes of token `token` (0 when not given; never more than its requests).
+    #[inline]
     pub fn writes_of(&self, token: usize) -> u64 {
         self.writes
             .get(token)
@@ -48,6 +51,7 @@ impl StepLoad<'_> {
     }
 
     /// Capacity of node `node`: 0 when not given or not a finite number > 0.
+    #[inline]
     pub fn capacity_of(&self, node: usize) -> f64 {
         match self.capacities.get(node) {
             Some(&c) if c.is_finite() && c > 0.0 => c,
@@ -56,6 +60,7 @@ impl StepLoad<'_> {
     }
 
     /// Whether node `node` is live (false when not given).
+    #[inline]
     pub fn is_live(&self, node: usize) -> bool {
         self.live.get(node).copied().unwrap_or(false)
     }
