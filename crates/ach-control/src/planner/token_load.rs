@@ -79,7 +79,22 @@ pub fn plan_by_token_load(
     // The three hottest live nodes, kept as the plan grows: the hottest node other than a
     // receiver and the source is among them, so each check costs O(1) instead of O(nodes).
     let mut hottest = Hottest::of(&progress.projected, is_live);
+    // Sources that can give no more token and receivers that can take none stay so, so once
+    // every source or every receiver is done no later candidate can move: the plan stops
+    // there, and the candidates past that point are never ranked.
+    let gives_no_more = |progress: &TokenLoadProgress, k: usize| {
+        progress.gives_no_more(k, (sources[k].1, share[k]), rules.v_min)
+    };
+    let mut sources_done = (0..sources.len())
+        .filter(|&k| gives_no_more(&progress, k))
+        .count();
+    let mut receivers_done = (0..receivers.len())
+        .filter(|&r| progress.takes_no_more(r, receivers, n))
+        .count();
     for token in candidates {
+        if sources_done == sources.len() || receivers_done == receivers.len() {
+            break;
+        }
         let from = ring.owners()[token];
         let k = source_slot[from.index()];
         let (source, gain) = sources[k];
@@ -93,6 +108,8 @@ pub fn plan_by_token_load(
         };
         let to = receivers[r].0;
         progress.take((k, source), (r, to), arc, load);
+        sources_done += usize::from(gives_no_more(&progress, k));
+        receivers_done += usize::from(progress.takes_no_more(r, receivers, n));
         hottest = Hottest::of(&progress.projected, is_live);
         moves.push(TokenMove {
             token,
@@ -118,17 +135,17 @@ fn source_slots(sources: &[(usize, f64)], n: usize) -> Vec<usize> {
 /// The slot of a node that is not a source, in [`plan_by_token_load`]'s index of sources.
 const NOT_A_SOURCE: usize = usize::MAX;
 
-/// The movable tokens of the sources (`source_slot[owner]` not [`NOT_A_SOURCE`]) with a positive finite load,
-/// ranked by load relieved per key space moved, `token_load / arc`, highest first (ties:
-/// lower token index).
+/// The movable tokens of the sources (`source_slot[owner]` not [`NOT_A_SOURCE`]) with a
+/// positive finite load, ranked by load relieved per key space moved, `token_load / arc`,
+/// highest first (ties: lower token index).
 fn ranked_by_load_per_arc(
     ring: &TokenRing,
     source_slot: &[usize],
     token_loads: &[f64],
     movable: &dyn Fn(usize) -> bool,
-) -> Vec<usize> {
+) -> InRankOrder {
     let arcs = ring.arcs();
-    let mut candidates: Vec<(usize, f64)> = ring
+    let candidates: Vec<(usize, f64)> = ring
         .owners()
         .iter()
         .enumerate()
@@ -144,8 +161,61 @@ fn ranked_by_load_per_arc(
             (load.is_finite() && load > 0.0 && arc > 0.0).then_some((token, load / arc))
         })
         .collect();
-    candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    candidates.into_iter().map(|(token, _)| token).collect()
+    InRankOrder::new(candidates)
+}
+
+/// Candidate tokens `(token, load per arc)` handed out in rank order, highest load per arc
+/// first (ties: lower token index), ranked a block at a time: each block is the next best
+/// candidates (a selection), then sorted, and each block is twice the last. A plan that
+/// stops after a few moves ranks a few blocks, not every candidate. No two candidates tie
+/// (each token is listed once), so the order is the one sort of them all would give.
+struct InRankOrder {
+    candidates: Vec<(usize, f64)>,
+    next: usize,
+    ranked_until: usize,
+    block: usize,
+}
+
+impl InRankOrder {
+    /// The size of the first block.
+    const FIRST_BLOCK: usize = 64;
+
+    fn new(candidates: Vec<(usize, f64)>) -> InRankOrder {
+        InRankOrder {
+            candidates,
+            next: 0,
+            ranked_until: 0,
+            block: InRankOrder::FIRST_BLOCK,
+        }
+    }
+
+    /// Ranks the next block of the candidates not ranked yet.
+    fn rank_next_block(&mut self) {
+        let by_rank = |a: &(usize, f64), b: &(usize, f64)| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0));
+        let rest = &mut self.candidates[self.ranked_until..];
+        let block = self.block.min(rest.len());
+        if block < rest.len() {
+            rest.select_nth_unstable_by(block - 1, by_rank);
+        }
+        rest[..block].sort_unstable_by(by_rank);
+        self.ranked_until += block;
+        self.block = self.block.saturating_mul(2);
+    }
+}
+
+impl Iterator for InRankOrder {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        if self.next == self.candidates.len() {
+            return None;
+        }
+        if self.next == self.ranked_until {
+            self.rank_next_block();
+        }
+        self.next += 1;
+        Some(self.candidates[self.next - 1].0)
+    }
 }
 
 /// What [`plan_by_token_load`] has planned so far: the nodes' projected loads, and for each
@@ -239,6 +309,19 @@ impl TokenLoadProgress {
             })
     }
 
+    /// Whether source `k`, of gain `gain` and budget share `share`, can give no more token:
+    /// it has given its share, keeps no more than `v_min` tokens or is relieved of its whole
+    /// gain. Each of these stays true as the plan grows.
+    fn gives_no_more(&self, k: usize, (gain, share): (f64, f64), v_min: usize) -> bool {
+        !(self.taken_arc[k] < share && self.kept[k] > v_min) || self.relieved[k] >= gain
+    }
+
+    /// Whether receiver `r` can take no more token: it has no room or no need left, or it is
+    /// not one of the `n` nodes. Each of these stays true as the plan grows.
+    fn takes_no_more(&self, r: usize, receivers: &[(usize, f64)], n: usize) -> bool {
+        !(self.room[r] > 0 && self.need_left[r] > 0.0 && receivers[r].0 < n)
+    }
+
     /// A token of key space `arc` and load `load` moves from source `k` (node `source`) to
     /// receiver `r` (node `to`).
     fn take(&mut self, (k, source): (usize, usize), (r, to): (usize, usize), arc: f64, load: f64) {
@@ -301,6 +384,123 @@ mod tests {
                 .fold(f64::NEG_INFINITY, f64::max);
             let got = Hottest::of(&loads, is_live).except(a, b);
             proptest::prop_assert_eq!(got.to_bits(), expected.to_bits());
+        }
+    }
+
+    /// The plan as first written: every candidate ranked by one stable sort, and every one
+    /// of them tried (no early stop).
+    fn plan_in_full(
+        ring: &TokenRing,
+        inputs: &TokenLoadInputs<'_>,
+        rules: SelectRules<'_>,
+    ) -> Vec<TokenMove> {
+        let (sources, receivers) = (inputs.sources, inputs.receivers);
+        let n = inputs.loads.len();
+        let gain_sum: f64 = sources.iter().map(|&(_, g)| g).sum();
+        let positive = |x: f64| x > 0.0;
+        if sources.is_empty()
+            || receivers.is_empty()
+            || !positive(gain_sum)
+            || !positive(inputs.budget)
+        {
+            return Vec::new();
+        }
+        let source_slot = source_slots(sources, n);
+        let mut candidates: Vec<(usize, f64)> = (0..ring.len())
+            .filter(|&t| {
+                source_slot
+                    .get(ring.owner(t).index())
+                    .is_some_and(|&k| k != NOT_A_SOURCE)
+                    && (rules.movable)(t)
+            })
+            .filter_map(|t| {
+                let (load, arc) = (
+                    inputs.token_loads.get(t).copied().unwrap_or(0.0),
+                    ring.arcs()[t],
+                );
+                (load.is_finite() && load > 0.0 && arc > 0.0).then_some((t, load / arc))
+            })
+            .collect();
+        candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let is_live = |i: usize| inputs.live.get(i).copied().unwrap_or(true);
+        let mut progress = TokenLoadProgress::new(inputs);
+        let mut moves = Vec::new();
+        for (token, _) in candidates {
+            let from = ring.owner(token);
+            let k = source_slot[from.index()];
+            let (source, gain) = sources[k];
+            let share = inputs.budget * gain / gain_sum;
+            let arc = ring.arcs()[token];
+            if !progress.source_may_give(k, (gain, share), arc, &rules) {
+                continue;
+            }
+            let load = inputs.token_loads[token];
+            let hottest = Hottest::of(&progress.projected, is_live);
+            if let Some(r) = progress.receiver_for(receivers, &hottest, is_live, (source, load)) {
+                progress.take((k, source), (r, receivers[r].0), arc, load);
+                moves.push(TokenMove {
+                    token,
+                    from,
+                    to: NodeId(receivers[r].0 as u32),
+                });
+            }
+        }
+        moves
+    }
+
+    proptest::proptest! {
+        /// Ranking a block at a time and stopping once every source or every receiver is done
+        /// plan the same moves as ranking every candidate and trying each.
+        #[test]
+        fn the_plan_is_the_plan_of_every_candidate_in_rank_order(
+            // Per token: its owner, its gap to the previous position, its load in hundredths
+            // (ties and tokens without load) and whether it is frozen.
+            token_specs in proptest::collection::vec(
+                (0u32..6, 1u32..20, 0u32..6, proptest::bool::weighted(0.1)),
+                1..300,
+            ),
+            nodes in proptest::collection::vec((0.0f64..1.2, proptest::bool::weighted(0.9)), 6),
+            budget in proptest::prop_oneof![0.001f64..0.05, 0.05f64..1.0],
+            v_min in 0usize..4,
+            v_max in proptest::option::of(1usize..80),
+            strict in proptest::bool::ANY,
+        ) {
+            let total_gap: u32 = token_specs.iter().map(|spec| spec.1).sum();
+            let mut position = 0;
+            let positions = token_specs
+                .iter()
+                .map(|spec| {
+                    position += spec.1;
+                    f64::from(position - spec.1) / f64::from(total_gap)
+                })
+                .collect();
+            let owners = token_specs.iter().map(|spec| NodeId(spec.0)).collect();
+            let ring = TokenRing::new(positions, owners).unwrap();
+            let token_loads: Vec<f64> = token_specs.iter().map(|spec| f64::from(spec.2) * 0.01).collect();
+            let frozen: Vec<bool> = token_specs.iter().map(|spec| spec.3).collect();
+            let loads: Vec<f64> = nodes.iter().map(|node| node.0).collect();
+            let live: Vec<bool> = nodes.iter().map(|node| node.1).collect();
+            let n = loads.len();
+            let sources: Vec<(usize, f64)> = (0..n).filter(|&i| loads[i] > 0.7).map(|i| (i, loads[i] - 0.65)).collect();
+            let receivers: Vec<(usize, f64)> = (0..n).filter(|&i| loads[i] < 0.6).map(|i| (i, 0.65 - loads[i])).collect();
+            let counts = ring.counts(n);
+            let inputs = TokenLoadInputs {
+                sources: &sources,
+                receivers: &receivers,
+                loads: &loads,
+                live: &live,
+                token_loads: &token_loads,
+                budget,
+                counts: &counts,
+                v_max,
+            };
+            let movable = |t: usize| !frozen[t];
+            let step_rule = if strict { StepRule::Strict } else { StepRule::Paper };
+            let rules = SelectRules { v_min, step_rule, movable: &movable };
+            proptest::prop_assert_eq!(
+                plan_by_token_load(&ring, &inputs, rules),
+                plan_in_full(&ring, &inputs, rules)
+            );
         }
     }
 
