@@ -33,6 +33,8 @@ pub struct Oracle {
     v_min: usize,
     /// What the last step that planned nothing saw: the same inputs give the same answer.
     unchanged: Option<Inputs>,
+    /// The tokens ranked by the last step's work (see [`rank_by_work`]).
+    order: Vec<usize>,
 }
 
 /// Everything [`Oracle::plan`]'s answer depends on, the numbers bit for bit.
@@ -57,6 +59,7 @@ impl Oracle {
             schedule,
             v_min,
             unchanged: None,
+            order: Vec::new(),
         }
     }
 
@@ -74,35 +77,50 @@ impl Oracle {
     /// Nodes with `keep[i]` (members now, even if they stop serving next step) keep at least
     /// `v_min` tokens.
     pub fn assign(&self, work: &[f64], rates: &[f64], keep: &[bool]) -> Option<Vec<usize>> {
+        let mut order = Vec::new();
+        rank_by_work(work, &mut order);
+        self.assign_in_order(work, rates, keep, &order)
+    }
+
+    /// [`Oracle::assign`] with the tokens already ranked by [`rank_by_work`].
+    fn assign_in_order(
+        &self,
+        work: &[f64],
+        rates: &[f64],
+        keep: &[bool],
+        order: &[usize],
+    ) -> Option<Vec<usize>> {
         let serving: Vec<usize> = (0..rates.len()).filter(|&i| rates[i] > 0.0).collect();
         if serving.is_empty() {
             return None;
         }
-        let mut order: Vec<usize> = (0..work.len()).collect();
-        let w = |s: usize| {
-            if work[s].is_finite() {
-                work[s].max(0.0)
-            } else {
-                0.0
-            }
-        };
-        order.sort_by(|&a, &b| w(b).total_cmp(&w(a)).then(a.cmp(&b)));
-        let mut sums = vec![0.0; rates.len()];
+        // The serving nodes' rates and sums side by side, so that each token's utilisations
+        // on all of them are computed in one loop (two divisions at a time).
+        let serving_rates: Vec<f64> = serving.iter().map(|&i| rates[i]).collect();
+        let mut serving_sums = vec![0.0; serving.len()];
+        let mut utilisations = vec![0.0; serving.len()];
         let mut owned: Vec<Vec<usize>> = vec![Vec::new(); rates.len()];
         let mut owner = vec![serving[0]; work.len()];
-        for &s in &order {
-            let best = serving
-                .iter()
-                .copied()
-                .min_by(|&a, &b| {
-                    ((sums[a] + w(s)) / rates[a])
-                        .total_cmp(&((sums[b] + w(s)) / rates[b]))
-                        .then(a.cmp(&b))
-                })
-                .expect("at least one serving node");
-            sums[best] += w(s);
-            owner[s] = best;
-            owned[best].push(s);
+        for &s in order {
+            let w = clean_work(work[s]);
+            let candidates = utilisations
+                .iter_mut()
+                .zip(&serving_sums)
+                .zip(&serving_rates);
+            for ((utilisation, &sum), &rate) in candidates {
+                *utilisation = (sum + w) / rate;
+            }
+            // The lowest utilisation, ties to the lower id: the first of the lowest, as the
+            // serving nodes are in increasing id order.
+            let mut best = 0;
+            for (k, utilisation) in utilisations.iter().enumerate().skip(1) {
+                if utilisation.total_cmp(&utilisations[best]).is_lt() {
+                    best = k;
+                }
+            }
+            serving_sums[best] += w;
+            owner[s] = serving[best];
+            owned[serving[best]].push(s);
         }
         // Tokens were pushed heaviest first, so the lightest are at the end of each list.
         let kept = (0..rates.len()).filter(|&i| rates[i] > 0.0 || keep.get(i) == Some(&true));
@@ -123,6 +141,41 @@ impl Oracle {
         }
         Some(owner)
     }
+}
+
+/// A token's work as the assignment counts it: a finite work, at least 0; anything else 0.
+fn clean_work(work: f64) -> f64 {
+    if work.is_finite() { work.max(0.0) } else { 0.0 }
+}
+
+/// Whether token `a` comes before token `b` in the assignment's order: heavier first (ties:
+/// lower index). No two tokens tie.
+fn ranks_before(work: &[f64], a: usize, b: usize) -> bool {
+    clean_work(work[b])
+        .total_cmp(&clean_work(work[a]))
+        .then(a.cmp(&b))
+        .is_lt()
+}
+
+/// Ranks every token of `work` into `order`, heaviest first (ties: lower index). An `order`
+/// that already ranks them (the last step's, when the work changed little) is kept as it is:
+/// the check costs a pass, a sort many.
+fn rank_by_work(work: &[f64], order: &mut Vec<usize>) {
+    let ranked = order.len() == work.len()
+        && order
+            .windows(2)
+            .all(|pair| ranks_before(work, pair[0], pair[1]));
+    if ranked {
+        return;
+    }
+    let mut keyed: Vec<(f64, usize)> = work
+        .iter()
+        .enumerate()
+        .map(|(s, &w)| (clean_work(w), s))
+        .collect();
+    keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    order.clear();
+    order.extend(keyed.iter().map(|&(_, s)| s));
 }
 
 /// How good an assignment `owner` is: the work left on nodes that do not serve (first), then
@@ -183,7 +236,11 @@ impl Balancer for Oracle {
             return Plan::none();
         }
         let rates = rates.as_slice();
-        let Some(owner) = self.assign(work, rates, &inputs.keep) else {
+        let mut order = std::mem::take(&mut self.order);
+        rank_by_work(work, &mut order);
+        let assigned = self.assign_in_order(work, rates, &inputs.keep, &order);
+        self.order = order;
+        let Some(owner) = assigned else {
             self.unchanged = Some(inputs);
             return Plan::none();
         };
@@ -216,6 +273,116 @@ impl Balancer for Oracle {
 mod tests {
     use super::*;
     use crate::test_support::even_ring;
+
+    /// The assignment as first written: one stable sort of the tokens, and each token's node
+    /// chosen by comparing its utilisation on every serving node.
+    fn assign_plainly(
+        v_min: usize,
+        work: &[f64],
+        rates: &[f64],
+        keep: &[bool],
+    ) -> Option<Vec<usize>> {
+        let serving: Vec<usize> = (0..rates.len()).filter(|&i| rates[i] > 0.0).collect();
+        if serving.is_empty() {
+            return None;
+        }
+        let w = |s: usize| {
+            if work[s].is_finite() {
+                work[s].max(0.0)
+            } else {
+                0.0
+            }
+        };
+        let mut order: Vec<usize> = (0..work.len()).collect();
+        order.sort_by(|&a, &b| w(b).total_cmp(&w(a)).then(a.cmp(&b)));
+        let mut sums = vec![0.0; rates.len()];
+        let mut owned: Vec<Vec<usize>> = vec![Vec::new(); rates.len()];
+        let mut owner = vec![serving[0]; work.len()];
+        for &s in &order {
+            let best = serving
+                .iter()
+                .copied()
+                .min_by(|&a, &b| {
+                    ((sums[a] + w(s)) / rates[a])
+                        .total_cmp(&((sums[b] + w(s)) / rates[b]))
+                        .then(a.cmp(&b))
+                })
+                .unwrap();
+            sums[best] += w(s);
+            owner[s] = best;
+            owned[best].push(s);
+        }
+        let kept = (0..rates.len()).filter(|&i| rates[i] > 0.0 || keep.get(i) == Some(&true));
+        for i in kept {
+            while owned[i].len() < v_min {
+                let donor = serving
+                    .iter()
+                    .copied()
+                    .filter(|&d| d != i)
+                    .max_by(|&a, &b| owned[a].len().cmp(&owned[b].len()).then(b.cmp(&a)));
+                let Some(donor) = donor.filter(|&d| owned[d].len() > v_min) else {
+                    break;
+                };
+                let token = owned[donor].pop().unwrap();
+                owner[token] = i;
+                owned[i].push(token);
+            }
+        }
+        Some(owner)
+    }
+
+    fn works() -> impl proptest::strategy::Strategy<Value = Vec<f64>> {
+        use proptest::prelude::*;
+        // Ties (a few distinct values), signed zeros, negative and non-finite work.
+        proptest::collection::vec(
+            prop_oneof![
+                (0u32..5).prop_map(|k| f64::from(k) * 0.25),
+                0.0f64..3.0,
+                Just(-0.0),
+                Just(-1.0),
+                Just(f64::NAN),
+                Just(f64::INFINITY),
+            ],
+            0..120,
+        )
+    }
+
+    proptest::proptest! {
+        /// The assignment, and the plan's ranking kept from step to step, are the plain rule's.
+        #[test]
+        fn the_assignment_is_the_plain_rule_s(
+            work in works(),
+            next_work in works(),
+            rates in proptest::collection::vec(proptest::prop_oneof![
+                proptest::strategy::Just(0.0), proptest::strategy::Just(1.0), 0.1f64..3.0
+            ], 1..8),
+            keep in proptest::collection::vec(proptest::bool::ANY, 0..8),
+            v_min in 0usize..4,
+            scale in 0.3f64..3.0,
+        ) {
+            let oracle = Oracle::new(vec![(0, rates.clone())], v_min);
+            proptest::prop_assert_eq!(
+                oracle.assign(&work, &rates, &keep),
+                assign_plainly(v_min, &work, &rates, &keep)
+            );
+            // A ranking kept from other work is checked, and redone when it no longer holds:
+            // for unrelated work, and for the same work at another rate (as in a scenario
+            // whose load changes), whose ranking mostly holds.
+            let scaled: Vec<f64> = work.iter().map(|w| w * scale).collect();
+            for next in [&next_work, &scaled] {
+                let mut order = Vec::new();
+                rank_by_work(&work, &mut order);
+                rank_by_work(next, &mut order);
+                let mut fresh = Vec::new();
+                rank_by_work(next, &mut fresh);
+                proptest::prop_assert_eq!(&order, &fresh);
+                proptest::prop_assert_eq!(
+                    oracle.assign_in_order(next, &rates, &keep, &order),
+                    assign_plainly(v_min, next, &rates, &keep)
+                );
+            }
+        }
+    }
 
     #[test]
     fn work_is_spread_by_speed_and_v_min_is_kept() {
