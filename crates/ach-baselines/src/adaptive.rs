@@ -160,11 +160,11 @@ impl Adaptive {
             .map(|(_, (l, p))| (l - p).abs())
             .collect();
         if !changes.is_empty() {
-            changes.sort_by(f64::total_cmp);
             if self.noise_window.len() == NOISE_WINDOW {
                 self.noise_window.remove(0);
             }
-            self.noise_window.push(crate::median(&changes));
+            self.noise_window
+                .push(crate::filtered::median_in_place(&mut changes));
         }
         self.previous.clear();
         self.previous.extend_from_slice(loads);

@@ -40,14 +40,25 @@ impl<B: Balancer> MedianFiltered<B> {
 
 /// The median of `samples` (not empty).
 pub fn median(samples: &[f64]) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let middle = sorted.len() / 2;
-    if sorted.len() % 2 == 1 {
-        sorted[middle]
-    } else {
-        0.5 * (sorted[middle - 1] + sorted[middle])
+    median_in_place(&mut samples.to_vec())
+}
+
+/// The median of `samples` (not empty), reordering them: the middle value in the order of
+/// `f64::total_cmp`, or the mean of the two middle ones. A selection finds them, the values
+/// a sort would put there.
+pub(crate) fn median_in_place(samples: &mut [f64]) -> f64 {
+    let (middle, odd) = (samples.len() / 2, samples.len() % 2 == 1);
+    let (below, &mut upper, _) = samples.select_nth_unstable_by(middle, f64::total_cmp);
+    if odd {
+        return upper;
     }
+    // The largest value below the middle one is the lower of the two middle ones.
+    let lower = below
+        .iter()
+        .copied()
+        .max_by(f64::total_cmp)
+        .expect("an even count of at least two");
+    0.5 * (lower + upper)
 }
 
 fn push_window(samples: &mut Vec<f64>, value: f64, window: usize) {
@@ -172,6 +183,31 @@ mod tests {
     }
 
     proptest! {
+        /// The median found by a selection is the sorted samples' middle value (or the mean of
+        /// the two middle ones), bit for bit, with ties, signed zeros and NaNs among them.
+        #[test]
+        fn the_median_is_the_middle_of_the_sorted_samples(
+            samples in proptest::collection::vec(prop_oneof![
+                (0u32..4).prop_map(f64::from),
+                -2.0f64..2.0,
+                Just(0.0),
+                Just(-0.0),
+                Just(f64::NAN),
+                Just(-f64::NAN),
+                Just(f64::INFINITY),
+            ], 1..40),
+        ) {
+            let mut sorted = samples.clone();
+            sorted.sort_by(f64::total_cmp);
+            let middle = sorted.len() / 2;
+            let expected = if sorted.len() % 2 == 1 {
+                sorted[middle]
+            } else {
+                0.5 * (sorted[middle - 1] + sorted[middle])
+            };
+            prop_assert_eq!(median(&samples).to_bits(), expected.to_bits());
+        }
+
         /// Every filtered load (and total) lies between the smallest and the largest sample of
         /// its window.
         #[test]
