@@ -263,11 +263,10 @@ impl TokenLoadProgress {
         arc: f64,
         rules: &SelectRules<'_>,
     ) -> bool {
-        let taken = self.taken_arc[k];
-        if !(taken < share && self.kept[k] > rules.v_min) || self.relieved[k] >= gain {
+        if self.gives_no_more(k, (gain, share), rules.v_min) {
             return false;
         }
-        !(rules.step_rule == StepRule::Strict && taken + arc > share)
+        !(rules.step_rule == StepRule::Strict && self.taken_arc[k] + arc > share)
     }
 
     /// The receiver (its index in `receivers`) that takes a token of load `load` from node
@@ -297,7 +296,7 @@ impl TokenLoadProgress {
             }
         };
         (0..receivers.len())
-            .filter(|&r| self.room[r] > 0 && self.need_left[r] > 0.0 && receivers[r].0 < n)
+            .filter(|&r| !self.takes_no_more(r, receivers, n))
             .filter(|&r| {
                 let j = receivers[r].0;
                 j != source && projected[j] + load < hottest_except(j)
