@@ -148,13 +148,15 @@ fn clean_work(work: f64) -> f64 {
     if work.is_finite() { work.max(0.0) } else { 0.0 }
 }
 
-/// Whether token `a` comes before token `b` in the assignment's order: heavier first (ties:
-/// lower index). No two tokens tie.
+/// The assignment's order of tokens `(work, index)`: heavier first (ties: lower index). No
+/// two tokens tie.
+fn by_rank(a: &(f64, usize), b: &(f64, usize)) -> std::cmp::Ordering {
+    b.0.total_cmp(&a.0).then(a.1.cmp(&b.1))
+}
+
+/// Whether token `a` comes before token `b` in the assignment's order ([`by_rank`]).
 fn ranks_before(work: &[f64], a: usize, b: usize) -> bool {
-    clean_work(work[b])
-        .total_cmp(&clean_work(work[a]))
-        .then(a.cmp(&b))
-        .is_lt()
+    by_rank(&(clean_work(work[a]), a), &(clean_work(work[b]), b)).is_lt()
 }
 
 /// Ranks every token of `work` into `order`, heaviest first (ties: lower index). An `order`
@@ -173,7 +175,7 @@ fn rank_by_work(work: &[f64], order: &mut Vec<usize>) {
         .enumerate()
         .map(|(s, &w)| (clean_work(w), s))
         .collect();
-    keyed.sort_unstable_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    keyed.sort_unstable_by(by_rank);
     order.clear();
     order.extend(keyed.iter().map(|&(_, s)| s));
 }
@@ -183,8 +185,8 @@ fn rank_by_work(work: &[f64], order: &mut Vec<usize>) {
 fn quality(work: &[f64], rates: &[f64], owner: impl Iterator<Item = usize>) -> (f64, f64) {
     let mut sums = vec![0.0; rates.len()];
     for (s, i) in owner.enumerate() {
-        if i < sums.len() && work[s].is_finite() {
-            sums[i] += work[s].max(0.0);
+        if i < sums.len() {
+            sums[i] += clean_work(work[s]);
         }
     }
     let stranded = (0..rates.len())
