@@ -87,20 +87,7 @@ fn run_checked(args: &Args) -> Result<(), String> {
             std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
         Some(time_matrix(&program).map_err(|e| e.to_string())?)
     };
-    let reference_cpu_seconds = match &reference {
-        Some(simulation) => {
-            eprintln!(
-                "timing {} C1 runs of the published simulation ...",
-                args.reference_runs
-            );
-            let runs = (0..args.reference_runs)
-                .map(|_| simulation.c1_cpu_seconds())
-                .collect::<Result<Vec<f64>, _>>()
-                .map_err(|e| format!("ACH_REFERENCE_SIM: {e}"))?;
-            Some(runs)
-        }
-        None => None,
-    };
+    let reference_cpu_seconds = time_published_simulation(reference.as_ref(), args.reference_runs)?;
     let load_after = load_average();
     eprintln!("load average after: {load_after}");
     let now = SystemTime::now()
@@ -125,13 +112,34 @@ fn run_checked(args: &Args) -> Result<(), String> {
     .markdown();
     print!("{markdown}");
     if let Some(path) = &args.write {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        let new =
-            replace_section(&text, &markdown).map_err(|e| format!("{}: {e}", path.display()))?;
-        std::fs::write(path, new).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
-        eprintln!("written: {}", path.display());
+        write_section(path, &markdown)?;
     }
+    Ok(())
+}
+
+/// `runs` C1 runs of `simulation` in CPU seconds, or `None` without one.
+fn time_published_simulation(
+    simulation: Option<&PublishedSimulation>,
+    runs: u32,
+) -> Result<Option<Vec<f64>>, String> {
+    let Some(simulation) = simulation else {
+        return Ok(None);
+    };
+    eprintln!("timing {runs} C1 runs of the published simulation ...");
+    (0..runs)
+        .map(|_| simulation.c1_cpu_seconds())
+        .collect::<Result<Vec<f64>, _>>()
+        .map(Some)
+        .map_err(|e| format!("ACH_REFERENCE_SIM: {e}"))
+}
+
+/// Replaces the generated section of the file at `path` with `markdown`.
+fn write_section(path: &Path, markdown: &str) -> Result<(), String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    let new = replace_section(&text, markdown).map_err(|e| format!("{}: {e}", path.display()))?;
+    std::fs::write(path, new).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
+    eprintln!("written: {}", path.display());
     Ok(())
 }
 
