@@ -60,9 +60,7 @@ fn run_checked(args: &Args) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     // Everything that can fail without measuring fails before measuring, not after.
     if let Some(path) = &args.write {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
-        replace_section(&text, "").map_err(|e| format!("{}: {e}", path.display()))?;
+        read_with_section(path)?;
     }
     let reference = published_simulation()?;
     if cfg!(debug_assertions) {
@@ -94,7 +92,7 @@ fn run_checked(args: &Args) -> Result<(), String> {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
     let markdown = GeneratedSection {
-        command: &command_line(args),
+        command: &command_line(args, reference.as_ref()),
         date: &utc_date(now),
         commit: &working_tree_commit(),
         build: if cfg!(debug_assertions) {
@@ -133,10 +131,17 @@ fn time_published_simulation(
         .map_err(|e| format!("ACH_REFERENCE_SIM: {e}"))
 }
 
-/// Replaces the generated section of the file at `path` with `markdown`.
-fn write_section(path: &Path, markdown: &str) -> Result<(), String> {
+/// The text of the file at `path`, which must hold the generated section's markers.
+fn read_with_section(path: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("{}: cannot read: {e}", path.display()))?;
+    replace_section(&text, "").map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(text)
+}
+
+/// Replaces the generated section of the file at `path` with `markdown`.
+fn write_section(path: &Path, markdown: &str) -> Result<(), String> {
+    let text = read_with_section(path)?;
     let new = replace_section(&text, markdown).map_err(|e| format!("{}: {e}", path.display()))?;
     std::fs::write(path, new).map_err(|e| format!("{}: cannot write: {e}", path.display()))?;
     eprintln!("written: {}", path.display());
@@ -155,8 +160,9 @@ fn published_simulation() -> Result<Option<PublishedSimulation>, String> {
         .map_err(|e| format!("ACH_REFERENCE_SIM: {e}"))
 }
 
-/// The command as a user would type it again.
-fn command_line(args: &Args) -> String {
+/// The command as a user would type it again (with `--reference-runs` when the published
+/// simulation `reference` was timed).
+fn command_line(args: &Args, reference: Option<&PublishedSimulation>) -> String {
     let mut line = format!(
         "cargo xtask bench-run --points {} --repeats {}",
         args.points.join(","),
@@ -165,7 +171,7 @@ fn command_line(args: &Args) -> String {
     if args.no_matrix {
         line.push_str(" --no-matrix");
     }
-    if std::env::var_os("ACH_REFERENCE_SIM").is_some() {
+    if reference.is_some() {
         line.push_str(&format!(" --reference-runs {}", args.reference_runs));
     }
     if let Some(path) = &args.write {
