@@ -5,6 +5,7 @@ use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use ach_redis::local::ServerKind;
+use ach_report::profile::load_average;
 use ach_sim::algorithms::{Catalogue, Entry, names};
 use ach_sim::config::NodeClass;
 
@@ -379,17 +380,6 @@ pub struct LiveResults {
     pub warnings: Vec<String>,
     /// Load average of the machine before and after (from `/proc/loadavg`).
     pub load_average: (String, String),
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|text| {
-            text.split_whitespace()
-                .take(3)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 /// The most threads the clients may send with together.
