@@ -21,7 +21,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',', default_value = "C1,1000")]
     points: Vec<String>,
     /// Repeats per point (each unprobed and probed); the figures are the best.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     repeats: u32,
     /// Do not time the default matrix (`experiments --no-report`, all cores, into a temporary
     /// folder).
@@ -49,9 +49,6 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn run_checked(args: &Args) -> Result<(), String> {
-    if args.repeats == 0 {
-        return Err("--repeats must be >= 1".into());
-    }
     let points = args
         .points
         .iter()
